@@ -1,0 +1,1 @@
+"""pyeino's agent kit: ChatModelAgent on the ReAct graph, Runner and events."""

@@ -1,0 +1,320 @@
+"""The exception hierarchy of pyeino's ``compose`` package.
+
+Every error names what is at fault (node, edge, tool, field or type). Interrupts are not failures and do not
+derive from :class:`ComposeError`::
+
+    Exception
+    ├── ComposeError                      base of every pyeino failure
+    │   ├── GraphBuildError               building or compiling a graph (raised at the call that caused it)
+    │   │   ├── TypeMismatchError         an edge/branch/handler joins incompatible types
+    │   │   ├── GraphCompiledError        the graph was mutated after compile()
+    │   │   └── InvalidGraphError         compile-time structure problems (loops in DAG mode, unreachable nodes, ...)
+    │   ├── GraphRunError                 a run failed
+    │   │   ├── MaxStepsExceededError     the step limit was reached (Pregel mode)
+    │   │   ├── NodeRunError              a node (or its handler) raised; ``.node_path``; cause in ``__cause__``
+    │   │   ├── BranchError               a branch condition failed or chose a node outside its end nodes
+    │   │   ├── RuntimeTypeError          a value crossing an ``Any`` edge had the wrong type
+    │   │   ├── FanInMergeError           values arriving at one node could not be merged
+    │   │   ├── StateError                ``process_state`` found no state of the asked type
+    │   │   └── RunCancelledError         the run was cancelled (anyio cancel scope or timeout)
+    │   ├── StreamError                   misuse of a stream or an impossible concat
+    │   │   ├── EmptyStreamError          concat of a stream with no chunk
+    │   │   └── ConcatError               chunks that cannot be concatenated (conflicting values, no rule)
+    │   ├── ToolError                     tools and ToolsNode
+    │   │   ├── ToolNotFoundError         an assistant message called a tool the node does not have
+    │   │   ├── ToolArgumentsError        arguments were not valid JSON or failed validation
+    │   │   ├── ToolInputError            the ToolsNode input was not an assistant message with tool calls
+    │   │   └── ToolExecutionError        a tool raised; names the tool and call id; cause in ``__cause__``
+    │   └── ChatModelError                a chat model call failed; ``.retryable`` says whether retrying may help
+    │       ├── ModelRateLimitError       HTTP 429 (retryable)
+    │       ├── ModelTimeoutError         the request timed out (retryable)
+    │       ├── ModelServerError          HTTP 5xx or a broken/truncated stream (retryable)
+    │       ├── ModelBadRequestError      HTTP 400/404/422 (not retryable)
+    │       ├── ModelAuthError            HTTP 401/403 (not retryable)
+    │       ├── ModelResponseError        an answer that cannot be understood (e.g. JSON action protocol)
+    │       └── ScriptExhaustedError      a ScriptedChatModel was called past its script
+    ├── StreamEnd(EOFError)               the end of a stream; raised by ``recv()`` again on every later call
+    └── GraphInterrupt                    a run paused at an interrupt (not a failure); ``.info``, ``.checkpoint_id``
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "BranchError",
+    "ChatModelError",
+    "ComposeError",
+    "ConcatError",
+    "EmptyStreamError",
+    "FanInMergeError",
+    "GraphBuildError",
+    "GraphCompiledError",
+    "GraphInterrupt",
+    "GraphRunError",
+    "InvalidGraphError",
+    "MaxStepsExceededError",
+    "ModelAuthError",
+    "ModelBadRequestError",
+    "ModelRateLimitError",
+    "ModelResponseError",
+    "ModelServerError",
+    "ModelTimeoutError",
+    "NodeRunError",
+    "RunCancelledError",
+    "RuntimeTypeError",
+    "ScriptExhaustedError",
+    "StateError",
+    "StreamEnd",
+    "StreamError",
+    "ToolArgumentsError",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolInputError",
+    "ToolNotFoundError",
+    "TypeMismatchError",
+]
+
+
+class ComposeError(Exception):
+    """Base class of every failure raised by pyeino."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Build and compile
+
+
+class GraphBuildError(ComposeError):
+    """Raised by a graph builder call (add node/edge/branch, compile) that cannot be honoured."""
+
+
+class TypeMismatchError(GraphBuildError, TypeError):
+    """Raised when an edge, branch or handler joins two incompatible types.
+
+    Attributes name both ends and both types, e.g. ``graph edge[a]-[b]: start node's output type[int] and end
+    node's input type[str] mismatch``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        start: str | None = None,
+        end: str | None = None,
+        output_type: Any = None,
+        input_type: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.start = start
+        self.end = end
+        self.output_type = output_type
+        self.input_type = input_type
+
+
+class GraphCompiledError(GraphBuildError):
+    """Raised when a graph is modified after ``compile()``."""
+
+    def __init__(self, message: str = "graph has been compiled, cannot be modified") -> None:
+        super().__init__(message)
+
+
+class InvalidGraphError(GraphBuildError):
+    """Raised by ``compile()`` for structural problems: a loop in DAG mode, an unreachable node, no start/end."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running
+
+
+class GraphRunError(ComposeError):
+    """Base class of failures while a compiled graph runs."""
+
+
+class MaxStepsExceededError(GraphRunError):
+    """Raised when a Pregel run needs more supersteps than ``max_run_steps`` allows."""
+
+    def __init__(self, max_steps: int) -> None:
+        super().__init__(f"[GraphRunError] exceeds max steps ({max_steps})")
+        self.max_steps = max_steps
+
+
+class NodeRunError(GraphRunError):
+    """Raised when a node, its state handler or its input conversion fails.
+
+    ``node_path`` lists node keys from the outermost graph down to the failing node; the original exception is
+    ``__cause__``.
+    """
+
+    def __init__(self, node_path: Sequence[str], cause: BaseException, *, phase: str = "") -> None:
+        self.node_path = list(node_path)
+        self.phase = phase
+        where = f" {phase}" if phase else ""
+        super().__init__(
+            f"[NodeRunError] node{where} failed: {type(cause).__name__}: {cause}\n"
+            f"------------------------\nnode path: [{', '.join(self.node_path)}]"
+        )
+        self.__cause__ = cause
+
+    def with_parent(self, key: str) -> NodeRunError:
+        """Return the same error with ``key`` prepended to the node path (used as it rises through sub-graphs)."""
+        cause = self.__cause__
+        assert cause is not None
+        err = NodeRunError([key, *self.node_path], cause, phase=self.phase)
+        err.__traceback__ = self.__traceback__
+        return err
+
+
+class BranchError(GraphRunError):
+    """Raised when a branch condition fails or returns a node that is not one of its end nodes."""
+
+    def __init__(self, message: str, *, node: str | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+
+
+class RuntimeTypeError(GraphRunError, TypeError):
+    """Raised when a value crossing an edge typed ``Any`` on one side is not of the type the other side needs."""
+
+
+class FanInMergeError(GraphRunError):
+    """Raised when several values arrive at one node in one step and cannot be merged."""
+
+
+class StateError(GraphRunError, LookupError):
+    """Raised by ``process_state`` when the run has no state, or no state of the requested type."""
+
+
+class RunCancelledError(GraphRunError):
+    """Raised (as the ``__context__`` of the cancellation) when a run was cancelled from outside."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Streams
+
+
+class StreamEnd(EOFError):
+    """The end of a stream. ``recv()`` raises it at the end and again on every later call."""
+
+
+class StreamError(ComposeError):
+    """Misuse of a stream, or chunks that cannot be combined."""
+
+
+class EmptyStreamError(StreamError):
+    """Raised by ``concat`` when the stream had no chunk."""
+
+    def __init__(self, message: str = "stream reader is empty, concat fail") -> None:
+        super().__init__(message)
+
+
+class ConcatError(StreamError, ValueError):
+    """Raised when chunks cannot be concatenated (conflicting values, or no rule for their type)."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tools
+
+
+class ToolError(ComposeError):
+    """Base class of tool and ToolsNode failures."""
+
+
+class ToolNotFoundError(ToolError, LookupError):
+    """Raised when a tool call names a tool the ToolsNode does not have (and no unknown-tools handler answers)."""
+
+    def __init__(self, tool_name: str) -> None:
+        super().__init__(f"tool {tool_name} not found in toolsNode indexes")
+        self.tool_name = tool_name
+
+
+class ToolArgumentsError(ToolError, ValueError):
+    """Raised when a tool's arguments are not valid JSON or fail validation; names the tool and the field."""
+
+    def __init__(self, tool_name: str, message: str, *, field: str | None = None) -> None:
+        where = f" field '{field}'" if field else ""
+        super().__init__(f"invalid arguments for tool '{tool_name}'{where}: {message}")
+        self.tool_name = tool_name
+        self.field = field
+
+
+class ToolInputError(ToolError, ValueError):
+    """Raised when the ToolsNode input is not an assistant message with at least one tool call."""
+
+
+class ToolExecutionError(ToolError):
+    """Raised when a tool fails inside a ToolsNode; names the tool and the call id, the cause is ``__cause__``."""
+
+    def __init__(self, tool_name: str, call_id: str, cause: BaseException, *, streaming: bool = False) -> None:
+        if streaming:
+            msg = f"failed to stream tool call {call_id} (tool '{tool_name}'): {type(cause).__name__}: {cause}"
+        else:
+            msg = f"failed to invoke tool[name:{tool_name} id:{call_id}]: {type(cause).__name__}: {cause}"
+        super().__init__(msg)
+        self.tool_name = tool_name
+        self.call_id = call_id
+        self.__cause__ = cause
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Chat models
+
+
+class ChatModelError(ComposeError):
+    """A chat model call failed. ``retryable`` says whether trying again may help."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class ModelRateLimitError(ChatModelError):
+    """The provider rate-limited the request (HTTP 429). Retryable."""
+
+    retryable = True
+
+
+class ModelTimeoutError(ChatModelError):
+    """The request timed out. Retryable."""
+
+    retryable = True
+
+
+class ModelServerError(ChatModelError):
+    """The provider failed (HTTP 5xx, connection error, or a stream that broke off). Retryable."""
+
+    retryable = True
+
+
+class ModelBadRequestError(ChatModelError):
+    """The provider rejected the request (HTTP 400, 404, 422). Not retryable."""
+
+
+class ModelAuthError(ChatModelError):
+    """Authentication or permission failed (HTTP 401, 403). Not retryable."""
+
+
+class ModelResponseError(ChatModelError):
+    """The model answered with something that cannot be understood (e.g. not a JSON action)."""
+
+
+class ScriptExhaustedError(ChatModelError):
+    """A ScriptedChatModel was called more times than it has scripted responses."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Interrupts
+
+
+class GraphInterrupt(Exception):  # noqa: N818 - the name is the public contract (DESIGN.md)
+    """A run paused at an interrupt. Not a failure: never caught as an error by pyeino.
+
+    ``info`` is the ``InterruptInfo``; ``checkpoint_id`` the id the run was checkpointed under (or None).
+    """
+
+    def __init__(self, info: Any, checkpoint_id: str | None = None) -> None:
+        super().__init__("graph interrupted")
+        self.info = info
+        self.checkpoint_id = checkpoint_id
