@@ -5,9 +5,12 @@ Pydantic models at the data boundary (DESIGN.md section 2, eino-semantics 3.4).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from compose.errors import ConcatError
 
 __all__ = [
     "FunctionCall",
@@ -18,6 +21,8 @@ __all__ = [
     "ToolInfo",
     "Usage",
     "assistant_message",
+    "concat_message_lists",
+    "concat_messages",
     "system_message",
     "tool_message",
     "user_message",
@@ -46,7 +51,7 @@ class ResponseMeta(_Model):
 
 
 class FunctionCall(_Model):
-    """The function part of a tool call: its name and its JSON arguments (possibly a fragment, in a stream)."""
+    """The function part of a tool call: its name and JSON arguments (possibly a fragment, in a stream)."""
 
     name: str = ""
     arguments: str = ""
@@ -123,3 +128,217 @@ def assistant_message(content: str, tool_calls: list[ToolCall] | None = None) ->
 def tool_message(content: str, tool_call_id: str, tool_name: str | None = None) -> Message:
     """The result of one tool call, answering ``tool_call_id``."""
     return Message(role="tool", content=content, tool_call_id=tool_call_id, tool_name=tool_name)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Concatenation of stream chunks (eino-semantics 3.4, Eino's ConcatMessages / ConcatMessageArray)
+
+
+def concat_messages(msgs: Sequence[Message | None]) -> Message:
+    """Concatenate the chunks of a streamed message into one message, with Eino's rules.
+
+    - role, name, tool_call_id, tool_name: the first non-empty value wins; a different non-empty value later
+      is an error naming both values.
+    - content and reasoning_content are concatenated in order.
+    - response_meta exists if any chunk has one: ``finish_reason`` is the last non-empty one, each usage
+      counter is the maximum over the chunks.
+    - extra maps are merged key-wise: strings are concatenated, any other value is replaced by the later one.
+    - tool calls without an ``index`` are kept as they are, first, in their order; fragments sharing an
+      ``index`` are merged into one call (id, type and name: first non-empty value, a conflicting one is an
+      error; arguments concatenated; the first fragment's ``extra``), placed after them sorted by index.
+
+    A single message is returned as it is (not copied).
+
+    Args:
+        msgs: the chunks, in stream order.
+
+    Returns:
+        The concatenated message.
+
+    Raises:
+        ConcatError: on a ``None`` chunk, an empty sequence, or conflicting values.
+
+    Example:
+        >>> concat_messages([assistant_message("Hel"), assistant_message("lo")]).content
+        'Hello'
+    """
+    if len(msgs) == 1 and msgs[0] is not None:
+        return msgs[0]
+    if not msgs:
+        raise ConcatError("cannot concat an empty list of messages")
+
+    first = msgs[0]
+    role: Role | None = None
+    name: str | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    contents: list[str] = []
+    reasoning: list[str] = []
+    tool_calls: list[ToolCall] = []
+    extras: list[dict[str, Any]] = []
+    meta_seen = False
+    finish_reason = ""
+    usage: list[int] | None = None
+
+    for idx, msg in enumerate(msgs):
+        if msg is None:
+            raise ConcatError(f"unexpected nil chunk in message stream, index: {idx}")
+        role = _first_non_empty(role, msg.role, "roles")
+        name = _first_non_empty(name, msg.name, "names")
+        tool_call_id = _first_non_empty(tool_call_id, msg.tool_call_id, "toolCallIDs")
+        tool_name = _first_non_empty(tool_name, msg.tool_name, "toolNames")
+        if msg.content:
+            contents.append(msg.content)
+        if msg.reasoning_content:
+            reasoning.append(msg.reasoning_content)
+        if msg.tool_calls:
+            tool_calls.extend(msg.tool_calls)
+        if msg.extra:
+            extras.append(msg.extra)
+        meta = msg.response_meta
+        if meta is not None:
+            meta_seen = True
+            if meta.finish_reason:
+                finish_reason = meta.finish_reason
+            if meta.usage is not None:
+                u = meta.usage
+                if usage is None:
+                    usage = [u.prompt_tokens, u.completion_tokens, u.total_tokens]
+                else:
+                    usage[0] = max(usage[0], u.prompt_tokens)
+                    usage[1] = max(usage[1], u.completion_tokens)
+                    usage[2] = max(usage[2], u.total_tokens)
+
+    assert first is not None and role is not None  # the loop raised on None; role is a required field
+    response_meta = None
+    if meta_seen:
+        response_meta = ResponseMeta.model_construct(
+            finish_reason=finish_reason,
+            usage=None
+            if usage is None
+            else Usage.model_construct(
+                prompt_tokens=usage[0], completion_tokens=usage[1], total_tokens=usage[2]
+            ),
+        )
+    return Message.model_construct(
+        role=role,
+        content="".join(contents),
+        name=name,
+        tool_calls=_concat_tool_calls(tool_calls) if tool_calls else [],
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        response_meta=response_meta,
+        reasoning_content="".join(reasoning),
+        extra=_concat_extra(extras),
+    )
+
+
+def concat_message_lists(lists: Sequence[Sequence[Message | None]]) -> list[Message | None]:
+    """Concatenate lists of message chunks slot by slot (Eino's ``ConcatMessageArray``).
+
+    Used for streams whose chunks are lists with one slot per tool call (a ToolsNode in stream mode): slot
+    ``i`` of the result is the concatenation of the non-``None`` messages in slot ``i`` of every list, or
+    ``None`` when no list had a message there.
+
+    Args:
+        lists: the chunks, in stream order; all of the same length.
+
+    Returns:
+        One message (or ``None``) per slot.
+
+    Raises:
+        ConcatError: if the lists differ in length, or a slot's messages cannot be concatenated.
+
+    Example:
+        >>> a, b = tool_message("4", "c1"), tool_message("2", "c1")
+        >>> [m.content if m else None for m in concat_message_lists([[a, None], [b, None]])]
+        ['42', None]
+    """
+    if not lists:
+        return []
+    length = len(lists[0])
+    slots: list[list[Message]] = [[] for _ in range(length)]
+    for chunk in lists:
+        if len(chunk) != length:
+            raise ConcatError(f"unexpected array length. Got {len(chunk)}, expected {length}")
+        for i, msg in enumerate(chunk):
+            if msg is not None:
+                slots[i].append(msg)
+    return [concat_messages(slot) if slot else None for slot in slots]
+
+
+_T = TypeVar("_T", bound=str)
+
+
+def _first_non_empty(current: _T | None, value: _T | None, what: str) -> _T | None:
+    if not value:
+        return current
+    if not current:
+        return value
+    if current != value:
+        raise ConcatError(f"cannot concat messages with different {what}: '{current}' '{value}'")
+    return current
+
+
+def _concat_tool_calls(calls: list[ToolCall]) -> list[ToolCall]:
+    unindexed: list[ToolCall] = []
+    by_index: dict[int, list[ToolCall]] = {}
+    for call in calls:
+        if call.index is None:
+            unindexed.append(call)
+        else:
+            by_index.setdefault(call.index, []).append(call)
+
+    merged = unindexed
+    for index in sorted(by_index):
+        fragments = by_index[index]
+        call_id = call_type = call_name = ""
+        arguments: list[str] = []
+        for frag in fragments:
+            call_id = _merge_call_field(call_id, frag.id, "id")
+            call_type = _merge_call_field(call_type, frag.type, "type")
+            call_name = _merge_call_field(call_name, frag.function.name, "name")
+            if frag.function.arguments:
+                arguments.append(frag.function.arguments)
+        merged.append(
+            ToolCall.model_construct(
+                id=call_id,
+                index=index,
+                type=call_type,
+                function=FunctionCall.model_construct(name=call_name, arguments="".join(arguments)),
+                extra=dict(fragments[0].extra),
+            )
+        )
+    return merged
+
+
+def _merge_call_field(current: str, value: str, what: str) -> str:
+    if not value:
+        return current
+    if not current:
+        return value
+    if current != value:
+        raise ConcatError(f"cannot concat ToolCalls with different tool {what}: '{current}' '{value}'")
+    return current
+
+
+def _concat_extra(extras: list[dict[str, Any]]) -> dict[str, Any]:
+    if not extras:
+        return {}
+    if len(extras) == 1:
+        return dict(extras[0])
+    merged: dict[str, Any] = {}
+    text_parts: dict[str, list[str]] = {}  # keys whose values so far are all strings, joined at the end
+    for extra in extras:
+        for key, value in extra.items():
+            if isinstance(value, str) and (key in text_parts or key not in merged):
+                text_parts.setdefault(key, []).append(value)
+                merged[key] = None  # placeholder keeps the key's first-seen position
+            elif isinstance(value, str):
+                text_parts[key] = [value]
+            else:
+                text_parts.pop(key, None)
+                merged[key] = value
+    for key, parts in text_parts.items():
+        merged[key] = "".join(parts)
+    return merged

@@ -1,0 +1,103 @@
+"""Compile a checked ``Graph`` into ``Tables`` (the only place that walks the builder's structures)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from compose._tables import BranchRT, EdgeCheck, NodeRT, Tables
+from compose.callbacks import RunInfo
+from compose.graph import END, START, FanInMergeConfig
+
+if TYPE_CHECKING:
+    from compose.graph import Graph
+
+
+def build_tables(
+    graph: Graph[Any, Any],
+    *,
+    name: str,
+    dag: bool,
+    max_run_steps: int | None,
+    types: dict[str, tuple[Any, Any]],
+    edge_checks: dict[tuple[str, str], Callable[[Any], bool]],
+    fan_in: dict[str, FanInMergeConfig],
+) -> Tables:
+    from compose.runnable import Runnable
+
+    defs = graph._nodes
+    keys = list(defs)
+    n = len(keys)
+    index = {k: i for i, k in enumerate(keys)}
+    index[END] = n
+    index[START] = n + 1
+
+    nodes: list[NodeRT] = []
+    for i, k in enumerate(keys):
+        d = defs[k]
+        sub: Runnable[Any, Any] | None = None
+        if d.component == "Graph":
+            impl = d.impl
+            sub = impl if isinstance(impl, Runnable) else impl.compile(name=d.name or k, **d.compile_options)
+        in_t, out_t = types[k]
+        nodes.append(
+            NodeRT(
+                key=k,
+                index=i,
+                info=RunInfo(d.name or k, d.type_name, d.component),
+                paradigms=d.paradigms,
+                sub=sub,
+                pre=d.pre_handler,
+                post=d.post_handler,
+                stream_pre=d.stream_pre_handler,
+                stream_post=d.stream_post_handler,
+                input_key=d.input_key,
+                output_key=d.output_key,
+                input_type=d.input_type if d.input_type is not None else in_t,
+                output_type=out_t,
+            )
+        )
+
+    sources = [*keys, END, START]
+    succ: list[tuple[int, ...]] = []
+    branches: list[tuple[BranchRT, ...]] = []
+    for s in sources:
+        succ.append(tuple(index[e] for a, e in graph._edges if a == s))
+        brs = []
+        for b in graph._branches.get(s, []):
+            ends = sorted(b.end_nodes, key=lambda e: index[e])
+            brs.append(BranchRT(b, tuple(index[e] for e in ends), {e: index[e] for e in ends}))
+        branches.append(tuple(brs))
+
+    preds: list[set[int]] = [set() for _ in range(n + 1)]
+    all_succ: list[tuple[int, ...]] = []
+    for si in range(n + 2):
+        targets = list(succ[si])
+        for b in branches[si]:
+            targets.extend(e for e in b.ends if e not in targets)
+        all_succ.append(tuple(targets))
+        for e in targets:
+            preds[e].add(si)
+
+    out_types = tuple([types[k][1] for k in keys] + [graph.output_type, graph.input_type])
+    checks = {
+        (index[a], index[b]): EdgeCheck(fn, a, b, graph.output_type if b == END else types[b][0])
+        for (a, b), fn in edge_checks.items()
+    }
+    return Tables(
+        name=name,
+        keys=(*keys, END, START),
+        nodes=tuple(nodes),
+        succ=tuple(succ),
+        branches=tuple(branches),
+        preds=tuple(frozenset(p) for p in preds),
+        out_types=out_types,
+        checks=checks,
+        dag=dag,
+        max_steps=None if dag else (max_run_steps if max_run_steps is not None else n + 10),
+        state_factory=graph.state_factory,
+        fan_in={index[k]: cfg for k, cfg in fan_in.items()},
+        input_type=graph.input_type,
+        output_type=graph.output_type,
+        all_succ=tuple(all_succ),
+    )

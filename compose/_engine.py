@@ -1,0 +1,569 @@
+"""The scheduler: runs compiled ``Tables`` in Pregel or DAG mode (eino-semantics 1.3, 1.4, 1.7).
+
+Pregel (``any_predecessor``): supersteps with a barrier. Each step first finishes the previous step's nodes (post
+handlers, then routing: edges and branches write into the successors' inboxes), then returns END's value if END
+received one, else runs every node with a non-empty inbox (values from several predecessors fan-in merged).
+The step limit is checked before running a step, counting from 0 (START's routing is not a step).
+
+DAG (``all_predecessor``): eager. A node becomes ready when every predecessor has delivered or been skipped; a node
+all of whose predecessors were skipped is skipped itself, and the skip propagates. Tasks start as soon as they
+are ready; the first time END is ready its value is returned and anything still running is cancelled.
+
+In a streaming run every value on an edge is a ``StreamReader``; fan-out copies it, every stream the run holds is
+closed when the run ends, whatever the way it ends.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import anyio
+
+from compose._tables import EdgeCheck, NodeRT, Tables, branch_targets
+from compose._types import type_name, zero_value
+from compose.callbacks import (
+    CallbackConfig,
+    CallbackHandler,
+    RunInfo,
+    _current_config,
+    fire_end,
+    fire_end_stream,
+    fire_error,
+    fire_start,
+    fire_start_stream,
+    make_config,
+)
+from compose.errors import (
+    GraphInterrupt,
+    GraphRunError,
+    MaxStepsExceededError,
+    NodeRunError,
+    RuntimeTypeError,
+)
+from compose.lambdas import Paradigms, derive
+from compose.merge import merge_stream_values, merge_values
+from compose.state import _current_frame, _StateFrame, call_handler
+from compose.stream import SKIP, StreamReader, concat
+
+_EMPTY: Mapping[str, Any] = {}
+_NOTHING: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class CallOptions:
+    """Per-call options of a compiled graph (see ``Runnable.invoke``)."""
+
+    max_run_steps: int | None = None
+    callbacks: Sequence[CallbackHandler] | None = None
+    designate: Sequence[str | Sequence[str]] | None = None
+    node_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, opts: Mapping[str, Any]) -> CallOptions:
+        unknown = set(opts) - {"max_run_steps", "callbacks", "designate", "node_options"}
+        if unknown:
+            raise TypeError(
+                f"unknown run option(s) {sorted(unknown)}; expected max_run_steps, callbacks, designate, node_options"
+            )
+        return cls(**opts) if opts else _DEFAULT_OPTIONS
+
+
+_DEFAULT_OPTIONS = CallOptions()
+
+
+def _one(value: Any) -> StreamReader[Any]:
+    return StreamReader.from_iterable((value,))
+
+
+async def _close(value: Any) -> None:
+    if isinstance(value, StreamReader):
+        await value.aclose()
+
+
+def _pick(key: str, chunk: Any) -> Any:
+    if isinstance(chunk, dict) and key in chunk:
+        return chunk[key]
+    return SKIP
+
+
+def _wrap_key(key: str, chunk: Any) -> Any:
+    return {key: chunk}
+
+
+def _check_chunk(check: EdgeCheck, chunk: Any) -> Any:
+    if not check.check(chunk):
+        raise RuntimeTypeError(
+            f"runtime type check fail on edge[{check.start}]-[{check.end}]: expected type: "
+            f"{type_name(check.expected)}, actual type: {type(chunk).__qualname__}"
+        )
+    return chunk
+
+
+def _with_callbacks(p: Paradigms, handlers: tuple[CallbackHandler, ...], info: RunInfo) -> Paradigms:
+    """Fire callbacks around what the component implements, then derive the rest (eino-semantics 1.8)."""
+
+    def value_in(fn: Any, stream_out: bool) -> Any:
+        async def run(x: Any, **o: Any) -> Any:
+            await fire_start(handlers, info, x)
+            try:
+                out = await fn(x, **o)
+            except Exception as exc:
+                await fire_error(handlers, info, exc)
+                raise
+            if stream_out:
+                return await fire_end_stream(handlers, info, out)
+            await fire_end(handlers, info, out)
+            return out
+
+        return run
+
+    def stream_in(fn: Any, stream_out: bool) -> Any:
+        async def run(r: StreamReader[Any], **o: Any) -> Any:
+            r = await fire_start_stream(handlers, info, r)
+            try:
+                out = await fn(r, **o)
+            except Exception as exc:
+                await fire_error(handlers, info, exc)
+                raise
+            if stream_out:
+                return await fire_end_stream(handlers, info, out)
+            await fire_end(handlers, info, out)
+            return out
+
+        return run
+
+    impl = p.implemented
+    return derive(
+        invoke=value_in(p.invoke, False) if "invoke" in impl else None,
+        stream=value_in(p.stream, True) if "stream" in impl else None,
+        collect=stream_in(p.collect, False) if "collect" in impl else None,
+        transform=stream_in(p.transform, True) if "transform" in impl else None,
+    )
+
+
+class GraphRun:
+    """One run of a compiled graph. Not reusable; ``run()`` is called once."""
+
+    __slots__ = (
+        "cb",
+        "frame",
+        "inbox",
+        "info",
+        "max_steps",
+        "options",
+        "path",
+        "pending",
+        "ready",
+        "reported",
+        "skipped",
+        "step",
+        "streaming",
+        "t",
+    )
+
+    def __init__(
+        self, tables: Tables, *, streaming: bool, options: CallOptions, path: tuple[str, ...], info: RunInfo
+    ) -> None:
+        self.t = tables
+        self.streaming = streaming
+        self.options = options
+        self.path = path
+        self.info = info
+        self.inbox: dict[int, dict[int, Any]] = {}
+        self.pending: deque[tuple[int, Any]] = deque()
+        self.step = 0
+        self.frame: _StateFrame | None = None
+        self.cb: CallbackConfig | None = None
+        self.ready: deque[int] = deque()
+        self.reported: dict[int, set[int]] = {}
+        self.skipped: dict[int, set[int]] = {}
+        max_steps = tables.max_steps
+        if options.max_run_steps is not None:
+            if tables.dag:
+                raise GraphRunError("cannot set max run steps in dag")
+            if options.max_run_steps < 1:
+                raise GraphRunError("max run steps limit must be at least 1")
+            max_steps = options.max_run_steps
+        self.max_steps = max_steps
+
+    def __repr__(self) -> str:
+        waiting = [self.t.keys[i] for i in self.inbox]
+        return f"GraphRun({self.t.name!r}, step={self.step}, mode={'dag' if self.t.dag else 'pregel'}, inbox={waiting})"
+
+    # ------------------------------------------------------------------ the run
+
+    async def run(self, value: Any) -> Any:
+        t = self.t
+        tok_frame = None
+        if t.state_factory is not None:
+            self.frame = _StateFrame(t.state_factory(), _current_frame.get())
+            tok_frame = _current_frame.set(self.frame)
+        o = self.options
+        parent_cb = _current_config.get()
+        self.cb = make_config(o.callbacks, o.designate, self.path) if (o.callbacks or not self.path) else parent_cb
+        tok_cb = _current_config.set(self.cb) if self.cb is not parent_cb else None
+        handlers = self.cb.for_path(self.path) if self.cb is not None else ()
+        try:
+            if handlers:
+                if self.streaming:
+                    value = await fire_start_stream(handlers, self.info, value)
+                else:
+                    await fire_start(handlers, self.info, value)
+            out = await (self._run_dag(value) if t.dag else self._run_pregel(value))
+            if handlers:
+                if self.streaming:
+                    out = await fire_end_stream(handlers, self.info, out)
+                else:
+                    await fire_end(handlers, self.info, out)
+            return out
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await self._close_all()
+                if handlers and isinstance(exc, Exception) and not isinstance(exc, GraphInterrupt):
+                    await fire_error(handlers, self.info, exc)
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                exc.add_note(f"pyeino: run of graph '{t.name}' was cancelled at step {self.step}")
+            raise
+        finally:
+            if tok_cb is not None:
+                _current_config.reset(tok_cb)
+            if tok_frame is not None:
+                _current_frame.reset(tok_frame)
+
+    async def _close_all(self) -> None:
+        for box in self.inbox.values():
+            for v in box.values():
+                await _close(v)
+        self.inbox.clear()
+        while self.pending:
+            _, v = self.pending.popleft()
+            await _close(v)
+
+    # ------------------------------------------------------------------ Pregel
+
+    async def _run_pregel(self, value: Any) -> Any:
+        t = self.t
+        end = t.end
+        inbox = self.inbox
+        pending = self.pending
+        pending.append((t.start, value))
+        max_steps = self.max_steps
+        assert max_steps is not None
+        last: list[int] = []
+        while True:
+            while pending:
+                src, out = pending.popleft()
+                await self._finish(src, out)
+            if end in inbox:
+                result = self._take(end)
+                await self._close_all()
+                return result
+            if not inbox:
+                names = [t.keys[i] for i in last]
+                raise GraphRunError(f"no tasks to execute, last completed nodes: {names}")
+            if self.step >= max_steps:
+                raise MaxStepsExceededError(max_steps)
+            ready = sorted(inbox)
+            if len(ready) == 1:
+                j = ready[0]
+                pending.append((j, await self._exec(j, self._take(j))))
+            else:
+                batch = [(j, self._take(j)) for j in ready]
+                pending.extend(await self._run_batch(batch))
+            last = ready
+            self.step += 1
+
+    async def _run_batch(self, batch: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+        results: list[Any] = [_NOTHING] * len(batch)
+        errors: list[BaseException | None] = [None] * len(batch)
+
+        async def task(i: int, j: int, x: Any, scope: anyio.CancelScope) -> None:
+            try:
+                results[i] = await self._exec(j, x)
+            except Exception as exc:
+                errors[i] = exc
+                scope.cancel()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for i, (j, x) in enumerate(batch):
+                    tg.start_soon(task, i, j, x, tg.cancel_scope)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                for r in results:
+                    await _close(r)
+            raise
+        failed = [e for e in errors if e is not None]
+        if failed:
+            with anyio.CancelScope(shield=True):
+                for r in results:
+                    await _close(r)
+            first = failed[0]
+            for other in failed[1:]:
+                first.add_note(f"pyeino: a sibling node failed too: {other}")
+            raise first
+        return [(j, results[i]) for i, (j, _) in enumerate(batch)]
+
+    # ------------------------------------------------------------------ DAG
+
+    async def _run_dag(self, value: Any) -> Any:
+        t = self.t
+        end = t.end
+        ready = self.ready
+        await self._finish(t.start, value)
+        send, recv = anyio.create_memory_object_stream[tuple[int, Any, BaseException | None]](math.inf)
+        running = 0
+        error: BaseException | None = None
+        result: Any = _NOTHING
+
+        async def task(j: int, x: Any) -> None:
+            try:
+                out = await self._exec(j, x)
+            except Exception as exc:
+                send.send_nowait((j, None, exc))
+            else:
+                send.send_nowait((j, out, None))
+
+        try:
+            async with anyio.create_task_group() as tg:
+                while result is _NOTHING and error is None:
+                    while ready and result is _NOTHING:
+                        j = ready.popleft()
+                        if j == end:
+                            result = self._take_dag(j)
+                        elif running == 0 and not ready:
+                            self.pending.append((j, await self._exec(j, self._take_dag(j))))
+                            while self.pending:
+                                src, out = self.pending.popleft()
+                                await self._finish(src, out)
+                        else:
+                            tg.start_soon(task, j, self._take_dag(j))
+                            running += 1
+                    if result is not _NOTHING:
+                        break
+                    if running == 0:
+                        error = GraphRunError("no tasks to execute: every remaining node was skipped")
+                        break
+                    j, out, exc = await recv.receive()
+                    running -= 1
+                    if exc is not None:
+                        error = exc
+                        break
+                    try:
+                        await self._finish(j, out)
+                    except Exception as exc2:
+                        error = exc2
+                tg.cancel_scope.cancel()
+        finally:
+            send.close()
+            with anyio.CancelScope(shield=True):
+                async with recv:
+                    async for _, out, _ in recv:
+                        await _close(out)
+        if error is not None:
+            await _close(result)
+            raise error
+        await self._close_all()
+        return result
+
+    def _take_dag(self, j: int) -> Any:
+        if j in self.inbox:
+            return self._take(j)
+        tp = self.t.nodes[j].input_type if j < self.t.n else self.t.output_type
+        zero = zero_value(tp)
+        return _one(zero) if self.streaming else zero
+
+    def _report(self, src: int, dst: int, skipped: bool) -> None:
+        t = self.t
+        rep = self.reported.setdefault(dst, set())
+        rep.add(src)
+        if skipped:
+            self.skipped.setdefault(dst, set()).add(src)
+        preds = t.preds[dst]
+        if len(rep) < len(preds):
+            return
+        del self.reported[dst]
+        sk = self.skipped.pop(dst, set())
+        if len(sk) < len(preds):
+            self.ready.append(dst)
+            return
+        # every predecessor was skipped: the node is skipped and the skip propagates
+        if dst != t.end:
+            for s in t.all_succ[dst]:
+                self._report(dst, s, True)
+
+    # ------------------------------------------------------------------ nodes
+
+    def _take(self, j: int) -> Any:
+        box = self.inbox.pop(j)
+        if len(box) == 1:
+            return next(iter(box.values()))
+        t = self.t
+        key = t.keys[j]
+        if not self.streaming:
+            return merge_values(key, list(box.values()))
+        cfg = t.fan_in.get(j)
+        try:
+            return merge_stream_values(
+                key,
+                [(t.keys[p], r, t.out_types[p]) for p, r in box.items()],
+                source_eof=bool(cfg and cfg.stream_merge_with_source_eof),
+            )
+        except BaseException:
+            self.inbox[j] = box  # closed by _close_all
+            raise
+
+    async def _exec(self, j: int, x: Any) -> Any:
+        node = self.t.nodes[j]
+        phase = "pre handler"
+        try:
+            if not node.plain:
+                x = await self._pre(node, x)
+            phase = ""
+            opts = self.options.node_options.get(node.key, _EMPTY)
+            if node.sub is not None:
+                out = await node.sub._execute(
+                    x,
+                    streaming=self.streaming,
+                    options=CallOptions.parse(opts),
+                    path=(*self.path, node.key),
+                    info=node.info,
+                )
+            else:
+                p = node.paradigms
+                assert p is not None
+                if self.cb is not None:
+                    handlers = self.cb.for_path((*self.path, node.key))
+                    if handlers:
+                        p = _with_callbacks(p, handlers, node.info)
+                out = await (p.transform(x, **opts) if self.streaming else p.invoke(x, **opts))
+            if node.output_key is not None:
+                out = out.map(partial(_wrap_key, node.output_key)) if self.streaming else {node.output_key: out}
+            return out
+        except BaseException as exc:
+            if self.streaming:
+                with anyio.CancelScope(shield=True):
+                    await _close(x)
+            if isinstance(exc, GraphInterrupt) or not isinstance(exc, Exception):
+                raise
+            if isinstance(exc, NodeRunError) and node.sub is not None:
+                raise
+            raise NodeRunError([*self.path, node.key], exc, phase=phase) from exc
+
+    async def _pre(self, node: NodeRT, x: Any) -> Any:
+        frame = self.frame
+        if self.streaming:
+            if node.pre is not None:
+                assert frame is not None
+                x = _one(await call_handler(node.pre, await concat(x), frame))
+            elif node.stream_pre is not None:
+                assert frame is not None
+                x = await call_handler(node.stream_pre, x, frame)
+            if node.input_key is not None:
+                x = x.map(partial(_pick, node.input_key))
+            return x
+        if node.pre is not None:
+            assert frame is not None
+            x = await call_handler(node.pre, x, frame)
+        elif node.stream_pre is not None:
+            assert frame is not None
+            x = await concat(await call_handler(node.stream_pre, _one(x), frame))
+        if node.input_key is not None:
+            if not isinstance(x, dict) or node.input_key not in x:
+                raise GraphRunError(f"cannot find input key: {node.input_key} (node '{node.key}')")
+            x = x[node.input_key]
+        return x
+
+    async def _post(self, node: NodeRT, out: Any) -> Any:
+        frame = self.frame
+        assert frame is not None
+        try:
+            if self.streaming:
+                if node.post is not None:
+                    return _one(await call_handler(node.post, await concat(out), frame))
+                return await call_handler(node.stream_post, out, frame)
+            if node.post is not None:
+                return await call_handler(node.post, out, frame)
+            return await concat(await call_handler(node.stream_post, _one(out), frame))
+        except GraphInterrupt:
+            raise
+        except Exception as exc:
+            await _close(out)
+            raise NodeRunError([*self.path, node.key], exc, phase="post handler") from exc
+
+    # ------------------------------------------------------------------ routing
+
+    async def _finish(self, src: int, out: Any) -> None:
+        """Post-handle ``src``'s output and route it along its edges and branches."""
+        t = self.t
+        if src < t.n:
+            node = t.nodes[src]
+            if node.post is not None or node.stream_post is not None:
+                out = await self._post(node, out)
+        succ = t.succ[src]
+        brs = t.branches[src]
+        if not brs:
+            if not succ:
+                await _close(out)
+            elif len(succ) == 1:
+                self._deliver(src, succ[0], out)
+            else:
+                copies = out.copy(len(succ)) if self.streaming else [out] * len(succ)
+                for s, v in zip(succ, copies, strict=True):
+                    self._deliver(src, s, v)
+            return
+        key = t.keys[src]
+        chosen = []
+        if self.streaming:
+            copies = out.copy(len(succ) + len(brs) + 1)
+            for s, v in zip(succ, copies, strict=False):
+                self._deliver(src, s, v)
+            conds = copies[len(succ) : -1]
+            reserve = copies[-1]
+            try:
+                for i, b in enumerate(brs):
+                    chosen.append(await b.branch.decide_stream(conds[i], key))
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    for c in conds[len(chosen) + 1 :]:
+                        await c.aclose()
+                    await reserve.aclose()
+                raise
+            deliver, skipped = branch_targets(t, src, chosen)
+            if deliver:
+                for s, v in zip(deliver, reserve.copy(len(deliver)), strict=True):
+                    self._deliver(src, s, v)
+            else:
+                await reserve.aclose()
+        else:
+            for s in succ:
+                self._deliver(src, s, out)
+            for b in brs:
+                chosen.append(await b.branch.decide_value(out, key))
+            deliver, skipped = branch_targets(t, src, chosen)
+            for s in deliver:
+                self._deliver(src, s, out)
+        if t.dag:
+            for s in skipped:
+                self._report(src, s, True)
+
+    def _deliver(self, src: int, dst: int, value: Any) -> None:
+        t = self.t
+        check = t.checks.get((src, dst)) if t.checks else None
+        if check is not None:
+            if self.streaming:
+                value = value.map(partial(_check_chunk, check))
+            else:
+                _check_chunk(check, value)
+        box = self.inbox.get(dst)
+        if box is None:
+            self.inbox[dst] = {src: value}
+        else:
+            box[src] = value
+        if t.dag:
+            self._report(src, dst, False)

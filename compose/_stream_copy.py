@@ -1,0 +1,236 @@
+"""``copy(n)`` (a broadcast over one shared linked list, as Eino's ``Copy``) and ``map`` (Eino's convert).
+
+The copy hub's invariants:
+
+* The copies share a singly linked list of elements ``[item, next]`` (two-slot lists: the cheapest object
+  to allocate per item); each copy's cursor is the element it reads next. Every element but the tail holds a
+  raw item; the tail is unfilled (``_EMPTY``) until some copy pulls the parent's
+  next item into it, or holds the end (``_END``), which cursors never move past.
+* Only the cursors (and the list itself, from the slowest cursor on) reference elements, so an element is
+  freed as soon as every open copy has passed it; a closed copy drops its cursor.
+* At most one copy pulls from the parent at a time (``hub.pulling``); the others wait for ``hub.pull_done``.
+  The item is stored before the puller lets go, and a cancelled pull stores nothing, so with a cancel-safe
+  parent a cancelled copy loses nothing, for itself or the others.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+import anyio
+
+from compose._stream_core import (
+    _EMPTY,
+    _END,
+    StreamReader,
+    _IterReader,
+    _Signal,
+    become_copied,
+    closed_signal,
+    detach,
+)
+from compose.errors import StreamError
+
+T = TypeVar("T")
+
+
+class SkipType(enum.Enum):
+    """The type of :data:`SKIP`."""
+
+    SKIP = "SKIP"
+
+
+SKIP: Final = SkipType.SKIP
+"""Returned by a ``map`` function to drop the chunk."""
+
+
+_Elem = list[Any]  # [raw item or _EMPTY, next element or None]
+
+# A closed copy's cursor: an element that yields a closed-reader error and points to itself.
+_CLOSED: _Elem = [closed_signal(), None]
+_CLOSED[1] = _CLOSED
+
+
+class _CopyHub:
+    __slots__ = ("n", "open", "parent", "pull_done", "pulling")
+
+    def __init__(self, parent: StreamReader[Any], n: int) -> None:
+        self.parent = parent
+        self.n = n
+        self.open = n
+        self.pulling = False
+        self.pull_done: anyio.Event | None = None
+
+
+def broadcast(reader: StreamReader[T], n: int) -> list[StreamReader[T]]:
+    """Implement ``reader.copy(n)`` for ``n >= 2`` on an open reader."""
+    if type(reader) is _IterReader:
+        items, start = reader._items, reader._i
+        become_copied(reader)
+        return [_IterReader(items, start) for _ in range(n)]
+    hub = _CopyHub(detach(reader), n)
+    head: _Elem = [_EMPTY, None]
+    return [_CopyReader(hub, head, i) for i in range(n)]
+
+
+class _CopyReader(StreamReader[T]):
+    _kind = "copy"
+
+    def __init__(self, hub: _CopyHub, head: _Elem, index: int) -> None:
+        super().__init__()
+        self._hub = hub
+        self._cur = head
+        self._index = index
+        self._parent_poll = hub.parent._poll
+        self._cancel_safe = hub.parent.cancel_safe
+
+    def _poll(self) -> object:
+        e = self._cur
+        x = e[0]
+        if x is _EMPTY:
+            if self._hub.pulling:
+                return _EMPTY
+            x = self._parent_poll()
+            if x is _EMPTY:
+                return _EMPTY
+            e[0] = x
+            if x is _END:
+                self._done = True
+                return x
+            e[1] = [_EMPTY, None]
+        elif x is _END:
+            self._done = True
+            return x
+        self._cur = e[1]
+        return x
+
+    async def _pull(self) -> object:
+        hub = self._hub
+        while True:
+            x = self._poll()
+            if x is not _EMPTY:
+                return x
+            if hub.pulling:
+                ev = hub.pull_done
+                if ev is None:
+                    ev = hub.pull_done = anyio.Event()
+                await ev.wait()
+                continue
+            e = self._cur
+            hub.pulling = True
+            try:
+                x = await hub.parent._pull()
+                e[0] = x
+                if x is not _END:
+                    e[1] = [_EMPTY, None]
+            finally:
+                hub.pulling = False
+                ev = hub.pull_done
+                if ev is not None:
+                    hub.pull_done = None
+                    ev.set()
+
+    def _release(self) -> None:
+        self._cur = _CLOSED
+        self._hub.open -= 1
+
+    async def _aclose_owned(self) -> None:
+        if self._hub.open == 0:
+            await self._hub.parent.aclose()
+
+    def _gc_release(self) -> None:
+        self._release()
+        parent = self._hub.parent
+        if self._hub.open == 0 and not parent._closed:
+            parent._closed = True
+            parent._gc_release()
+
+    def __repr__(self) -> str:
+        behind = 0
+        e: _Elem | None = self._cur
+        while e is not None and e is not _CLOSED and e[0] is not _EMPTY and e[0] is not _END:
+            behind += 1
+            e = e[1]
+            if behind >= 1000:
+                break
+        return (
+            f"<StreamReader copy {self._index + 1}/{self._hub.n} {self._state()} buffered={behind}"
+            f"{'+' if behind >= 1000 else ''}>"
+        )
+
+
+def _is_async_callable(fn: Callable[..., Any]) -> bool:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
+
+
+class MapReader(StreamReader[Any]):
+    """``reader.map(fn)``: lazy; owns its source."""
+
+    _kind = "map"
+
+    def __init__(self, src: StreamReader[Any], fn: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self._src = src
+        self._fn = fn
+        self._async = _is_async_callable(fn)
+        self._lost = False  # an async fn was cancelled while holding an item
+        self._cancel_safe = src.cancel_safe and not self._async
+
+    def _poll(self) -> object:
+        if self._async:
+            return _EMPTY
+        src, fn = self._src, self._fn
+        while True:
+            x = src._poll()
+            if x is _EMPTY:
+                return x
+            if type(x) is _Signal:
+                if x is _END:
+                    self._done = True
+                return x
+            try:
+                y = fn(x)
+            except Exception as exc:
+                return _Signal(exc)
+            if y is not SKIP:
+                return y
+
+    async def _pull(self) -> object:
+        src, fn = self._src, self._fn
+        if self._lost:
+            self._lost = False
+            return _Signal(
+                StreamError(
+                    "a recv() was cancelled while the map function processed an item: that item was lost"
+                )
+            )
+        while True:
+            x = src._poll()
+            if x is _EMPTY:
+                x = await src._pull()
+            if type(x) is _Signal:
+                if x is _END:
+                    self._done = True
+                return x
+            try:
+                y = await fn(x) if self._async else fn(x)
+            except Exception as exc:
+                return _Signal(exc)
+            except BaseException:
+                self._lost = True
+                raise
+            if y is not SKIP:
+                return y
+
+    async def _aclose_owned(self) -> None:
+        await self._src.aclose()
+
+    def __repr__(self) -> str:
+        name = getattr(self._fn, "__qualname__", None) or type(self._fn).__name__
+        return f"<StreamReader map({name}) {self._state()} source={self._src!r}>"

@@ -1,0 +1,117 @@
+"""The precompiled, integer-indexed tables a compiled graph runs on, and the pure routing functions over them.
+
+Indices: nodes are ``0..n-1`` in insertion order, ``END == n``, ``START == n + 1``. Nothing here is async and
+nothing here does graph analysis: compile time (``_compiler``) fills the tables once, the scheduler (``_engine``)
+reads them every step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from compose.branch import _Branch
+from compose.callbacks import RunInfo
+from compose.graph import FanInMergeConfig
+from compose.lambdas import Paradigms
+
+if TYPE_CHECKING:
+    from compose.runnable import Runnable
+
+Handler = Callable[[Any, Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRT:
+    """What the scheduler needs to run one node."""
+
+    key: str
+    index: int
+    info: RunInfo
+    paradigms: Paradigms | None  # None for a sub-graph
+    sub: Runnable[Any, Any] | None
+    pre: Handler | None
+    post: Handler | None
+    stream_pre: Handler | None
+    stream_post: Handler | None
+    input_key: str | None
+    output_key: str | None
+    input_type: Any  # the component's own input type (for zero values)
+    output_type: Any  # the type the node emits (after output_key)
+
+    @property
+    def plain(self) -> bool:
+        """No handler and no key mapping: the fast path."""
+        return not (self.pre or self.post or self.stream_pre or self.stream_post or self.input_key or self.output_key)
+
+
+@dataclass(frozen=True, slots=True)
+class BranchRT:
+    branch: _Branch[Any]
+    ends: tuple[int, ...]
+    index_of: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeCheck:
+    check: Callable[[Any], bool]
+    start: str
+    end: str
+    expected: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Tables:
+    """A compiled graph: everything the scheduler reads, as tuples indexed by node number."""
+
+    name: str
+    keys: tuple[str, ...]  # len n + 2: node keys, then "end", "start"
+    nodes: tuple[NodeRT, ...]  # len n
+    succ: tuple[tuple[int, ...], ...]  # len n + 2: direct edge successors
+    branches: tuple[tuple[BranchRT, ...], ...]  # len n + 2
+    preds: tuple[frozenset[int], ...]  # len n + 1: every predecessor (edges and branches), for DAG readiness
+    out_types: tuple[Any, ...]  # len n + 2: declared output type (START: the graph input type)
+    checks: dict[tuple[int, int], EdgeCheck]
+    dag: bool
+    max_steps: int | None
+    state_factory: Callable[[], Any] | None
+    fan_in: dict[int, FanInMergeConfig]
+    input_type: Any
+    output_type: Any
+    # for a DAG: every node a skip of node i must reach (edge successors and branch end nodes)
+    all_succ: tuple[tuple[int, ...], ...] = field(default=())
+
+    @property
+    def n(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def end(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def start(self) -> int:
+        return len(self.nodes) + 1
+
+
+def branch_targets(
+    tables: Tables, src: int, chosen: list[frozenset[str]]
+) -> tuple[list[int], list[int]]:
+    """(successors to deliver to, end nodes to mark skipped) after ``src``'s branches chose ``chosen``.
+
+    Direct edge successors are never delivered twice; an end node chosen by no branch of ``src`` is skipped
+    (meaningful in DAG mode only).
+    """
+    direct = tables.succ[src]
+    deliver: list[int] = []
+    picked: set[int] = set()
+    for b, keys in zip(tables.branches[src], chosen, strict=True):
+        for key in sorted(keys, key=lambda k: b.index_of[k]):
+            idx = b.index_of[key]
+            if idx not in picked:
+                picked.add(idx)
+                if idx not in direct:
+                    deliver.append(idx)
+    skipped = sorted({e for b in tables.branches[src] for e in b.ends if e not in picked and e not in direct})
+    return deliver, skipped

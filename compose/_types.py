@@ -1,0 +1,118 @@
+"""Type compatibility for graph edges: the Python counterpart of Eino's ``checkAssignable`` (eino-semantics 1.5).
+
+``assignable(out, in_)`` answers YES (always fine), MAY (fine only for some values: the engine inserts a runtime
+check) or NO (a build error). ``Any`` on the output side is MAY; on the input side YES.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+import typing
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Union, get_args, get_origin
+
+__all__ = ["Assignable", "assignable", "runtime_checker", "type_name", "zero_value"]
+
+
+class Assignable(enum.Enum):
+    YES = "yes"
+    MAY = "may"
+    NO = "no"
+
+
+_UNION_TYPES: tuple[Any, ...] = (Union, types.UnionType)
+
+
+def type_name(tp: Any) -> str:
+    """A short readable name for a type or typing construct."""
+    if tp is Any:
+        return "Any"
+    if isinstance(tp, type) and not get_args(tp):
+        return tp.__qualname__
+    text = repr(tp)
+    return text.replace("typing.", "").replace("compose.schema.", "")
+
+
+def _is_union(tp: Any) -> bool:
+    return get_origin(tp) in _UNION_TYPES
+
+
+def assignable(out: Any, in_: Any) -> Assignable:
+    """Can a value of type ``out`` be delivered where ``in_`` is expected?"""
+    if in_ is Any or in_ is object or out == in_:
+        return Assignable.YES
+    if out is Any or out is object:
+        return Assignable.MAY
+    if _is_union(in_):
+        results = [assignable(out, member) for member in get_args(in_)]
+        if Assignable.YES in results:
+            return Assignable.YES
+        return Assignable.MAY if Assignable.MAY in results else Assignable.NO
+    if _is_union(out):
+        results = [assignable(member, in_) for member in get_args(out)]
+        if all(r is Assignable.YES for r in results):
+            return Assignable.YES
+        return Assignable.NO if all(r is Assignable.NO for r in results) else Assignable.MAY
+    out_origin, in_origin = get_origin(out) or out, get_origin(in_) or in_
+    if not isinstance(out_origin, type) or not isinstance(in_origin, type):
+        return Assignable.MAY  # TypeVars, Protocol aliases, Literal...: only a runtime check can tell
+    if _is_protocol(in_origin):
+        return Assignable.MAY
+    if issubclass(out_origin, in_origin):
+        out_args, in_args = get_args(out), get_args(in_)
+        if not in_args or not out_args or len(out_args) != len(in_args):
+            return Assignable.YES if not in_args else Assignable.MAY
+        results = [assignable(o, i) for o, i in zip(out_args, in_args, strict=True)]
+        if all(r is Assignable.YES for r in results):
+            return Assignable.YES
+        return Assignable.NO if Assignable.NO in results else Assignable.MAY
+    if issubclass(in_origin, out_origin):
+        return Assignable.MAY  # out is a base class: the concrete value may be the subclass
+    return Assignable.NO
+
+
+def _is_protocol(tp: type) -> bool:
+    return bool(getattr(tp, "_is_protocol", False))
+
+
+def runtime_checker(tp: Any) -> Callable[[object], bool]:
+    """A predicate telling whether a value conforms (shallowly) to ``tp``."""
+    if tp is Any or tp is object:
+        return lambda _v: True
+    if _is_union(tp):
+        checks = [runtime_checker(m) for m in get_args(tp)]
+        return lambda v: any(c(v) for c in checks)
+    origin = get_origin(tp) or tp
+    if origin is typing.Literal:
+        allowed = get_args(tp)
+        return lambda v: v in allowed
+    if tp is None or tp is type(None):
+        return lambda v: v is None
+    if isinstance(origin, type) and (not _is_protocol(origin) or getattr(origin, "_is_runtime_protocol", False)):
+        return lambda v: isinstance(v, origin)
+    return lambda _v: True
+
+
+def zero_value(tp: Any) -> Any:
+    """The zero value of a type (Eino gives it to a DAG node whose data predecessors were all skipped)."""
+    if tp is Any or tp is None or tp is type(None) or _is_union(tp):
+        return None
+    origin = get_origin(tp) or tp
+    if isinstance(origin, type):
+        try:
+            return origin()
+        except Exception:  # a type without a no-argument constructor has no zero value but None
+            return None
+    return None
+
+
+def stream_item_type(tp: Any) -> Any:
+    """``T`` for ``AsyncIterator[T]``-like annotations, else ``Any``."""
+    args = get_args(tp)
+    origin = get_origin(tp)
+    if origin is not None and isinstance(origin, type) and issubclass(origin, AsyncIterator) and args:
+        return args[0]
+    if origin is not None and getattr(origin, "__name__", "") == "StreamReader" and args:
+        return args[0]
+    return Any

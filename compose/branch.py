@@ -1,0 +1,120 @@
+"""Branches: choose a node's successors at run time (eino-semantics 1.2).
+
+``GraphBranch(condition, end_nodes)``: ``condition(value) -> key``. ``StreamGraphBranch``: ``condition(reader) ->
+key``; it receives its own copy of the node's output stream and may decide on a prefix (the engine closes the copy
+afterwards if the condition forgot). The multi variants return a set of keys, possibly empty. A condition may be
+sync or async. Returning a key outside ``end_nodes`` raises ``BranchError``.
+
+Paradigm crossing, as in Eino: a value branch on a streaming node sees the concatenated stream (it waits for the
+stream to end); a stream branch in an invoke run receives a one-chunk stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
+
+from compose._types import stream_item_type
+from compose.errors import BranchError
+from compose.lambdas import _hints
+from compose.state import maybe_await
+from compose.stream import StreamReader, concat
+
+__all__ = ["GraphBranch", "GraphMultiBranch", "StreamGraphBranch", "StreamGraphMultiBranch"]
+
+T = TypeVar("T")
+
+
+class _Branch(Generic[T]):
+    """Common machinery; ``_stream`` and ``_multi`` say what the condition takes and returns."""
+
+    _stream = False
+    _multi = False
+
+    def __init__(self, condition: Callable[[Any], Any], end_nodes: Iterable[str]) -> None:
+        if not callable(condition):
+            raise TypeError(f"a branch condition must be callable, got {type(condition).__qualname__}")
+        self.condition = condition
+        self.end_nodes: frozenset[str] = frozenset(end_nodes)
+        if not self.end_nodes:
+            raise BranchError("a branch needs at least one end node")
+        arg, _ = _hints(condition)
+        self.input_type: Any = stream_item_type(arg) if self._stream else arg
+
+    def _check(self, chosen: Any, node: str) -> frozenset[str]:
+        if self._multi:
+            if isinstance(chosen, str) or not isinstance(chosen, Iterable):
+                raise BranchError(
+                    f"multi-branch condition of node '{node}' must return a set of node keys, got {chosen!r}",
+                    node=node,
+                )
+            keys = frozenset(chosen)
+        else:
+            if not isinstance(chosen, str):
+                raise BranchError(
+                    f"branch condition of node '{node}' must return a node key, got {chosen!r}", node=node
+                )
+            keys = frozenset((chosen,))
+        for key in keys:
+            if key not in self.end_nodes:
+                raise BranchError(
+                    f"branch invocation returns unintended end node: {key} (node '{node}', end nodes: "
+                    f"{sorted(self.end_nodes)})",
+                    node=node,
+                )
+        return keys
+
+    async def _call(self, arg: Any, node: str) -> Any:
+        try:
+            return await maybe_await(self.condition(arg))
+        except BranchError:
+            raise
+        except Exception as exc:
+            raise BranchError(f"branch condition of node '{node}' failed: {type(exc).__name__}: {exc}", node=node) from exc
+
+    async def decide_value(self, value: Any, node: str) -> frozenset[str]:
+        """Choose successors for a value (an invoke run)."""
+        if not self._stream:
+            return self._check(await self._call(value, node), node)
+        reader = StreamReader.from_iterable((value,))
+        try:
+            return self._check(await self._call(reader, node), node)
+        finally:
+            await reader.aclose()
+
+    async def decide_stream(self, reader: StreamReader[Any], node: str) -> frozenset[str]:
+        """Choose successors for a stream (a streaming run); owns and closes ``reader``."""
+        try:
+            if self._stream:
+                chosen = await self._call(reader, node)
+            else:
+                chosen = await self._call(await concat(reader), node)
+        finally:
+            await reader.aclose()
+        return self._check(chosen, node)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(end_nodes={sorted(self.end_nodes)})"
+
+
+class GraphBranch(_Branch[T]):
+    """Choose one successor from the node's output value: ``condition(value) -> key``."""
+
+
+class GraphMultiBranch(_Branch[T]):
+    """Choose any number of successors (possibly none): ``condition(value) -> set of keys``."""
+
+    _multi = True
+
+
+class StreamGraphBranch(_Branch[T]):
+    """Choose one successor while reading the node's output stream: ``condition(reader) -> key``."""
+
+    _stream = True
+
+
+class StreamGraphMultiBranch(_Branch[T]):
+    """Choose any number of successors from the node's output stream: ``condition(reader) -> set of keys``."""
+
+    _stream = True
+    _multi = True

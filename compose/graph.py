@@ -1,0 +1,560 @@
+"""The graph builder: nodes, edges, branches and compile-time checks (eino-semantics 1.1-1.5, 1.11).
+
+Every builder call checks what it can at once and raises a ``GraphBuildError`` subclass naming the nodes and types
+at fault (errors are not sticky: a failed call changes nothing). ``compile()`` checks the whole structure with
+networkx (a loop in DAG mode, nodes START cannot reach), infers the types of passthrough nodes, and precompiles
+the integer-indexed tables the scheduler runs on. The graph is frozen afterwards.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar, get_args
+
+import networkx as nx
+
+from compose._types import Assignable, assignable, runtime_checker, type_name
+from compose.branch import _Branch
+from compose.callbacks import RunInfo
+from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
+from compose.lambdas import Lambda, Paradigms, _hints, derive
+from compose.schema import Message
+
+__all__ = ["END", "START", "FanInMergeConfig", "Graph", "TriggerMode"]
+
+I = TypeVar("I")  # noqa: E741
+O = TypeVar("O")
+
+START = "start"
+END = "end"
+
+TriggerMode = Literal["any_predecessor", "all_predecessor"]
+
+Handler = Callable[[Any, Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class FanInMergeConfig:
+    """How values arriving at one node in one step are merged. ``stream_merge_with_source_eof``: the merged
+    stream yields a ``SourceEOF(predecessor_key)`` error item as each predecessor's stream ends."""
+
+    stream_merge_with_source_eof: bool = False
+
+
+@dataclass(slots=True)
+class _NodeDef:
+    key: str
+    component: str
+    type_name: str
+    impl: Any
+    paradigms: Paradigms | None
+    input_type: Any
+    output_type: Any
+    name: str | None = None
+    pre_handler: Handler | None = None
+    post_handler: Handler | None = None
+    stream_pre_handler: Handler | None = None
+    stream_post_handler: Handler | None = None
+    input_key: str | None = None
+    output_key: str | None = None
+    compile_options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def outer_input_type(self) -> Any:
+        return dict[str, Any] if self.input_key else self.input_type
+
+    @property
+    def outer_output_type(self) -> Any:
+        return dict[str, Any] if self.output_key else self.output_type
+
+
+def _state_type(factory: Callable[..., Any] | None) -> Any:
+    if factory is None:
+        return None
+    if isinstance(factory, type):
+        return factory
+    _, ret = _hints(factory)
+    return ret
+
+
+class Graph(Generic[I, O]):
+    """A typed graph of nodes joined by edges and branches; ``compile()`` makes it runnable.
+
+    Example::
+
+        g = Graph[str, str]()
+        g.add_lambda_node("upper", str.upper)
+        g.add_edge(START, "upper")
+        g.add_edge("upper", END)
+        r = g.compile()
+        assert await r.invoke("hi") == "HI"
+
+    ``state=factory`` gives each run a fresh graph-local state (see ``process_state``).
+    """
+
+    def __init__(
+        self,
+        input_type: Any = None,
+        output_type: Any = None,
+        *,
+        state: Callable[[], Any] | None = None,
+    ) -> None:
+        self._input_type = input_type
+        self._output_type = output_type
+        self.state_factory = state
+        self.state_type: Any = _state_type(state)
+        self._nodes: dict[str, _NodeDef] = {}
+        self._edges: list[tuple[str, str]] = []
+        self._branches: dict[str, list[_Branch[Any]]] = {}
+        self._compiled = False
+
+    # ------------------------------------------------------------------ types
+
+    @property
+    def input_type(self) -> Any:
+        """The graph's input type (START's output)."""
+        if self._input_type is not None:
+            return self._input_type
+        args = get_args(getattr(self, "__orig_class__", None))
+        return args[0] if args else Any
+
+    @property
+    def output_type(self) -> Any:
+        """The graph's output type (END's input)."""
+        if self._output_type is not None:
+            return self._output_type
+        args = get_args(getattr(self, "__orig_class__", None))
+        return args[1] if len(args) > 1 else Any
+
+    def _out_type(self, key: str) -> Any:
+        return self.input_type if key == START else self._nodes[key].outer_output_type
+
+    def _in_type(self, key: str) -> Any:
+        return self.output_type if key == END else self._nodes[key].outer_input_type
+
+    # ------------------------------------------------------------------ nodes
+
+    def _check_mutable(self) -> None:
+        if self._compiled:
+            raise GraphCompiledError()
+
+    def _add(
+        self,
+        key: str,
+        node: _NodeDef,
+        *,
+        name: str | None,
+        pre_handler: Handler | None,
+        post_handler: Handler | None,
+        stream_pre_handler: Handler | None,
+        stream_post_handler: Handler | None,
+        input_key: str | None,
+        output_key: str | None,
+    ) -> None:
+        self._check_mutable()
+        if not isinstance(key, str) or not key:
+            raise GraphBuildError(f"node key must be a non-empty string, got {key!r}")
+        if key in (START, END):
+            raise GraphBuildError(f"node '{key}' is reserved, cannot add manually")
+        if key in self._nodes:
+            raise GraphBuildError(f"node '{key}' has been added yet")
+        if pre_handler and stream_pre_handler:
+            raise GraphBuildError(f"node '{key}': give pre_handler or stream_pre_handler, not both")
+        if post_handler and stream_post_handler:
+            raise GraphBuildError(f"node '{key}': give post_handler or stream_post_handler, not both")
+        node.name = name
+        node.input_key, node.output_key = input_key, output_key
+        node.pre_handler, node.post_handler = pre_handler, post_handler
+        node.stream_pre_handler, node.stream_post_handler = stream_pre_handler, stream_post_handler
+        self._check_handlers(node)
+        self._nodes[key] = node
+
+    def _check_handlers(self, node: _NodeDef) -> None:
+        handlers = [
+            ("pre", node.pre_handler, node.outer_input_type, False),
+            ("post", node.post_handler, node.outer_output_type, False),
+            ("stream pre", node.stream_pre_handler, node.outer_input_type, True),
+            ("stream post", node.stream_post_handler, node.outer_output_type, True),
+        ]
+        for label, handler, node_type, is_stream in handlers:
+            if handler is None:
+                continue
+            if self.state_factory is None:
+                raise GraphBuildError(f"node '{node.key}' needs state but graph state is not enabled")
+            hints = _handler_hints(handler)
+            value_t, state_t = hints
+            if is_stream:
+                from compose._types import stream_item_type
+
+                value_t = stream_item_type(value_t) if value_t is not Any else Any
+            if state_t is not Any and self.state_type not in (None, Any) and state_t != self.state_type:
+                raise TypeMismatchError(
+                    f"node[{node.key}]'s {label} handler state type[{type_name(state_t)}] is different from "
+                    f"graph[{type_name(self.state_type)}]",
+                    end=node.key,
+                )
+            if node.component == "Passthrough":
+                if value_t is not Any:
+                    raise TypeMismatchError(f"passthrough node[{node.key}]'s {label} handler type isn't any")
+                continue
+            if value_t is not Any and node_type is not Any and assignable(value_t, node_type) is Assignable.NO:
+                raise TypeMismatchError(
+                    f"node[{node.key}]'s {label} handler type[{type_name(value_t)}] is different from its "
+                    f"{'input' if 'pre' in label else 'output'} type[{type_name(node_type)}]",
+                    end=node.key,
+                    input_type=node_type,
+                    output_type=value_t,
+                )
+
+    def add_lambda_node(
+        self,
+        key: str,
+        fn: Callable[..., Any] | Lambda[Any, Any],
+        *,
+        name: str | None = None,
+        pre_handler: Handler | None = None,
+        post_handler: Handler | None = None,
+        stream_pre_handler: Handler | None = None,
+        stream_post_handler: Handler | None = None,
+        input_key: str | None = None,
+        output_key: str | None = None,
+    ) -> None:
+        """Add a node from a function (sync/async: invoke; async generator: stream) or a ``Lambda``."""
+        lam = Lambda.from_function(fn)
+        node = _NodeDef(key, "Lambda", lam.type_name, lam, lam.paradigms, lam.input_type, lam.output_type)
+        self._add(
+            key, node, name=name, pre_handler=pre_handler, post_handler=post_handler,
+            stream_pre_handler=stream_pre_handler, stream_post_handler=stream_post_handler,
+            input_key=input_key, output_key=output_key,
+        )
+
+    def add_chat_model_node(
+        self,
+        key: str,
+        model: Any,
+        *,
+        name: str | None = None,
+        pre_handler: Handler | None = None,
+        post_handler: Handler | None = None,
+        stream_pre_handler: Handler | None = None,
+        stream_post_handler: Handler | None = None,
+        input_key: str | None = None,
+        output_key: str | None = None,
+    ) -> None:
+        """Add a chat model node: ``list[Message] -> Message`` (``generate`` to invoke, ``stream`` to stream)."""
+        if not callable(getattr(model, "generate", None)) or not callable(getattr(model, "stream", None)):
+            raise GraphBuildError(f"node '{key}': a chat model needs async generate() and stream() methods")
+        paradigms = derive(invoke=model.generate, stream=model.stream)
+        node = _NodeDef(key, "ChatModel", type(model).__name__, model, paradigms, list[Message], Message)
+        self._add(
+            key, node, name=name, pre_handler=pre_handler, post_handler=post_handler,
+            stream_pre_handler=stream_pre_handler, stream_post_handler=stream_post_handler,
+            input_key=input_key, output_key=output_key,
+        )
+
+    def add_tools_node(
+        self,
+        key: str,
+        tools_node: Any,
+        *,
+        name: str | None = None,
+        pre_handler: Handler | None = None,
+        post_handler: Handler | None = None,
+        stream_pre_handler: Handler | None = None,
+        stream_post_handler: Handler | None = None,
+        input_key: str | None = None,
+        output_key: str | None = None,
+    ) -> None:
+        """Add a ToolsNode: ``Message -> list[Message]`` (stream chunks: ``list[Message | None]``)."""
+        if not callable(getattr(tools_node, "invoke", None)) or not callable(getattr(tools_node, "stream", None)):
+            raise GraphBuildError(f"node '{key}': a tools node needs async invoke() and stream() methods")
+        paradigms = derive(invoke=tools_node.invoke, stream=tools_node.stream)
+        node = _NodeDef(key, "ToolsNode", type(tools_node).__name__, tools_node, paradigms, Message, list[Message])
+        self._add(
+            key, node, name=name, pre_handler=pre_handler, post_handler=post_handler,
+            stream_pre_handler=stream_pre_handler, stream_post_handler=stream_post_handler,
+            input_key=input_key, output_key=output_key,
+        )
+
+    def add_graph_node(
+        self,
+        key: str,
+        graph: Graph[Any, Any] | Any,
+        *,
+        compile_options: Mapping[str, Any] | None = None,
+        name: str | None = None,
+        pre_handler: Handler | None = None,
+        post_handler: Handler | None = None,
+        stream_pre_handler: Handler | None = None,
+        stream_post_handler: Handler | None = None,
+        input_key: str | None = None,
+        output_key: str | None = None,
+    ) -> None:
+        """Add a sub-graph (compiled with the parent, with ``compile_options``) or an already compiled Runnable."""
+        from compose.runnable import Runnable
+
+        if isinstance(graph, Graph):
+            in_t, out_t = graph.input_type, graph.output_type
+        elif isinstance(graph, Runnable):
+            in_t, out_t = graph.input_type, graph.output_type
+        else:
+            raise GraphBuildError(f"node '{key}': add_graph_node needs a Graph or a compiled Runnable")
+        node = _NodeDef(key, "Graph", "Graph", graph, None, in_t, out_t, compile_options=dict(compile_options or {}))
+        self._add(
+            key, node, name=name, pre_handler=pre_handler, post_handler=post_handler,
+            stream_pre_handler=stream_pre_handler, stream_post_handler=stream_post_handler,
+            input_key=input_key, output_key=output_key,
+        )
+
+    def add_passthrough_node(
+        self,
+        key: str,
+        *,
+        name: str | None = None,
+        pre_handler: Handler | None = None,
+        post_handler: Handler | None = None,
+        stream_pre_handler: Handler | None = None,
+        stream_post_handler: Handler | None = None,
+    ) -> None:
+        """Add a node that passes its input on unchanged; its type is inferred from its neighbours."""
+
+        async def identity(x: Any, **_o: Any) -> Any:
+            return x
+
+        async def identity_stream(r: Any, **_o: Any) -> Any:
+            return r
+
+        paradigms = derive(invoke=identity, transform=identity_stream)
+        node = _NodeDef(key, "Passthrough", "Passthrough", None, paradigms, None, None)
+        self._add(
+            key, node, name=name, pre_handler=pre_handler, post_handler=post_handler,
+            stream_pre_handler=stream_pre_handler, stream_post_handler=stream_post_handler,
+            input_key=None, output_key=None,
+        )
+
+    # ------------------------------------------------------------------ edges and branches
+
+    def add_edge(self, start: str, end: str) -> None:
+        """Add a data + control edge ``start -> end``; types are checked now."""
+        self._check_mutable()
+        if start == END:
+            raise GraphBuildError("END cannot be a start node")
+        if end == START:
+            raise GraphBuildError("START cannot be an end node")
+        if start != START and start not in self._nodes:
+            raise GraphBuildError(f"edge start node '{start}' needs to be added to graph first")
+        if end != END and end not in self._nodes:
+            raise GraphBuildError(f"edge end node '{end}' needs to be added to graph first")
+        if (start, end) in self._edges:
+            raise GraphBuildError(f"control edge[{start}]-[{end}] have been added yet")
+        self._check_edge_types(start, end)
+        self._edges.append((start, end))
+
+    def _check_edge_types(self, start: str, end: str) -> None:
+        out_t, in_t = self._out_type(start), self._in_type(end)
+        if out_t is None or in_t is None:  # a passthrough: inferred and checked at compile
+            return
+        if assignable(out_t, in_t) is Assignable.NO:
+            raise TypeMismatchError(
+                f"graph edge[{start}]-[{end}]: start node's output type[{type_name(out_t)}] and end node's "
+                f"input type[{type_name(in_t)}] mismatch",
+                start=start, end=end, output_type=out_t, input_type=in_t,
+            )
+
+    def add_branch(self, start: str, branch: _Branch[Any]) -> None:
+        """Add a branch after ``start``; every end node must exist (or be END)."""
+        self._check_mutable()
+        if not isinstance(branch, _Branch):
+            raise GraphBuildError(f"add_branch needs a GraphBranch/StreamGraphBranch (or multi), got {branch!r}")
+        if start == END:
+            raise GraphBuildError("END cannot be a start node")
+        if start != START and start not in self._nodes:
+            raise GraphBuildError(f"branch start node '{start}' needs to be added to graph first")
+        for end in sorted(branch.end_nodes):
+            if end == START:
+                raise GraphBuildError("START cannot be an end node")
+            if end != END and end not in self._nodes:
+                raise GraphBuildError(f"branch end node '{end}' needs to be added to graph first")
+        out_t = self._out_type(start)
+        cond_t = branch.input_type
+        if out_t is not None and cond_t is not Any and assignable(out_t, cond_t) is Assignable.NO:
+            raise TypeMismatchError(
+                f"condition's input type[{type_name(cond_t)}] and start node[{start}]'s output "
+                f"type[{type_name(out_t)}] are mismatched",
+                start=start, output_type=out_t, input_type=cond_t,
+            )
+        for end in sorted(branch.end_nodes):
+            self._check_edge_types(start, end)
+        self._branches.setdefault(start, []).append(branch)
+
+    # ------------------------------------------------------------------ compile
+
+    def compile(
+        self,
+        *,
+        name: str | None = None,
+        max_run_steps: int | None = None,
+        trigger_mode: TriggerMode = "any_predecessor",
+        interrupt_before: Iterable[str] | None = None,
+        interrupt_after: Iterable[str] | None = None,
+        checkpoint_store: Any = None,
+        fan_in_merge_config: Mapping[str, FanInMergeConfig] | None = None,
+    ) -> Any:
+        """Check the whole graph and return a ``Runnable``; the graph is frozen afterwards.
+
+        Raises ``InvalidGraphError`` for a loop in ``all_predecessor`` (DAG) mode, a node START cannot reach, no
+        edge from START or to END, and ``GraphBuildError`` for bad options.
+        """
+        from compose._compiler import build_tables
+        from compose.runnable import Runnable
+
+        if trigger_mode not in ("any_predecessor", "all_predecessor"):
+            raise GraphBuildError(f"unknown trigger mode {trigger_mode!r}")
+        dag = trigger_mode == "all_predecessor"
+        if dag and max_run_steps is not None:
+            raise GraphBuildError("cannot set max run steps in dag mode")
+        if max_run_steps is not None and max_run_steps < 1:
+            raise GraphBuildError("max run steps limit must be at least 1")
+        if interrupt_before or interrupt_after or checkpoint_store is not None:
+            raise GraphBuildError("interrupts and checkpoints are not supported yet")
+        starts = [e for s, e in self._edges if s == START] + [
+            e for b in self._branches.get(START, []) for e in b.end_nodes
+        ]
+        if not starts:
+            raise InvalidGraphError("start node not set")
+        ends = [s for s, e in self._edges if e == END] + [
+            s for s, bs in self._branches.items() for b in bs if END in b.end_nodes
+        ]
+        if not ends:
+            raise InvalidGraphError("end node not set")
+        for key in fan_in_merge_config or {}:
+            if key != END and key not in self._nodes:
+                raise GraphBuildError(f"fan-in merge config names unknown node '{key}'")
+
+        digraph = self._digraph()
+        reachable = nx.descendants(digraph, START) | {START}
+        unreachable = sorted(k for k in self._nodes if k not in reachable)
+        if unreachable:
+            raise InvalidGraphError(
+                f"nodes {unreachable} cannot be reached from START and would never run; add an edge or remove them"
+            )
+        if END not in reachable:
+            raise InvalidGraphError("END cannot be reached from START")
+        if dag:
+            try:
+                cycle = nx.find_cycle(digraph, source=START)
+            except nx.NetworkXNoCycle:
+                cycle = None
+            if cycle:
+                loop = " -> ".join([cycle[0][0], *[v for _, v in cycle]])
+                raise InvalidGraphError(f"DAG is invalid, has loop: {loop}")
+
+        types = self._infer_passthrough_types()
+        edge_checks = self._runtime_checks(types)
+        tables = build_tables(
+            self,
+            name=name or "graph",
+            dag=dag,
+            max_run_steps=max_run_steps,
+            types=types,
+            edge_checks=edge_checks,
+            fan_in=dict(fan_in_merge_config or {}),
+        )
+        self._compiled = True
+        return Runnable(tables)
+
+    def _digraph(self) -> Any:
+        g = nx.DiGraph()
+        g.add_nodes_from([START, END, *self._nodes])
+        g.add_edges_from(self._edges)
+        for start, branches in self._branches.items():
+            for b in branches:
+                g.add_edges_from((start, e) for e in b.end_nodes)
+        return g
+
+    def _successors(self, key: str) -> list[str]:
+        succ = [e for s, e in self._edges if s == key]
+        for b in self._branches.get(key, []):
+            succ.extend(e for e in b.end_nodes if e not in succ)
+        return succ
+
+    def _infer_passthrough_types(self) -> dict[str, tuple[Any, Any]]:
+        """Fixed-point inference: a passthrough's type is its predecessors' output or successors' input type."""
+        types: dict[str, tuple[Any, Any]] = {
+            k: (n.outer_input_type, n.outer_output_type) for k, n in self._nodes.items()
+        }
+        preds: dict[str, list[str]] = {k: [] for k in self._nodes}
+        for s in [START, *self._nodes]:
+            for e in self._successors(s):
+                if e != END:
+                    preds[e].append(s)
+        pending = [k for k, n in self._nodes.items() if n.component == "Passthrough"]
+
+        def out_of(k: str) -> Any:
+            return self.input_type if k == START else types[k][1]
+
+        def in_of(k: str) -> Any:
+            return self.output_type if k == END else types[k][0]
+
+        changed = True
+        while pending and changed:
+            changed = False
+            for k in list(pending):
+                found = next((out_of(p) for p in preds[k] if out_of(p) is not None), None)
+                if found is None:
+                    found = next((in_of(s) for s in self._successors(k) if in_of(s) is not None), None)
+                if found is not None:
+                    types[k] = (found, found)
+                    pending.remove(k)
+                    changed = True
+        if pending:
+            raise InvalidGraphError(f"some node's input or output types cannot be inferred: {sorted(pending)}")
+        return types
+
+    def _runtime_checks(self, types: dict[str, tuple[Any, Any]]) -> dict[tuple[str, str], Callable[[Any], bool]]:
+        """Check every edge with inferred types; edges that only *may* fit get a runtime checker."""
+        checks: dict[tuple[str, str], Callable[[Any], bool]] = {}
+        for s in [START, *self._nodes]:
+            out_t = self.input_type if s == START else types[s][1]
+            for e in self._successors(s):
+                in_t = self.output_type if e == END else types[e][0]
+                verdict = assignable(out_t, in_t)
+                if verdict is Assignable.NO:
+                    raise TypeMismatchError(
+                        f"graph edge[{s}]-[{e}]: start node's output type[{type_name(out_t)}] and end node's "
+                        f"input type[{type_name(in_t)}] mismatch",
+                        start=s, end=e, output_type=out_t, input_type=in_t,
+                    )
+                if verdict is Assignable.MAY:
+                    checks[(s, e)] = runtime_checker(in_t)
+        return checks
+
+    def run_info(self, key: str) -> RunInfo:
+        node = self._nodes[key]
+        return RunInfo(node.name or key, node.type_name, node.component)
+
+    def __repr__(self) -> str:
+        state = "compiled" if self._compiled else "building"
+        return (
+            f"Graph({type_name(self.input_type)} -> {type_name(self.output_type)}, nodes={list(self._nodes)}, "
+            f"edges={len(self._edges)}, branches={sum(map(len, self._branches.values()))}, {state})"
+        )
+
+
+def _handler_hints(handler: Handler) -> tuple[Any, Any]:
+    """(value type, state type) of a handler ``(value, state) -> value``; Any where not annotated."""
+    import typing
+
+    target: Any = handler
+    if not inspect.isfunction(handler) and not inspect.ismethod(handler):
+        target = getattr(handler, "__call__", handler)  # noqa: B004
+    try:
+        hints = typing.get_type_hints(target)
+        params = list(inspect.signature(target).parameters.values())
+    except Exception:  # unresolvable annotations: no static check
+        return Any, Any
+    value_t = hints.get(params[0].name, Any) if params else Any
+    state_t = hints.get(params[1].name, Any) if len(params) > 1 else Any
+    return value_t, state_t

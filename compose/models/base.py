@@ -1,0 +1,103 @@
+"""The ChatModel protocol and the options every chat model understands.
+
+A chat model turns a list of messages into an assistant message, whole (``generate``) or as a stream of
+chunks (``stream``) that :func:`compose.schema.concat_messages` joins back into the whole message.
+``with_tools`` returns a new model that tells the provider about tools; it never changes the model it is
+called on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from compose.schema import Message, ToolInfo
+
+if TYPE_CHECKING:
+    from compose.stream import StreamReader
+
+__all__ = ["ChatModel", "ChatModelOptions", "ToolChoice"]
+
+ToolChoice = str | Mapping[str, Any]
+"""``"auto"``, ``"none"``, ``"required"``, the name of one tool to force, or a provider-specific mapping."""
+
+_FIELDS = ("temperature", "max_tokens", "top_p", "stop", "tool_choice")
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """What a chat-model node calls: OpenAIChatModel, ScriptedChatModel, JSONActionChatModel or your own.
+
+    Options arrive as keyword arguments (a graph passes a node's ``node_options`` this way): ``temperature``,
+    ``max_tokens``, ``top_p``, ``stop``, ``tool_choice`` and provider extras. Options given per call override
+    the ones the model was constructed with (see :class:`ChatModelOptions`).
+    """
+
+    async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        """Answer ``messages`` with one assistant message."""
+        ...
+
+    async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        """Answer ``messages`` with a stream of message chunks; the caller owns (and closes) the reader."""
+        ...
+
+    def with_tools(self, tools: Sequence[ToolInfo]) -> ChatModel:
+        """A new model that offers ``tools`` to the provider; ``self`` is left unchanged."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChatModelOptions:
+    """The options of one chat model call.
+
+    ``None`` means "not set": the provider's default applies. ``extra`` holds provider-specific options
+    (``seed``, ``response_format``, ...), passed through as they are.
+
+    Example:
+        >>> base = ChatModelOptions.from_kwargs(temperature=0.2, seed=7)
+        >>> call = base.merged(temperature=0.9, top_p=0.5)
+        >>> (call.temperature, call.top_p, dict(call.extra))
+        (0.9, 0.5, {'seed': 7})
+    """
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] | None = None
+    tool_choice: ToolChoice | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_kwargs(cls, **opts: Any) -> ChatModelOptions:
+        """Build options from keyword arguments; names that are not fields go to ``extra``.
+
+        An ``extra=`` mapping is merged into ``extra`` too. ``stop`` may be one string or a sequence.
+        """
+        return cls().merged(**opts)
+
+    def merged(self, **opts: Any) -> ChatModelOptions:
+        """These options overridden by ``opts`` (values of ``None`` leave a field as it is)."""
+        if not opts:
+            return self
+        changes: dict[str, Any] = {}
+        extra: dict[str, Any] | None = None
+        for key, value in opts.items():
+            if key in _FIELDS:
+                if value is not None:
+                    changes[key] = _normalise_stop(value) if key == "stop" else value
+            else:
+                if extra is None:
+                    extra = dict(self.extra)
+                if key == "extra":
+                    extra.update(value or {})
+                else:
+                    extra[key] = value
+        if extra is not None:
+            changes["extra"] = extra
+        return dataclasses.replace(self, **changes) if changes else self
+
+
+def _normalise_stop(value: str | Sequence[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)

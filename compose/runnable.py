@@ -1,0 +1,121 @@
+"""``Runnable``: a compiled graph, run in four paradigms (eino-semantics 1.7).
+
+The graph itself runs in two modes: ``invoke`` runs every node with its invoke form and values flow on edges;
+``stream``/``collect``/``transform`` run every node with its transform form and streams flow on edges. So
+``stream(x)`` = transform of a one-chunk stream, ``collect(r)`` = concat of transform. ``stream()`` returns as
+soon as END has a stream; the rest of the work happens lazily as the caller reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+import anyio
+import anyio.from_thread
+
+from compose._engine import CallOptions, GraphRun
+from compose.callbacks import RunInfo
+from compose.errors import StreamEnd
+from compose.stream import StreamReader, concat
+
+if TYPE_CHECKING:
+    from compose._tables import Tables
+
+__all__ = ["Runnable"]
+
+I = TypeVar("I")  # noqa: E741
+O = TypeVar("O")
+
+
+class Runnable(Generic[I, O]):
+    """A compiled graph. Per-call options (keyword arguments of every method):
+
+    * ``max_run_steps``: override the step limit (Pregel mode only);
+    * ``callbacks``: ``CallbackHandler``s for this run (the graph and every node, nested graphs included);
+    * ``designate``: restrict ``callbacks`` to these node keys or paths into sub-graphs (``("sub", "inner")``);
+    * ``node_options``: ``{"node_key": {...}}`` keyword options for one node (a chat model receives them as model
+      options; a lambda as keyword arguments if it accepts ``**opts``; a sub-graph as its own call options).
+    """
+
+    def __init__(self, tables: Tables) -> None:
+        self._tables = tables
+        self._info = RunInfo(tables.name, "Graph", "Graph")
+
+    @property
+    def name(self) -> str:
+        """The name given to ``compile(name=)``."""
+        return self._tables.name
+
+    @property
+    def input_type(self) -> Any:
+        """The graph's input type."""
+        return self._tables.input_type
+
+    @property
+    def output_type(self) -> Any:
+        """The graph's output type."""
+        return self._tables.output_type
+
+    def __repr__(self) -> str:
+        t = self._tables
+        mode = "all_predecessor" if t.dag else "any_predecessor"
+        return f"Runnable({t.name!r}, nodes={list(t.keys[: t.n])}, trigger_mode={mode!r})"
+
+    async def _execute(
+        self, x: Any, *, streaming: bool, options: CallOptions, path: tuple[str, ...], info: RunInfo
+    ) -> Any:
+        run = GraphRun(self._tables, streaming=streaming, options=options, path=path, info=info)
+        return await run.run(x)
+
+    async def invoke(self, x: I, **opts: Any) -> O:
+        """Run with a value; every node runs its invoke form. Returns END's value."""
+        options = CallOptions.parse(opts)
+        return cast(O, await self._execute(x, streaming=False, options=options, path=(), info=self._info))
+
+    async def stream(self, x: I, **opts: Any) -> StreamReader[O]:
+        """Run in streaming mode with a value; returns END's stream as soon as END has one."""
+        options = CallOptions.parse(opts)
+        return cast(
+            StreamReader[O],
+            await self._execute(
+                StreamReader.from_iterable((x,)), streaming=True, options=options, path=(), info=self._info
+            ),
+        )
+
+    async def transform(self, reader: StreamReader[I], **opts: Any) -> StreamReader[O]:
+        """Run in streaming mode with a stream; returns END's stream. Takes ownership of ``reader``."""
+        try:
+            options = CallOptions.parse(opts)
+        except BaseException:
+            await reader.aclose()
+            raise
+        return cast(
+            StreamReader[O],
+            await self._execute(reader, streaming=True, options=options, path=(), info=self._info),
+        )
+
+    async def collect(self, reader: StreamReader[I], **opts: Any) -> O:
+        """Run in streaming mode with a stream and concatenate END's stream into one value."""
+        return cast(O, await concat(await self.transform(reader, **opts)))
+
+    def invoke_sync(self, x: I, **opts: Any) -> O:
+        """Blocking ``invoke`` for scripts (runs its own event loop; not for use inside async code)."""
+
+        async def main() -> O:
+            return await self.invoke(x, **opts)
+
+        return anyio.run(main)
+
+    def stream_sync(self, x: I, **opts: Any) -> Iterator[O]:
+        """Blocking ``stream`` for scripts: an iterator of chunks (an event loop runs in a helper thread)."""
+        with anyio.from_thread.start_blocking_portal() as portal:
+            reader = portal.call(lambda: self.stream(x, **opts))
+            try:
+                while True:
+                    try:
+                        yield portal.call(reader.recv)
+                    except StreamEnd:
+                        return
+            finally:
+                portal.call(reader.aclose)

@@ -1,0 +1,99 @@
+"""Graph-local state (eino-semantics 1.6).
+
+A graph built with ``state=factory`` calls the factory once per run. The state lives in a frame of a per-run chain
+held in a ``ContextVar``: a sub-graph's frame links to its parent's, so ``process_state(T)`` finds the nearest
+enclosing state whose type is ``T`` (inner shadows outer) and holds that graph's lock while the caller uses it.
+
+Handlers: ``pre(input, state) -> input`` runs under the lock before a node, ``post(output, state) -> output``
+after it; stream handlers take and return a ``StreamReader`` (the lock is held only while the handler function
+runs, not while the returned stream is read). Locks are not re-entrant: a handler must not call ``process_state``
+for its own graph's state.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+
+from compose.errors import StateError
+
+__all__ = ["process_state"]
+
+S = TypeVar("S")
+
+
+@dataclass(eq=False)
+class _StateFrame:
+    """One graph run's state, its lock, and the enclosing graph's frame."""
+
+    state: Any
+    parent: _StateFrame | None
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+
+
+_current_frame: ContextVar[_StateFrame | None] = ContextVar("pyeino_state_frame", default=None)
+
+
+def _find_frame(state_type: type[Any]) -> _StateFrame:
+    frame = _current_frame.get()
+    if frame is None:
+        raise StateError(
+            f"get state from context fail: have not set state (asked for {state_type.__qualname__}); "
+            "process_state works inside a node, handler or tool of a graph built with state="
+        )
+    first = frame
+    while frame is not None:
+        if isinstance(frame.state, state_type):
+            return frame
+        frame = frame.parent
+    raise StateError(
+        f"get state from context fail: cannot find state with type: {state_type.__qualname__} in states chain, "
+        f"current state type: {type(first.state).__qualname__}"
+    )
+
+
+@asynccontextmanager
+async def process_state(state_type: type[S]) -> AsyncIterator[S]:
+    """Use the nearest enclosing graph state of type ``state_type``, under that graph's lock.
+
+    Example::
+
+        async def node(x: str) -> str:
+            async with process_state(MyState) as st:
+                st.seen.append(x)
+            return x
+    """
+    frame = _find_frame(state_type)
+    async with frame.lock:
+        yield frame.state
+
+
+async def call_handler(
+    handler: Callable[[Any, Any], Any], value: Any, frame: _StateFrame
+) -> Any:
+    """Run a state handler under its graph's lock (sync or async handler)."""
+    async with frame.lock:
+        result = handler(value, frame.state)
+        if inspect.isawaitable(result):
+            result = await result
+    return result
+
+
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    target = fn
+    call = getattr(fn, "__call__", None)  # noqa: B004 - objects with an async __call__
+    if not inspect.isfunction(fn) and not inspect.ismethod(fn) and call is not None:
+        target = call
+    return inspect.iscoroutinefunction(target)
+
+
+async def maybe_await(value: Awaitable[Any] | Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value

@@ -1,0 +1,62 @@
+"""Streams: typed reader/writer pairs, broadcast copies, lazy maps, fan-in merges and concatenation.
+
+The Python form of Eino's ``schema.StreamReader`` (eino-semantics 3.1-3.3). Streams are pull-based and lazy:
+a reader does its work inside ``recv()``, in the consumer's task, so no stream needs a background task and
+everything fits anyio's structured concurrency.
+
+* :func:`pipe` gives a ``(StreamReader, StreamWriter)`` channel; the writer's holder is the producer.
+* :meth:`StreamReader.from_iterable` and :meth:`StreamReader.from_async_iterator` wrap values and async
+  iterators (stream lambdas, streaming tools, model streams).
+* :meth:`StreamReader.copy` broadcasts a stream to several readers; :meth:`StreamReader.map` converts lazily.
+* :func:`merge_streams` and :func:`merge_named_streams` fan in; :func:`concat` turns a stream into one value
+  with the rules of :func:`register_concat`.
+
+An error item does not end a stream: ``recv()`` raises it and the next ``recv()`` continues. The end is
+:class:`~compose.errors.StreamEnd` (an ``EOFError``), raised again by every later ``recv()``.
+
+Example:
+    >>> import anyio
+    >>> async def main() -> str:
+    ...     reader: StreamReader[str]
+    ...     writer: StreamWriter[str]
+    ...     reader, writer = pipe(4)
+    ...     async with writer:
+    ...         for word in ("stream", "s"):
+    ...             await writer.send(word)
+    ...     return await concat(reader)
+    >>> anyio.run(main)
+    'streams'
+
+The implementation lives in private modules: ``_stream_core`` (the reader protocol, iterable and
+async-iterator readers, leak tracking), ``_stream_pipe``, ``_stream_copy`` (copy and map),
+``_stream_merge`` and ``_stream_concat``.
+"""
+
+from __future__ import annotations
+
+from compose._stream_concat import concat, concat_items, register_concat
+from compose._stream_copy import SKIP, SkipType
+from compose._stream_core import StreamReader
+from compose._stream_core import _open_reader_report as _open_reader_report
+from compose._stream_core import _reset_leak_tracking as _reset_leak_tracking
+from compose._stream_merge import SourceEOF, merge_named_streams, merge_streams
+from compose._stream_pipe import StreamWriter, pipe
+from compose.errors import ConcatError, EmptyStreamError, StreamEnd, StreamError
+
+__all__ = [
+    "SKIP",
+    "ConcatError",
+    "EmptyStreamError",
+    "SkipType",
+    "SourceEOF",
+    "StreamEnd",
+    "StreamError",
+    "StreamReader",
+    "StreamWriter",
+    "concat",
+    "concat_items",
+    "merge_named_streams",
+    "merge_streams",
+    "pipe",
+    "register_concat",
+]

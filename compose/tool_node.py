@@ -1,0 +1,617 @@
+"""ToolsNode: runs the tool calls of one assistant message and answers with one tool message per call.
+
+A port of Eino's ``compose.ToolsNode`` (eino-semantics section 2):
+
+- The input is one assistant :class:`~compose.schema.Message` with at least one tool call, else
+  :class:`~compose.errors.ToolInputError`. The output is the list of tool messages in tool-call order.
+- A call to a tool the node does not have fails the node before any tool runs
+  (:class:`~compose.errors.ToolNotFoundError`), unless ``unknown_tools_handler`` answers for it.
+- ``tool_arguments_handler`` rewrites each call's arguments before anything runs, in call order (as in Eino,
+  where it runs while the calls are prepared); its failure fails the node.
+- Calls run in parallel (one anyio task each, at most ``max_concurrency`` at a time, started in call order),
+  or one after the other with ``execute_sequentially=True``. Every call runs to its end; then the first
+  failure in call order fails the node with :class:`~compose.errors.ToolExecutionError` naming tool and call
+  id, and the other results are dropped. Interrupts (:class:`~compose.errors.GraphInterrupt`) are not
+  failures: when no call failed, the first interrupt is raised as it is.
+- Middlewares wrap each tool's endpoints, the first in the list outermost. A tool implementing one paradigm
+  gets the other derived from its *wrapped* native endpoint, so a stream-only tool called through
+  :meth:`invoke` still goes through the streamable middlewares.
+- In stream mode every call fills its own slot of ``list[Message | None]`` chunks; slots interleave in arrival
+  order and ``concat_message_lists`` rebuilds the messages.
+- :func:`get_tool_call_id` gives the current call id to the middlewares, the tool, and the tool's stream while
+  it is read.
+- A tool's ``timeout`` (see :func:`~compose.tools.tool_timeout`) bounds its call and the reading of its
+  stream; running out fails the call with :class:`ToolTimeoutError`.
+
+Differences from Eino, chosen for Python: duplicate tool names are an error at construction; a stream-only
+tool called through :meth:`ToolsNode.invoke` with an empty stream answers ``""`` (Eino fails on the empty
+concat); the arguments handler's failure is a :class:`ToolArgumentsHandlerError` (a
+:class:`~compose.errors.ToolExecutionError`); tool streams already started are closed when the node fails, and
+all are closed with the node's stream. As in Eino, a tool stream that ends without a chunk leaves its slot
+empty, and an error inside a tool stream reaches the reader as it is (only failures to *start* are wrapped in
+``ToolExecutionError``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+import anyio
+
+from compose.errors import (
+    GraphInterrupt,
+    StreamEnd,
+    ToolError,
+    ToolExecutionError,
+    ToolInputError,
+    ToolNotFoundError,
+)
+from compose.schema import Message, ToolInfo, tool_message
+from compose.stream import StreamReader, merge_streams
+from compose.tools import BaseTool, InvokableTool, StreamableTool, tool_timeout
+
+__all__ = [
+    "InvokableToolEndpoint",
+    "InvokableToolMiddleware",
+    "StreamToolOutput",
+    "StreamableToolEndpoint",
+    "StreamableToolMiddleware",
+    "ToolArgumentsHandlerError",
+    "ToolInput",
+    "ToolMiddleware",
+    "ToolOutput",
+    "ToolTimeoutError",
+    "ToolsNode",
+    "get_tool_call_id",
+    "tool_errors_as_results",
+]
+
+T = TypeVar("T")
+
+_tool_call_id: ContextVar[str | None] = ContextVar("pyeino_tool_call_id", default=None)
+
+
+def get_tool_call_id() -> str | None:
+    """The id of the tool call being run: inside a tool, its middlewares, and while its stream is read.
+
+    Returns None outside a tool call.
+    """
+    return _tool_call_id.get()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Endpoints and middlewares
+
+
+@dataclass(slots=True)
+class ToolInput:
+    """One tool call as middlewares see it; a middleware may pass a changed copy (or this one, changed) on."""
+
+    name: str
+    arguments: str
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """The result of an invokable endpoint."""
+
+    result: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamToolOutput:
+    """The result of a streamable endpoint; whoever receives it owns (and closes) the reader."""
+
+    result: StreamReader[str]
+
+
+InvokableToolEndpoint = Callable[[ToolInput], Awaitable[ToolOutput]]
+StreamableToolEndpoint = Callable[[ToolInput], Awaitable[StreamToolOutput]]
+InvokableToolMiddleware = Callable[[InvokableToolEndpoint], InvokableToolEndpoint]
+StreamableToolMiddleware = Callable[[StreamableToolEndpoint], StreamableToolEndpoint]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMiddleware:
+    """Wrappers of tool endpoints: ``wrap(next) -> endpoint``, for invokable and/or streamable tools.
+
+    Example:
+        >>> def shout(next):
+        ...     async def endpoint(inp):
+        ...         out = await next(inp)
+        ...         return ToolOutput(out.result.upper())
+        ...     return endpoint
+        >>> mw = ToolMiddleware(invokable=shout)
+    """
+
+    invokable: InvokableToolMiddleware | None = None
+    streamable: StreamableToolMiddleware | None = None
+
+
+class ToolTimeoutError(ToolError, TimeoutError):
+    """Raised when a tool runs (or streams) longer than its ``timeout``."""
+
+    def __init__(self, tool_name: str, timeout: float) -> None:
+        super().__init__(f"tool '{tool_name}' timed out after {timeout:g}s")
+        self.tool_name = tool_name
+        self.timeout = timeout
+
+
+class ToolArgumentsHandlerError(ToolExecutionError):
+    """Raised when ``tool_arguments_handler`` fails for a call; the cause is ``__cause__``."""
+
+    def __init__(self, tool_name: str, call_id: str, arguments: str, cause: BaseException) -> None:
+        super().__init__(tool_name, call_id, cause)
+        self.args = (
+            f"failed to execute tool[name:{tool_name} arguments:{arguments}] arguments handler: "
+            f"{type(cause).__name__}: {cause}",
+        )
+        self.arguments = arguments
+
+
+@dataclass(frozen=True, slots=True)
+class _Endpoints:
+    invoke: InvokableToolEndpoint
+    stream: StreamableToolEndpoint
+
+
+def _build_endpoints(t: BaseTool, name: str, middlewares: Sequence[ToolMiddleware]) -> _Endpoints:
+    timeout = tool_timeout(t)
+    invoke: InvokableToolEndpoint | None = None
+    stream: StreamableToolEndpoint | None = None
+    if isinstance(t, InvokableTool):
+        invoke = _native_invoke(t, name, timeout)
+        for mw in reversed(middlewares):
+            if mw.invokable is not None:
+                invoke = mw.invokable(invoke)
+    if isinstance(t, StreamableTool):
+        stream = _native_stream(t, name, timeout)
+        for mw in reversed(middlewares):
+            if mw.streamable is not None:
+                stream = mw.streamable(stream)
+    if invoke is None:
+        if stream is None:
+            raise TypeError(
+                f"tool {name} is not invokable or streamable (it needs an async run() or stream())"
+            )
+        invoke = _invoke_from_stream(stream)
+    elif stream is None:
+        stream = _stream_from_invoke(invoke)
+    return _Endpoints(invoke, stream)
+
+
+def _native_invoke(t: InvokableTool, name: str, timeout: float | None) -> InvokableToolEndpoint:
+    if timeout is None:
+
+        async def endpoint(inp: ToolInput) -> ToolOutput:
+            return ToolOutput(await t.run(inp.arguments))
+
+        return endpoint
+
+    async def timed_endpoint(inp: ToolInput) -> ToolOutput:
+        with anyio.move_on_after(timeout):
+            return ToolOutput(await t.run(inp.arguments))
+        # Only this scope's own deadline lands here; a TimeoutError raised by the tool propagates as it is.
+        raise ToolTimeoutError(name, timeout)
+
+    return timed_endpoint
+
+
+def _native_stream(t: StreamableTool, name: str, timeout: float | None) -> StreamableToolEndpoint:
+    async def endpoint(inp: ToolInput) -> StreamToolOutput:
+        if timeout is None:
+            return StreamToolOutput(_guard(await t.stream(inp.arguments), inp.call_id, None, name, 0.0))
+        deadline = anyio.current_time() + timeout
+        with anyio.move_on_at(deadline):
+            reader = await t.stream(inp.arguments)
+            return StreamToolOutput(_guard(reader, inp.call_id, deadline, name, timeout))
+        raise ToolTimeoutError(name, timeout)
+
+    return endpoint
+
+
+def _guard(
+    reader: StreamReader[str], call_id: str, deadline: float | None, name: str, timeout: float
+) -> StreamReader[str]:
+    """``reader`` with the call id set while it produces, and each chunk due before ``deadline``.
+
+    A cancel-safe reader without deadline is returned as it is: it runs no tool code inside ``recv()``. A
+    reader that is not cancel-safe (a tool's async generator) runs the tool inside ``recv()``, in whatever
+    task reads it (a merge's fetch task, say), so the call id is set around each ``recv()``.
+    """
+    if reader.cancel_safe and deadline is None:
+        return reader
+
+    async def step() -> str:
+        token = _tool_call_id.set(call_id)
+        try:
+            if deadline is None:
+                return await reader.recv()
+            with anyio.move_on_at(deadline):
+                return await reader.recv()
+            raise ToolTimeoutError(name, timeout)
+        except StreamEnd:
+            raise StopAsyncIteration from None
+        finally:
+            _tool_call_id.reset(token)
+
+    return StreamReader.from_async_iterator(_ReaderIterator(reader, step))
+
+
+class _ReaderIterator(AsyncIterator[T]):
+    """Iterates by calling ``step``; closing it closes ``reader``, whether the iteration started or not.
+
+    (An async generator closed before its first step would skip its ``finally`` and leave the reader open.)
+    """
+
+    __slots__ = ("_reader", "_step")
+
+    def __init__(self, reader: StreamReader[Any], step: Callable[[], Awaitable[T]]) -> None:
+        self._reader = reader
+        self._step = step
+
+    async def __anext__(self) -> T:
+        return await self._step()
+
+    async def aclose(self) -> None:
+        await _close(self._reader)
+
+
+def _invoke_from_stream(stream: StreamableToolEndpoint) -> InvokableToolEndpoint:
+    async def endpoint(inp: ToolInput) -> ToolOutput:
+        reader = (await stream(inp)).result
+        try:
+            return ToolOutput("".join([chunk async for chunk in reader]))
+        finally:
+            await _close(reader)
+
+    return endpoint
+
+
+def _stream_from_invoke(invoke: InvokableToolEndpoint) -> StreamableToolEndpoint:
+    async def endpoint(inp: ToolInput) -> StreamToolOutput:
+        return StreamToolOutput(StreamReader.from_iterable([(await invoke(inp)).result]))
+
+    return endpoint
+
+
+async def _close(reader: StreamReader[Any]) -> None:
+    with anyio.CancelScope(shield=True):
+        await reader.aclose()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The node
+
+
+UnknownToolsHandler = Callable[[str, str], Awaitable[str]]
+ToolArgumentsHandler = Callable[[str, str], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One prepared call: the endpoints are None for an unknown tool answered by the unknown-tools handler."""
+
+    name: str
+    call_id: str
+    arguments: str
+    endpoints: _Endpoints | None
+
+
+class ToolsNode:
+    """Runs the tool calls of an assistant message; a graph node (``graph.add_tools_node``) or used alone.
+
+    Args:
+        tools: the tools, each invokable and/or streamable, with distinct names.
+        execute_sequentially: run the calls one after the other, in call order (default: in parallel).
+        max_concurrency: at most this many calls run at the same time (parallel mode); None for no limit.
+        unknown_tools_handler: ``async (name, arguments) -> str`` answering calls to tools the node lacks.
+        tool_arguments_handler: ``async (name, arguments) -> str`` rewriting each call's arguments first.
+        middlewares: endpoint wrappers, the first outermost.
+
+    Raises:
+        TypeError: a tool is neither invokable nor streamable.
+        ValueError: two tools share a name, or ``max_concurrency`` is below 1.
+
+    Example:
+        >>> from compose.schema import FunctionCall, ToolCall, assistant_message
+        >>> from compose.tools import tool
+        >>> @tool
+        ... async def add(a: int, b: int) -> int:
+        ...     return a + b
+        >>> node = ToolsNode([add], max_concurrency=4)
+        >>> node
+        ToolsNode(tools=['add'], parallel, max_concurrency=4, middlewares=0)
+        >>> call = ToolCall(id="c1", function=FunctionCall(name="add", arguments='{"a": 1, "b": 2}'))
+        >>> [m.content for m in anyio.run(node.invoke, assistant_message("", [call]))]
+        ['3']
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[BaseTool],
+        *,
+        execute_sequentially: bool = False,
+        max_concurrency: int | None = None,
+        unknown_tools_handler: UnknownToolsHandler | None = None,
+        tool_arguments_handler: ToolArgumentsHandler | None = None,
+        middlewares: Sequence[ToolMiddleware] = (),
+    ) -> None:
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        self.execute_sequentially = execute_sequentially
+        self.max_concurrency = max_concurrency
+        self._unknown_tools_handler = unknown_tools_handler
+        self._tool_arguments_handler = tool_arguments_handler
+        self._middlewares = tuple(middlewares)
+        self._tools = tuple(tools)
+        self._infos: list[ToolInfo] = []
+        self._endpoints: dict[str, _Endpoints] = {}
+        for t in self._tools:
+            info = t.info()
+            if info.name in self._endpoints:
+                raise ValueError(
+                    f"two tools are named {info.name!r}; tool names must be unique in a ToolsNode"
+                )
+            self._endpoints[info.name] = _build_endpoints(t, info.name, self._middlewares)
+            self._infos.append(info)
+
+    @property
+    def tools(self) -> tuple[BaseTool, ...]:
+        """The node's tools, in the order given."""
+        return self._tools
+
+    def tool_infos(self) -> list[ToolInfo]:
+        """The tools' descriptions, in order, for a chat model's ``with_tools``."""
+        return list(self._infos)
+
+    def __repr__(self) -> str:
+        mode = "sequential" if self.execute_sequentially else "parallel"
+        limit = "" if self.max_concurrency is None else f", max_concurrency={self.max_concurrency}"
+        names = [i.name for i in self._infos]
+        return f"ToolsNode(tools={names}, {mode}{limit}, middlewares={len(self._middlewares)})"
+
+    async def invoke(self, message: Message, **opts: Any) -> list[Message]:
+        """Run every tool call of ``message`` and return the tool messages in call order.
+
+        ``opts`` are per-call options; none are used yet and unknown ones are ignored.
+
+        Raises:
+            ToolInputError: ``message`` is not an assistant message with tool calls.
+            ToolNotFoundError: a call names an unknown tool and there is no unknown-tools handler.
+            ToolExecutionError: a call failed (the first in call order); the cause is ``__cause__``.
+        """
+        calls = await self._prepare(message)
+        results: list[str | Exception | None] = [None] * len(calls)
+
+        async def run_one(i: int) -> None:
+            call = calls[i]
+            token = _tool_call_id.set(call.call_id)
+            try:
+                if call.endpoints is None:
+                    results[i] = await self._unknown(call)
+                else:
+                    results[i] = (
+                        await call.endpoints.invoke(ToolInput(call.name, call.arguments, call.call_id))
+                    ).result
+            except Exception as exc:  # a failed call is a result; the node decides below
+                results[i] = exc
+            finally:
+                _tool_call_id.reset(token)
+
+        await self._run_all(run_one, len(calls))
+        _raise_first_failure(calls, results, streaming=False)
+        texts = cast(list[str], results)  # no failure left: every slot holds the call's result
+        return [tool_message(text, c.call_id, tool_name=c.name) for c, text in zip(calls, texts, strict=True)]
+
+    async def stream(self, message: Message, **opts: Any) -> StreamReader[list[Message | None]]:
+        """Start every tool call of ``message``; return one stream of their results, slot ``i`` for call i.
+
+        Each chunk is a list with one tool message in the slot of the call that produced it and None
+        elsewhere; chunks of different calls interleave in arrival order. The calls are started (arguments
+        handled, middlewares and invokable tools run, streamable tools' readers obtained) before this returns,
+        in parallel or, with ``execute_sequentially``, one after the other (as in Eino, only the starts are
+        sequential); their streams are read as the returned reader is. Closing it closes every tool stream.
+
+        ``opts`` are per-call options; none are used yet and unknown ones are ignored.
+
+        Raises:
+            ToolInputError: ``message`` is not an assistant message with tool calls.
+            ToolNotFoundError: a call names an unknown tool and there is no unknown-tools handler.
+            ToolExecutionError: a call failed to start (the first in call order), with ``streaming=True``.
+                A failure while a tool stream is read is raised, as it is, by the reader's ``recv()``.
+        """
+        calls = await self._prepare(message)
+        n = len(calls)
+        readers: list[StreamReader[str] | Exception | None] = [None] * n
+
+        async def start_one(i: int) -> None:
+            call = calls[i]
+            token = _tool_call_id.set(call.call_id)
+            try:
+                if call.endpoints is None:
+                    readers[i] = StreamReader.from_iterable([await self._unknown(call)])
+                else:
+                    inp = ToolInput(call.name, call.arguments, call.call_id)
+                    readers[i] = (await call.endpoints.stream(inp)).result
+            except Exception as exc:  # a failed call is a result; the node decides below
+                readers[i] = exc
+            finally:
+                _tool_call_id.reset(token)
+
+        try:
+            await self._run_all(start_one, n)
+            _raise_first_failure(calls, readers, streaming=True)
+        except BaseException:
+            for r in readers:
+                if isinstance(r, StreamReader):
+                    await _close(r)
+            raise
+        started = cast(list[StreamReader[str]], readers)  # no failure left: every slot holds a reader
+        return merge_streams([_slot_stream(i, n, calls[i], reader) for i, reader in enumerate(started)])
+
+    async def _prepare(self, message: Message) -> list[_Call]:
+        if not isinstance(message, Message):
+            raise ToolInputError(f"ToolsNode expects an assistant Message, got {type(message).__name__}")
+        if message.role != "assistant":
+            raise ToolInputError(f"expected message role is assistant, got {message.role}")
+        if not message.tool_calls:
+            raise ToolInputError("no tool call found in input message")
+        calls: list[_Call] = []
+        for tc in message.tool_calls:
+            name = tc.function.name
+            endpoints = self._endpoints.get(name)
+            if endpoints is None and self._unknown_tools_handler is None:
+                raise ToolNotFoundError(name)
+            calls.append(_Call(name, tc.id, tc.function.arguments, endpoints))
+        handler = self._tool_arguments_handler
+        if handler is None:
+            return calls
+        prepared: list[_Call] = []
+        for call in calls:
+            if call.endpoints is not None:
+                token = _tool_call_id.set(call.call_id)
+                try:
+                    arguments = await handler(call.name, call.arguments)
+                except Exception as exc:
+                    raise ToolArgumentsHandlerError(call.name, call.call_id, call.arguments, exc) from exc
+                finally:
+                    _tool_call_id.reset(token)
+                call = _Call(call.name, call.call_id, arguments, call.endpoints)
+            prepared.append(call)
+        return prepared
+
+    async def _unknown(self, call: _Call) -> str:
+        assert self._unknown_tools_handler is not None
+        return await self._unknown_tools_handler(call.name, call.arguments)
+
+    async def _run_all(self, run_one: Callable[[int], Coroutine[Any, Any, None]], n: int) -> None:
+        """Run ``run_one(0..n-1)``: inline for one call or in sequential mode, else one task each."""
+        if n == 1 or self.execute_sequentially:
+            for i in range(n):
+                await run_one(i)
+            return
+        limit = self.max_concurrency
+        async with anyio.create_task_group() as tg:
+            if limit is None or limit >= n:
+                for i in range(n):
+                    tg.start_soon(run_one, i)
+                return
+            # Taking the slot before spawning starts the calls in call order whatever the scheduler does.
+            slots = anyio.Semaphore(limit)
+
+            async def run_and_release(i: int) -> None:
+                try:
+                    await run_one(i)
+                finally:
+                    slots.release()
+
+            for i in range(n):
+                await slots.acquire()
+                tg.start_soon(run_and_release, i)
+
+
+def _raise_first_failure(calls: Sequence[_Call], results: Sequence[object], *, streaming: bool) -> None:
+    interrupt: GraphInterrupt | None = None
+    for call, result in zip(calls, results, strict=True):
+        if isinstance(result, GraphInterrupt):
+            interrupt = interrupt or result
+        elif isinstance(result, Exception):
+            raise ToolExecutionError(call.name, call.call_id, result, streaming=streaming) from result
+    if interrupt is not None:
+        raise interrupt
+
+
+def _slot_stream(
+    i: int, n: int, call: _Call, reader: StreamReader[str]
+) -> StreamReader[list[Message | None]]:
+    before: list[Message | None] = [None] * i
+    after: list[Message | None] = [None] * (n - i - 1)
+
+    def slot(chunk: str) -> list[Message | None]:
+        return [*before, tool_message(chunk, call.call_id, tool_name=call.name), *after]
+
+    return reader.map(slot)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Ready middleware
+
+
+def _describe_error(inp: ToolInput, exc: Exception) -> str:
+    return f"[tool error] tool '{inp.name}' failed: {type(exc).__name__}: {exc}"
+
+
+def tool_errors_as_results(
+    formatter: Callable[[ToolInput, Exception], str] = _describe_error,
+) -> ToolMiddleware:
+    """A middleware turning a failing tool into a tool message the model can read, so an agent can recover.
+
+    The message names the tool, the error type and the error message (or is whatever ``formatter`` returns). A
+    failure in the middle of a stream ends the stream with that message as its last chunk. Interrupts
+    (:class:`~compose.errors.GraphInterrupt`) and cancellation pass through untouched. Put it first in
+    ``middlewares`` to cover the other middlewares too.
+
+    Example:
+        >>> from compose.schema import FunctionCall, ToolCall, assistant_message
+        >>> from compose.tools import tool
+        >>> @tool
+        ... def divide(a: int, b: int) -> float:
+        ...     return a / b
+        >>> node = ToolsNode([divide], middlewares=[tool_errors_as_results()])
+        >>> call = ToolCall(id="c1", function=FunctionCall(name="divide", arguments='{"a": 1, "b": 0}'))
+        >>> anyio.run(node.invoke, assistant_message("", [call]))[0].content
+        "[tool error] tool 'divide' failed: ZeroDivisionError: division by zero"
+    """
+
+    def invokable(next_: InvokableToolEndpoint) -> InvokableToolEndpoint:
+        async def endpoint(inp: ToolInput) -> ToolOutput:
+            try:
+                return await next_(inp)
+            except GraphInterrupt:
+                raise
+            except Exception as exc:
+                return ToolOutput(formatter(inp, exc))
+
+        return endpoint
+
+    def streamable(next_: StreamableToolEndpoint) -> StreamableToolEndpoint:
+        async def endpoint(inp: ToolInput) -> StreamToolOutput:
+            try:
+                out = await next_(inp)
+            except GraphInterrupt:
+                raise
+            except Exception as exc:
+                return StreamToolOutput(StreamReader.from_iterable([formatter(inp, exc)]))
+            return StreamToolOutput(_errors_as_chunk(out.result, inp, formatter))
+
+        return endpoint
+
+    return ToolMiddleware(invokable=invokable, streamable=streamable)
+
+
+def _errors_as_chunk(
+    reader: StreamReader[str], inp: ToolInput, formatter: Callable[[ToolInput, Exception], str]
+) -> StreamReader[str]:
+    """``reader``, ended by ``formatter``'s message in place of the first error item."""
+    failed = False
+
+    async def step() -> str:
+        nonlocal failed
+        if failed:
+            raise StopAsyncIteration
+        try:
+            return await reader.recv()
+        except StreamEnd:
+            raise StopAsyncIteration from None
+        except GraphInterrupt:
+            raise
+        except Exception as exc:
+            failed = True
+            return formatter(inp, exc)
+
+    return StreamReader.from_async_iterator(_ReaderIterator(reader, step))

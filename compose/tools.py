@@ -1,0 +1,490 @@
+"""Tools: what a chat model can call, and ``@tool`` to build one from a typed Python function.
+
+A tool describes itself with :meth:`BaseTool.info` (name, description, JSON schema of its parameters) and runs
+through one or both of two protocols: :class:`InvokableTool` (``await run(arguments) -> str``) and
+:class:`StreamableTool` (``await stream(arguments) -> StreamReader[str]``). ``arguments`` is the JSON object
+the model wrote, as a string. A :class:`~compose.tool_node.ToolsNode` derives the missing paradigm of a tool
+that implements only one (eino-semantics section 2).
+
+Tools may declare two optional attributes read by the ToolsNode and by agents: ``parallel_safe`` (default
+True: the tool may run at the same time as other tools) and ``timeout`` (seconds, default None). :func:`tool`
+records both as attributes and in ``ToolInfo.extra``; :func:`tool_parallel_safe` and :func:`tool_timeout` read
+them from any tool.
+
+Example:
+    >>> @tool
+    ... async def add(a: int, b: int = 1) -> int:
+    ...     '''Add two numbers.
+    ...
+    ...     Args:
+    ...         a: the first number.
+    ...         b: the second number.
+    ...     '''
+    ...     return a + b
+    >>> add.info().parameters["required"]
+    ['a']
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, Protocol, cast, overload, runtime_checkable
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic_core import to_json
+
+from compose.errors import ToolArgumentsError
+from compose.schema import ToolInfo
+from compose.stream import StreamReader
+
+__all__ = [
+    "BaseTool",
+    "FunctionTool",
+    "InvokableTool",
+    "StreamableTool",
+    "StreamingFunctionTool",
+    "tool",
+    "tool_parallel_safe",
+    "tool_timeout",
+]
+
+
+@runtime_checkable
+class BaseTool(Protocol):
+    """Anything that can describe itself to a chat model."""
+
+    def info(self) -> ToolInfo:
+        """The tool's name, description and parameters schema."""
+        ...
+
+
+@runtime_checkable
+class InvokableTool(BaseTool, Protocol):
+    """A tool that answers with one string."""
+
+    async def run(self, arguments: str) -> str:
+        """Run the tool on ``arguments`` (a JSON object as a string) and return its result."""
+        ...
+
+
+@runtime_checkable
+class StreamableTool(BaseTool, Protocol):
+    """A tool that answers with a stream of strings (the result is their concatenation)."""
+
+    async def stream(self, arguments: str) -> StreamReader[str]:
+        """Start the tool on ``arguments``; the caller owns (and must close) the returned reader."""
+        ...
+
+
+def tool_parallel_safe(t: BaseTool) -> bool:
+    """Whether ``t`` may run alongside other tools.
+
+    Its ``parallel_safe`` attribute, else ``info().extra["parallel_safe"]``, else True.
+    """
+    value = getattr(t, "parallel_safe", None)
+    if value is None:
+        value = t.info().extra.get("parallel_safe", True)
+    return bool(value)
+
+
+def tool_timeout(t: BaseTool) -> float | None:
+    """The time limit of ``t`` in seconds, or None.
+
+    Its ``timeout`` attribute, else ``info().extra["timeout"]``, else None.
+    """
+    value = getattr(t, "timeout", None)
+    if value is None:
+        value = t.info().extra.get("timeout")
+    return None if value is None else float(value)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# @tool
+
+
+class _FunctionToolBase:
+    """What the two function tools share: the schema, argument validation and the declared attributes."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None,
+        description: str | None,
+        parallel_safe: bool,
+        timeout: float | None,
+        namespace: Mapping[str, Any] | None,
+    ) -> None:
+        self.name = name or fn.__name__
+        summary, param_docs = _parse_docstring(fn.__doc__ or "")
+        self.description = summary if description is None else description
+        self.parallel_safe = parallel_safe
+        self.timeout = timeout
+        self._fn = fn
+        self._model, self._binding = _arguments_model(fn, self.name, param_docs, namespace)
+        extra: dict[str, Any] = {"parallel_safe": parallel_safe}
+        if timeout is not None:
+            extra["timeout"] = timeout
+        self._info = ToolInfo(
+            name=self.name,
+            description=self.description,
+            parameters=_clean_schema(self._model.model_json_schema()),
+            extra=extra,
+        )
+        functools.update_wrapper(self, fn)
+
+    def info(self) -> ToolInfo:
+        """The tool's name, description, JSON schema of its parameters, and ``extra`` declarations."""
+        return self._info
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the wrapped function directly (no validation, no JSON)."""
+        return self._fn(*args, **kwargs)
+
+    def parse_arguments(self, arguments: str) -> tuple[list[Any], dict[str, Any]]:
+        """Validate ``arguments`` (a JSON object as a string) and return the positional and keyword arguments.
+
+        An empty string counts as ``{}`` (models often send it for tools without parameters).
+
+        Raises:
+            ToolArgumentsError: the arguments are not a JSON object or fail validation; names the first field.
+        """
+        try:
+            validated = self._model.model_validate_json(arguments if arguments.strip() else "{}")
+        except ValidationError as exc:
+            raise _arguments_error(self.name, exc) from exc
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for field, param, positional in self._binding:
+            value = getattr(validated, field)
+            if positional:
+                args.append(value)
+            else:
+                kwargs[param] = value
+        return args, kwargs
+
+    def __repr__(self) -> str:
+        timeout = "" if self.timeout is None else f", timeout={self.timeout}"
+        return f"{type(self).__name__}(name={self.name!r}, parallel_safe={self.parallel_safe}{timeout})"
+
+
+class FunctionTool(_FunctionToolBase):
+    """An invokable tool built by :func:`tool` from a sync or async function.
+
+    ``namespace`` resolves string annotations that name local classes (``tool`` passes its caller's locals).
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        parallel_safe: bool = True,
+        timeout: float | None = None,
+        run_in_thread: bool = False,
+        namespace: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            fn,
+            name=name,
+            description=description,
+            parallel_safe=parallel_safe,
+            timeout=timeout,
+            namespace=namespace,
+        )
+        self.run_in_thread = run_in_thread
+        self._is_async = inspect.iscoroutinefunction(fn)
+
+    async def run(self, arguments: str) -> str:
+        """Validate ``arguments``, call the function and return its result (JSON unless it is a string)."""
+        args, kwargs = self.parse_arguments(arguments)
+        if self._is_async:
+            result = await self._fn(*args, **kwargs)
+        elif self.run_in_thread:
+            result = await anyio.to_thread.run_sync(functools.partial(self._fn, *args, **kwargs))
+        else:
+            result = self._fn(*args, **kwargs)
+        return _to_text(result)
+
+
+class StreamingFunctionTool(_FunctionToolBase):
+    """A streamable tool built by :func:`tool` from an async generator function; each item is one chunk."""
+
+    def __init__(
+        self,
+        fn: Callable[..., AsyncIterator[Any]],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        parallel_safe: bool = True,
+        timeout: float | None = None,
+        namespace: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            fn,
+            name=name,
+            description=description,
+            parallel_safe=parallel_safe,
+            timeout=timeout,
+            namespace=namespace,
+        )
+
+    async def stream(self, arguments: str) -> StreamReader[str]:
+        """Validate ``arguments`` and return a lazy reader of the generator's items (JSON unless strings).
+
+        The generator runs as the reader is read, in the reader's task; closing the reader closes it.
+        """
+        args, kwargs = self.parse_arguments(arguments)
+        return StreamReader.from_async_iterator(_texts(self._fn(*args, **kwargs)))
+
+
+_AnyTool = FunctionTool | StreamingFunctionTool
+
+
+class _ToolDecorator(Protocol):
+    """What ``tool(name=...)`` returns: a decorator typed like ``tool`` itself."""
+
+    @overload
+    def __call__(self, fn: Callable[..., AsyncIterator[Any]], /) -> StreamingFunctionTool: ...
+
+    @overload
+    def __call__(self, fn: Callable[..., Any], /) -> FunctionTool: ...
+
+    def __call__(self, fn: Callable[..., Any], /) -> _AnyTool: ...
+
+
+@overload
+def tool(
+    fn: Callable[..., AsyncIterator[Any]],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parallel_safe: bool = True,
+    timeout: float | None = None,
+) -> StreamingFunctionTool: ...
+
+
+@overload
+def tool(
+    fn: Callable[..., Awaitable[Any]] | Callable[..., Any],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parallel_safe: bool = True,
+    timeout: float | None = None,
+    run_in_thread: bool = False,
+) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parallel_safe: bool = True,
+    timeout: float | None = None,
+    run_in_thread: bool = False,
+) -> _ToolDecorator: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parallel_safe: bool = True,
+    timeout: float | None = None,
+    run_in_thread: bool = False,
+) -> _AnyTool | _ToolDecorator:
+    """Build a tool from a typed function: ``@tool``, ``@tool(name=...)`` or ``tool(fn, name=...)``.
+
+    The parameters' JSON schema comes from the signature through pydantic: defaults, optional fields, nested
+    pydantic models, enums and ``Literal``s, ``Annotated[..., Field(...)]``; parameter descriptions come from
+    the ``Args:`` section of a Google-style docstring, the tool description from the text before the first
+    section.
+
+    An ``async def`` or plain function makes an invokable tool (a plain function runs in the event loop's
+    thread, or in a worker thread with ``run_in_thread=True``); an async generator function makes a streaming
+    tool whose chunks are its items. Results and chunks that are not strings are serialised to JSON.
+
+    Args:
+        fn: the function (omit it to get a decorator).
+        name: the tool name; defaults to the function's name.
+        description: the tool description; defaults to the docstring's text before its first section.
+        parallel_safe: whether the tool may run at the same time as other tools (recorded, for agents).
+        timeout: seconds the ToolsNode lets one call run (its stream included) before failing it.
+        run_in_thread: run a plain (sync) function in a worker thread.
+
+    Returns:
+        A :class:`FunctionTool` or :class:`StreamingFunctionTool`, still callable like ``fn`` itself.
+
+    Raises:
+        TypeError: the signature cannot be described (``*args``/``**kwargs``, a type pydantic cannot handle).
+
+    Example:
+        >>> @tool(name="weather", timeout=5)
+        ... async def get_weather(city: str) -> dict[str, str]:
+        ...     '''Tell the weather in a city.'''
+        ...     return {"city": city, "sky": "clear"}
+        >>> get_weather.info().extra
+        {'parallel_safe': True, 'timeout': 5}
+    """
+
+    def build(f: Callable[..., Any], namespace: Mapping[str, Any]) -> _AnyTool:
+        if inspect.isasyncgenfunction(f):
+            if run_in_thread:
+                raise TypeError(f"tool {name or f.__name__}: run_in_thread applies to plain functions only")
+            return StreamingFunctionTool(
+                f,
+                name=name,
+                description=description,
+                parallel_safe=parallel_safe,
+                timeout=timeout,
+                namespace=namespace,
+            )
+        return FunctionTool(
+            f,
+            name=name,
+            description=description,
+            parallel_safe=parallel_safe,
+            timeout=timeout,
+            run_in_thread=run_in_thread,
+            namespace=namespace,
+        )
+
+    # The caller's locals resolve postponed annotations naming classes local to the caller.
+    if fn is None:
+        return cast(_ToolDecorator, lambda f: build(f, sys._getframe(1).f_locals))
+    return build(fn, sys._getframe(1).f_locals)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Helpers: signature -> pydantic model -> JSON schema; docstrings; results
+
+
+def _arguments_model(
+    fn: Callable[..., Any], tool_name: str, param_docs: dict[str, str], namespace: Mapping[str, Any] | None
+) -> tuple[type[BaseModel], list[tuple[str, str, bool]]]:
+    """The pydantic model of ``fn``'s parameters, and how to bind its fields back: (field, parameter,
+    positional).
+
+    Fields get neutral names (``p0``, ``p1``...) with the parameter name as alias, so a parameter may be
+    called ``json`` or ``schema`` without shadowing a ``BaseModel`` attribute.
+    """
+    try:
+        signature = inspect.signature(fn, eval_str=True, locals=namespace)
+    except (NameError, TypeError) as exc:
+        raise TypeError(f"tool {tool_name}: cannot read the signature: {exc}") from exc
+    fields: dict[str, Any] = {}
+    binding: list[tuple[str, str, bool]] = []
+    for i, (pname, param) in enumerate(signature.parameters.items()):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {tool_name}: *args and **kwargs cannot be described to a model ({pname})")
+        annotation = Any if param.annotation is param.empty else param.annotation
+        options: dict[str, Any] = {"alias": pname}
+        if pname in param_docs:
+            options["description"] = param_docs[pname]
+        default = ... if param.default is param.empty else param.default
+        field = f"p{i}"
+        fields[field] = (annotation, Field(default, **options))
+        binding.append((field, pname, param.kind is not param.KEYWORD_ONLY))
+    model_name = "".join(part.capitalize() for part in re.split(r"\W+|_", tool_name) if part) or "Tool"
+    try:
+        model = create_model(f"{model_name}Arguments", __config__=ConfigDict(extra="ignore"), **fields)
+        model.model_json_schema()
+    except Exception as exc:  # pydantic raises several types for an unsupported annotation
+        raise TypeError(f"tool {tool_name}: cannot build the parameters schema: {exc}") from exc
+    return model, binding
+
+
+def _clean_schema(node: Any, *, in_mapping: bool = False) -> Any:
+    """Drop pydantic's generated ``title`` keys (noise for a model), keeping property and definition names."""
+    if isinstance(node, dict):
+        if in_mapping:
+            return {key: _clean_schema(value) for key, value in node.items()}
+        return {
+            key: _clean_schema(value, in_mapping=key in ("properties", "$defs"))
+            for key, value in node.items()
+            if not (key == "title" and isinstance(value, str))
+        }
+    if isinstance(node, list):
+        return [_clean_schema(item) for item in node]
+    return node
+
+
+_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Returns?|Yields?|Raises|Examples?|Notes?|Attributes|Warnings?|"
+    r"See Also|Todo|References):\s*$"
+)
+_ARG_LINE = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its description (text before any section) and ``Args:`` entries."""
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    section: str | None = None
+    entry_indent: int | None = None
+    current: str | None = None
+    for line in inspect.cleandoc(doc).splitlines():
+        stripped = line.strip()
+        if line[:1] not in (" ", "\t") and (match := _SECTION.match(stripped)):
+            section, entry_indent, current = match.group(1), None, None
+            continue
+        if section is None:
+            summary.append(line)
+            continue
+        if section not in ("Args", "Arguments", "Parameters", "Params") or not stripped:
+            continue
+        indent = len(line) - len(line.lstrip())
+        if entry_indent is None:
+            entry_indent = indent
+        if indent <= entry_indent:
+            arg = _ARG_LINE.match(stripped)
+            current = None
+            if arg:
+                current = arg.group(1)
+                params[current] = arg.group(2).strip()
+        elif current is not None:
+            params[current] = f"{params[current]} {stripped}".strip()
+    return "\n".join(summary).strip(), params
+
+
+def _arguments_error(tool_name: str, exc: ValidationError) -> ToolArgumentsError:
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    if first["type"] == "json_invalid":
+        reason = first["msg"].removeprefix("Invalid JSON: ")
+        return ToolArgumentsError(tool_name, f"arguments are not valid JSON: {reason}")
+    if not first["loc"]:
+        return ToolArgumentsError(tool_name, f"arguments must be a JSON object: {first['msg']}")
+    field = ".".join(str(part) for part in first["loc"])
+    if len(errors) == 1:
+        return ToolArgumentsError(tool_name, first["msg"], field=field)
+    details = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors)
+    return ToolArgumentsError(tool_name, details, field=field)
+
+
+def _to_text(value: Any) -> str:
+    return value if isinstance(value, str) else to_json(value).decode()
+
+
+async def _texts(items: AsyncIterator[Any]) -> AsyncGenerator[str, None]:
+    """The items of a streaming tool's generator as strings; closing this closes the generator."""
+    try:
+        async for item in items:
+            yield _to_text(item)
+    finally:
+        if isinstance(items, AsyncGenerator):
+            await items.aclose()

@@ -1,0 +1,238 @@
+"""Builder and compile-time checks (eino-semantics 1.1, 1.2, 1.5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from compose.branch import GraphBranch
+from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
+from compose.graph import END, START, Graph
+from compose.lambdas import Lambda
+from compose.schema import Message
+
+
+def to_int(s: str) -> int:
+    return len(s)
+
+
+def to_str(n: int) -> str:
+    return str(n)
+
+
+def ident_str(s: str) -> str:
+    return s
+
+
+def test_reserved_and_duplicate_names() -> None:
+    g = Graph[str, str]()
+    with pytest.raises(GraphBuildError, match="node 'start' is reserved, cannot add manually"):
+        g.add_lambda_node(START, ident_str)
+    with pytest.raises(GraphBuildError, match="node 'end' is reserved"):
+        g.add_lambda_node(END, ident_str)
+    g.add_lambda_node("a", ident_str)
+    with pytest.raises(GraphBuildError, match="node 'a' has been added yet"):
+        g.add_lambda_node("a", ident_str)
+
+
+def test_edge_errors_raise_at_the_call_and_are_not_sticky() -> None:
+    g = Graph[str, str]()
+    g.add_lambda_node("a", ident_str)
+    with pytest.raises(GraphBuildError, match="END cannot be a start node"):
+        g.add_edge(END, "a")
+    with pytest.raises(GraphBuildError, match="START cannot be an end node"):
+        g.add_edge("a", START)
+    with pytest.raises(GraphBuildError, match="edge start node 'x' needs to be added to graph first"):
+        g.add_edge("x", "a")
+    with pytest.raises(GraphBuildError, match="edge end node 'y' needs to be added to graph first"):
+        g.add_edge("a", "y")
+    g.add_edge(START, "a")
+    with pytest.raises(GraphBuildError, match=r"control edge\[start\]-\[a\] have been added yet"):
+        g.add_edge(START, "a")
+    g.add_edge("a", END)  # earlier failures did not poison the builder
+    assert g.compile() is not None
+
+
+def test_type_mismatch_names_both_nodes_and_types() -> None:
+    g = Graph[str, str]()
+    g.add_lambda_node("len", to_int)
+    g.add_lambda_node("id", ident_str)
+    with pytest.raises(TypeMismatchError) as info:
+        g.add_edge("len", "id")
+    msg = str(info.value)
+    assert "graph edge[len]-[id]" in msg and "output type[int]" in msg and "input type[str]" in msg
+    assert info.value.start == "len" and info.value.end == "id"
+    assert info.value.output_type is int and info.value.input_type is str
+    with pytest.raises(TypeMismatchError, match=r"graph edge\[start\]-\[len\]"):
+        g2 = Graph[int, str]()
+        g2.add_lambda_node("len", to_int)
+        g2.add_edge(START, "len")
+
+
+def test_branch_build_errors() -> None:
+    g = Graph[str, str]()
+    g.add_lambda_node("a", ident_str)
+    with pytest.raises(GraphBuildError, match="branch end node 'nope' needs to be added to graph first"):
+        g.add_branch("a", GraphBranch(lambda s: "nope", {"nope", END}))
+    with pytest.raises(GraphBuildError, match="branch start node 'x' needs to be added to graph first"):
+        g.add_branch("x", GraphBranch(lambda s: END, {END}))
+
+    def cond(n: int) -> str:
+        return END
+
+    with pytest.raises(TypeMismatchError, match=r"condition's input type\[int\] and start node\[a\]'s output type\[str\]"):
+        g.add_branch("a", GraphBranch(cond, {END}))
+
+
+def test_mutation_after_compile_fails() -> None:
+    g = Graph[str, str]()
+    g.add_lambda_node("a", ident_str)
+    g.add_edge(START, "a")
+    g.add_edge("a", END)
+    g.compile()
+    with pytest.raises(GraphCompiledError, match="graph has been compiled, cannot be modified"):
+        g.add_lambda_node("b", ident_str)
+    with pytest.raises(GraphCompiledError):
+        g.add_edge(START, END)
+
+
+def test_compile_structure_errors() -> None:
+    g = Graph[str, str]()
+    g.add_lambda_node("a", ident_str)
+    with pytest.raises(InvalidGraphError, match="start node not set"):
+        g.compile()
+    g.add_edge(START, "a")
+    with pytest.raises(InvalidGraphError, match="end node not set"):
+        g.compile()
+    g.add_lambda_node("orphan", ident_str)
+    g.add_edge("orphan", END)
+    g.add_edge("a", END)
+    with pytest.raises(InvalidGraphError, match=r"\['orphan'\] cannot be reached from START"):
+        g.compile()
+
+
+def test_dag_loop_is_printed() -> None:
+    g = Graph[str, str]()
+    for k in "abc":
+        g.add_lambda_node(k, ident_str)
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    g.add_edge("c", "a")
+    g.add_edge("c", END)
+    with pytest.raises(InvalidGraphError, match="DAG is invalid, has loop: a -> b -> c -> a"):
+        g.compile(trigger_mode="all_predecessor")
+    assert g.compile() is not None  # Pregel allows loops
+
+
+def test_dag_rejects_max_steps() -> None:
+    g = Graph[str, str]()
+    g.add_lambda_node("a", ident_str)
+    g.add_edge(START, "a")
+    g.add_edge("a", END)
+    with pytest.raises(GraphBuildError, match="cannot set max run steps in dag mode"):
+        g.compile(trigger_mode="all_predecessor", max_run_steps=3)
+
+
+def test_passthrough_types_are_inferred() -> None:
+    g = Graph[str, int]()
+    g.add_passthrough_node("p1")
+    g.add_passthrough_node("p2")
+    g.add_lambda_node("len", to_int)
+    g.add_edge(START, "p1")
+    g.add_edge("p1", "p2")
+    g.add_edge("p2", "len")
+    g.add_edge("len", END)
+    g.compile()
+
+    bad = Graph[str, str]()
+    bad.add_passthrough_node("p")
+    bad.add_lambda_node("to_str", to_str)
+    bad.add_edge(START, "p")
+    bad.add_edge("p", "to_str")  # p's type is unknown yet: checked at compile, once inferred
+    bad.add_edge("to_str", END)
+    with pytest.raises(TypeMismatchError, match=r"graph edge\[p\]-\[to_str\]: start node's output type\[str\]"):
+        bad.compile()
+
+
+@dataclass
+class St:
+    seen: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Other:
+    x: int = 0
+
+
+def test_handler_checks() -> None:
+    g = Graph[str, str]()
+
+    def pre(x: str, st: St) -> str:
+        return x
+
+    with pytest.raises(GraphBuildError, match="node 'a' needs state but graph state is not enabled"):
+        g.add_lambda_node("a", ident_str, pre_handler=pre)
+
+    gs = Graph[str, str](state=St)
+
+    def pre_int(x: int, st: St) -> int:
+        return x
+
+    with pytest.raises(TypeMismatchError, match=r"node\[a\]'s pre handler type\[int\] is different from its input"):
+        gs.add_lambda_node("a", ident_str, pre_handler=pre_int)
+
+    def pre_other(x: str, st: Other) -> str:
+        return x
+
+    with pytest.raises(TypeMismatchError, match=r"pre handler state type\[Other\] is different from graph\[St\]"):
+        gs.add_lambda_node("a", ident_str, pre_handler=pre_other)
+
+    def pre_map(x: dict[str, Any], st: St) -> dict[str, Any]:
+        return x
+
+    gs.add_lambda_node("a", ident_str, pre_handler=pre_map, input_key="k")  # with input_key the type is a map
+    with pytest.raises(TypeMismatchError, match="passthrough node\\[p\\]'s pre handler type isn't any"):
+        gs.add_passthrough_node("p", pre_handler=pre)
+
+
+def test_lambda_types_from_annotations() -> None:
+    async def gen(x: int) -> Any:
+        yield x
+
+    lam = Lambda.from_function(to_int)
+    assert lam.input_type is str and lam.output_type is int
+    assert Lambda(invoke=to_int, input_type=bytes).input_type is bytes
+    assert sorted(Lambda.from_function(gen).paradigms.implemented) == ["stream"]
+
+
+def test_chat_model_and_tools_node_adders_type_their_nodes() -> None:
+    class FakeModel:
+        async def generate(self, messages: list[Message], **opts: Any) -> Message:
+            return Message(role="assistant", content="x")
+
+        async def stream(self, messages: list[Message], **opts: Any) -> Any:
+            raise NotImplementedError
+
+    class FakeTools:
+        async def invoke(self, m: Message, **opts: Any) -> list[Message]:
+            return []
+
+        async def stream(self, m: Message, **opts: Any) -> Any:
+            raise NotImplementedError
+
+    g = Graph[list[Message], list[Message]]()
+    g.add_chat_model_node("model", FakeModel())
+    g.add_tools_node("tools", FakeTools())
+    g.add_edge(START, "model")
+    g.add_edge("model", "tools")
+    g.add_edge("tools", END)
+    g.compile()
+    with pytest.raises(TypeMismatchError):
+        g2 = Graph[list[Message], Message]()
+        g2.add_tools_node("tools", FakeTools())
+        g2.add_edge(START, "tools")
+    with pytest.raises(GraphBuildError, match="chat model needs"):
+        Graph[Any, Any]().add_chat_model_node("m", object())

@@ -1,0 +1,559 @@
+"""Running graphs: Pregel and DAG, branches, fan-in, keys, paradigms, errors (eino-semantics 1.2-1.4, 1.7)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+
+from compose.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
+from compose.errors import (
+    BranchError,
+    FanInMergeError,
+    GraphRunError,
+    MaxStepsExceededError,
+    NodeRunError,
+    RuntimeTypeError,
+)
+from compose.graph import END, START, FanInMergeConfig, Graph
+from compose.lambdas import Lambda
+from compose.stream import SourceEOF, StreamReader, concat
+
+pytestmark = pytest.mark.anyio
+
+
+def appender(tag: str) -> Any:
+    async def f(x: str) -> str:
+        return x + tag
+
+    return f
+
+
+def chain(*keys: str, mode: str = "any_predecessor") -> Any:
+    g = Graph[str, str]()
+    prev = START
+    for k in keys:
+        g.add_lambda_node(k, appender(k))
+        g.add_edge(prev, k)
+        prev = k
+    g.add_edge(prev, END)
+    return g.compile(trigger_mode=mode)  # type: ignore[arg-type]
+
+
+async def test_linear_chain_in_four_paradigms(anyio_backend: Any) -> None:
+    r = chain("a", "b", "c")
+    assert await r.invoke(">") == ">abc"
+    assert await concat(await r.stream(">")) == ">abc"
+    assert await r.collect(StreamReader.from_iterable([">", "<"])) == "><abc"
+    assert await concat(await r.transform(StreamReader.from_iterable([">"]))) == ">abc"
+
+
+async def test_dag_chain(anyio_backend: Any) -> None:
+    r = chain("a", "b", mode="all_predecessor")
+    assert await r.invoke("") == "ab"
+    assert await concat(await r.stream("")) == "ab"
+
+
+async def test_step_limit_is_exact(anyio_backend: Any) -> None:
+    r = chain("n1", "n2")
+    assert await r.invoke("", max_run_steps=2) == "n1n2"
+    with pytest.raises(MaxStepsExceededError, match="exceeds max steps"):
+        await r.invoke("", max_run_steps=1)
+    with pytest.raises(GraphRunError, match="max run steps limit must be at least 1"):
+        await r.invoke("", max_run_steps=0)
+    with pytest.raises(GraphRunError, match="cannot set max run steps in dag"):
+        await chain("a", mode="all_predecessor").invoke("", max_run_steps=3)
+
+
+def loop_graph(limit: int) -> Any:
+    g = Graph[int, int]()
+
+    async def inc(x: int) -> int:
+        return x + 1
+
+    g.add_lambda_node("inc", inc)
+    g.add_edge(START, "inc")
+    g.add_branch("inc", GraphBranch(lambda x: END if x >= limit else "inc", {"inc", END}))
+    return g
+
+
+async def test_loop_default_step_limit_is_nodes_plus_ten(anyio_backend: Any) -> None:
+    assert await loop_graph(11).compile().invoke(0) == 11  # 11 steps <= 1 + 10
+    with pytest.raises(MaxStepsExceededError):
+        await loop_graph(12).compile().invoke(0)
+    assert await loop_graph(100).compile(max_run_steps=100).invoke(0) == 100
+    assert await loop_graph(100).compile().invoke(0, max_run_steps=100) == 100
+
+
+async def test_pregel_end_first_wins(anyio_backend: Any) -> None:
+    # node1 -> END and node1 -> node2 -> END: END receives node1's output first
+    g = Graph[str, str]()
+    g.add_lambda_node("node1", appender("1"))
+    g.add_lambda_node("node2", appender("2"))
+    g.add_edge(START, "node1")
+    g.add_edge("node1", END)
+    g.add_edge("node1", "node2")
+    g.add_edge("node2", END)
+    r = g.compile()
+    assert await r.invoke("") == "1"
+    assert await concat(await r.stream("")) == "1"
+
+
+async def test_pregel_node_runs_once_per_delivering_step(anyio_backend: Any) -> None:
+    calls: list[str] = []
+
+    async def sink(x: str) -> str:
+        calls.append(x)
+        return x
+
+    g = Graph[str, str]()
+    g.add_lambda_node("fast", appender("f"))
+    g.add_lambda_node("slow1", appender("s"))
+    g.add_lambda_node("slow2", appender("t"))
+    g.add_lambda_node("sink", sink)
+    g.add_lambda_node("stop", appender("!"))
+    g.add_edge(START, "fast")
+    g.add_edge(START, "slow1")
+    g.add_edge("slow1", "slow2")
+    g.add_edge("fast", "sink")
+    g.add_edge("slow2", "sink")
+    g.add_branch("sink", GraphBranch(lambda x: END if x.endswith("t") else "stop", {END, "stop"}))
+    g.add_edge("stop", "sink")
+    r = g.compile()
+    assert await r.invoke("") == "st"
+    # "f" reached the sink in step 1, "st" in step 2: the sink ran once per step; "stop" ran beside it in
+    # step 2 but END, reached first, wins
+    assert calls == ["f", "st"]
+
+
+async def test_dag_waits_for_all_predecessors_and_fans_in(anyio_backend: Any) -> None:
+    g = Graph[str, dict[str, Any]]()
+    g.add_lambda_node("a", appender("a"), output_key="a")
+    g.add_lambda_node("b", appender("b"), output_key="b")
+    g.add_lambda_node("b2", lambda d: {"b2": d["b"] + "2"})
+    g.add_passthrough_node("join")
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    g.add_edge("b", "b2")
+    g.add_edge("a", "join")
+    g.add_edge("b2", "join")
+    g.add_edge("join", END)
+    r = g.compile(trigger_mode="all_predecessor")
+    assert await r.invoke("") == {"a": "a", "b2": "b2"}
+    assert await concat(await r.stream("")) == {"a": "a", "b2": "b2"}
+
+
+async def test_fan_in_rules(anyio_backend: Any) -> None:
+    def fan_in(out_keys: bool, dup: bool = False) -> Any:
+        g = Graph[str, Any]()
+        g.add_lambda_node("x", appender("x"), output_key="k" if out_keys else None)
+        g.add_lambda_node("y", appender("y"), output_key=("k" if dup else "j") if out_keys else None)
+        g.add_edge(START, "x")
+        g.add_edge(START, "y")
+        g.add_edge("x", END)
+        g.add_edge("y", END)
+        return g.compile()
+
+    assert await fan_in(True).invoke("") == {"k": "x", "j": "y"}
+    with pytest.raises(FanInMergeError, match=r"duplicated key \('k'\)"):
+        await fan_in(True, dup=True).invoke("")
+    with pytest.raises(FanInMergeError, match=r"unsupported type: str.*node 'end'"):
+        await fan_in(False).invoke("")
+    with pytest.raises(FanInMergeError, match="unsupported chunk type"):
+        await fan_in(False).stream("")
+    merged = await concat(await fan_in(True).stream(""))
+    assert merged == {"k": "x", "j": "y"}
+
+
+async def test_fan_in_stream_with_source_eof(anyio_backend: Any) -> None:
+    g = Graph[str, Any]()
+    g.add_lambda_node("x", appender("x"), output_key="x")
+    g.add_lambda_node("y", appender("y"), output_key="y")
+    g.add_edge(START, "x")
+    g.add_edge(START, "y")
+    g.add_edge("x", END)
+    g.add_edge("y", END)
+    r = g.compile(fan_in_merge_config={END: FanInMergeConfig(stream_merge_with_source_eof=True)})
+    reader = await r.stream("")
+    chunks: list[Any] = []
+    ended: list[str] = []
+    async with reader:
+        while True:
+            try:
+                chunks.append(await reader.recv())
+            except SourceEOF as eof:
+                ended.append(eof.name)
+            except EOFError:
+                break
+    assert sorted(ended) == ["x", "y"]
+    assert sorted(map(str, chunks)) == ["{'x': 'x'}", "{'y': 'y'}"]
+
+
+async def test_branches_choose_and_check(anyio_backend: Any) -> None:
+    def graph(cond: Any, multi: bool = False) -> Any:
+        g = Graph[str, str]()
+        g.add_lambda_node("a", appender("a"))
+        g.add_lambda_node("b", appender("b"))
+        g.add_lambda_node("c", appender("c"))
+        g.add_edge(START, "a")
+        g.add_branch("a", (GraphMultiBranch if multi else GraphBranch)(cond, {"b", "c"}))
+        g.add_edge("b", END)
+        g.add_edge("c", END)
+        return g.compile()
+
+    assert await graph(lambda x: "c").invoke("") == "ac"
+    assert await concat(await graph(lambda x: "b").stream("")) == "ab"
+
+    async def async_cond(x: str) -> str:
+        return "b"
+
+    assert await graph(async_cond).invoke("") == "ab"
+    with pytest.raises(BranchError, match="branch invocation returns unintended end node: zz"):
+        await graph(lambda x: "zz").invoke("")
+    with pytest.raises(GraphRunError, match="no tasks to execute"):
+        await graph(lambda x: set(), multi=True).invoke("")
+
+    def boom(x: str) -> str:
+        raise ValueError("bad condition")
+
+    with pytest.raises(BranchError, match="branch condition of node 'a' failed: ValueError: bad condition"):
+        await graph(boom).invoke("")
+
+
+async def test_multi_branch_selects_several(anyio_backend: Any) -> None:
+    g = Graph[str, dict[str, Any]]()
+    g.add_lambda_node("a", appender("a"))
+    g.add_lambda_node("b", appender("b"), output_key="b")
+    g.add_lambda_node("c", appender("c"), output_key="c")
+    g.add_edge(START, "a")
+    g.add_branch("a", GraphMultiBranch(lambda x: {"b", "c"}, {"b", "c"}))
+    g.add_edge("b", END)
+    g.add_edge("c", END)
+    for mode in ("any_predecessor", "all_predecessor"):
+        r = g.compile(trigger_mode=mode) if mode == "any_predecessor" else _recompile(g, mode)
+        assert await r.invoke("") == {"b": "ab", "c": "ac"}
+
+
+def _recompile(g: Graph[Any, Any], mode: str) -> Any:
+    g._compiled = False  # test helper: compile the same builder in the other mode
+    return g.compile(trigger_mode=mode)  # type: ignore[arg-type]
+
+
+async def test_stream_branch_decides_on_a_prefix(anyio_backend: Any) -> None:
+    produced: list[int] = []
+
+    async def numbers(x: str) -> AsyncIterator[str]:
+        for i in range(5):
+            produced.append(i)
+            yield f"{i}"
+
+    seen_by_condition: list[str] = []
+
+    async def first_chunk(reader: StreamReader[str]) -> str:
+        seen_by_condition.append(await reader.recv())
+        return "b"  # decided on the first chunk; never closes its copy: the engine must
+
+    async def then_b(reader: StreamReader[str]) -> AsyncIterator[str]:
+        async for chunk in reader:
+            yield chunk
+        yield "b"
+
+    g = Graph[str, str]()
+    g.add_lambda_node("a", numbers)
+    g.add_lambda_node("b", Lambda(transform=then_b))
+    g.add_edge(START, "a")
+    g.add_branch("a", StreamGraphBranch(first_chunk, {"b", END}))
+    g.add_edge("b", END)
+    r = g.compile()
+    out = await r.stream("")
+    assert seen_by_condition == ["0"]
+    assert produced == [0]  # lazy: the rest is pulled by the consumer
+    assert await concat(out) == "01234b"
+    # in invoke mode a stream branch sees a one-chunk stream of the value
+    seen_by_condition.clear()
+    assert await r.invoke("") == "01234b"
+    assert seen_by_condition == ["01234"]
+
+
+async def test_value_branch_on_stream_sees_concatenated_value(anyio_backend: Any) -> None:
+    async def chars(x: str) -> AsyncIterator[str]:
+        for c in "hey":
+            yield c
+
+    seen: list[str] = []
+
+    def cond(x: str) -> str:
+        seen.append(x)
+        return END
+
+    g = Graph[str, str]()
+    g.add_lambda_node("a", chars)
+    g.add_edge(START, "a")
+    g.add_branch("a", GraphBranch(cond, {END}))
+    assert await concat(await g.compile().stream("")) == "hey"
+    assert seen == ["hey"]
+
+
+async def test_stream_multi_branch_may_choose_none_in_dag_and_skip_propagates(anyio_backend: Any) -> None:
+    ran: list[str] = []
+
+    def node(tag: str) -> Any:
+        async def f(x: dict[str, Any]) -> dict[str, Any]:
+            ran.append(tag)
+            return {tag: True}
+
+        return f
+
+    async def choose(reader: StreamReader[dict[str, Any]]) -> set[str]:
+        await reader.aclose()
+        return {"left"}
+
+    g = Graph[dict[str, Any], dict[str, Any]]()
+    g.add_lambda_node("root", node("root"))
+    g.add_lambda_node("left", node("left"))
+    g.add_lambda_node("right", node("right"))
+    g.add_lambda_node("right2", node("right2"))
+    g.add_passthrough_node("join")
+    g.add_edge(START, "root")
+    g.add_branch("root", StreamGraphMultiBranch(choose, {"left", "right"}))
+    g.add_edge("right", "right2")
+    g.add_edge("left", "join")
+    g.add_edge("right2", "join")
+    g.add_edge("join", END)
+    r = g.compile(trigger_mode="all_predecessor")
+    assert await r.invoke({}) == {"left": True}
+    assert ran == ["root", "left"]  # right and right2 were skipped: never ran
+    ran.clear()
+    assert await concat(await r.stream({})) == {"left": True}
+    assert ran == ["root", "left"]
+
+
+async def test_input_and_output_keys(anyio_backend: Any) -> None:
+    g = Graph[dict[str, Any], dict[str, Any]]()
+    g.add_lambda_node("a", appender("!"), input_key="q", output_key="answer")
+    g.add_edge(START, "a")
+    g.add_edge("a", END)
+    r = g.compile()
+    assert await r.invoke({"q": "hi"}) == {"answer": "hi!"}
+    # stream chunks without the key are dropped
+    out = await r.transform(StreamReader.from_iterable([{"other": 1}, {"q": "a"}, {"q": "b"}]))
+    assert await concat(out) == {"answer": "ab!"}
+    with pytest.raises(NodeRunError, match="cannot find input key: q") as info:
+        await r.invoke({"x": "1"})
+    assert info.value.node_path == ["a"]
+    from compose.errors import EmptyStreamError
+
+    with pytest.raises(NodeRunError) as info2:
+        await r.collect(StreamReader.from_iterable([{"x": 1}]))
+    assert isinstance(info2.value.__cause__, EmptyStreamError)
+
+
+async def test_paradigm_derivation_for_each_subset(anyio_backend: Any) -> None:
+    async def inv(x: str) -> str:
+        return x.upper()
+
+    async def stm(x: str) -> AsyncIterator[str]:
+        for c in x:
+            yield c.upper()
+
+    async def col(r: StreamReader[str]) -> str:
+        return (await concat(r)).upper()
+
+    async def trf(r: StreamReader[str]) -> AsyncIterator[str]:
+        async for c in r:
+            yield c.upper()
+
+    variants = [Lambda(invoke=inv), Lambda(stream=stm), Lambda(collect=col), Lambda(transform=trf)]
+    for lam in variants:
+        assert await lam.invoke("ab") == "AB"
+        assert await concat(await lam.stream("ab")) == "AB"
+        assert await lam.collect(StreamReader.from_iterable(["a", "b"])) == "AB"
+        assert await concat(await lam.transform(StreamReader.from_iterable(["a", "b"]))) == "AB"
+        g = Graph[str, str]()
+        g.add_lambda_node("n", lam)
+        g.add_edge(START, "n")
+        g.add_edge("n", END)
+        r = g.compile()
+        assert await r.invoke("ab") == "AB"
+        assert await concat(await r.stream("ab")) == "AB"
+
+
+async def test_node_options_reach_lambdas(anyio_backend: Any) -> None:
+    async def f(x: str, **opts: Any) -> str:
+        return x + str(sorted(opts.items()))
+
+    g = Graph[str, str]()
+    g.add_lambda_node("f", f)
+    g.add_edge(START, "f")
+    g.add_edge("f", END)
+    r = g.compile()
+    assert await r.invoke("", node_options={"f": {"k": 1}}) == "[('k', 1)]"
+    with pytest.raises(TypeError, match="unknown run option"):
+        await r.invoke("", bogus=1)
+
+
+async def test_runtime_type_check_on_any_edge(anyio_backend: Any) -> None:
+    def anything(x: str) -> Any:
+        return 42 if x == "bad" else x
+
+    g = Graph[str, str]()
+    g.add_lambda_node("any", anything)
+    g.add_lambda_node("s", appender("."))
+    g.add_edge(START, "any")
+    g.add_edge("any", "s")
+    g.add_edge("s", END)
+    r = g.compile()
+    assert await r.invoke("ok") == "ok."
+    with pytest.raises(RuntimeTypeError, match=r"edge\[any\]-\[s\]: expected type: str, actual type: int"):
+        await r.invoke("bad")
+    with pytest.raises(NodeRunError) as info:
+        await concat(await r.stream("bad"))
+    assert isinstance(info.value.__cause__, RuntimeTypeError)
+
+
+async def test_sub_graph_error_path_and_cause(anyio_backend: Any) -> None:
+    async def fail(x: str) -> str:
+        raise ValueError("inner boom")
+
+    inner = Graph[str, str]()
+    inner.add_lambda_node("inner", fail)
+    inner.add_edge(START, "inner")
+    inner.add_edge("inner", END)
+    outer = Graph[str, str]()
+    outer.add_graph_node("sub", inner)
+    outer.add_edge(START, "sub")
+    outer.add_edge("sub", END)
+    r = outer.compile()
+    with pytest.raises(NodeRunError) as info:
+        await r.invoke("")
+    assert info.value.node_path == ["sub", "inner"]
+    assert isinstance(info.value.__cause__, ValueError)
+    assert "node path: [sub, inner]" in str(info.value)
+
+
+async def test_sub_graph_runs_in_all_paradigms(anyio_backend: Any) -> None:
+    inner = Graph[str, str]()
+    inner.add_lambda_node("i", appender("i"))
+    inner.add_edge(START, "i")
+    inner.add_edge("i", END)
+    outer = Graph[str, str]()
+    outer.add_lambda_node("a", appender("a"))
+    outer.add_graph_node("sub", inner)
+    outer.add_edge(START, "a")
+    outer.add_edge("a", "sub")
+    outer.add_edge("sub", END)
+    r = outer.compile()
+    assert await r.invoke("") == "ai"
+    assert await concat(await r.stream("")) == "ai"
+
+
+async def test_failing_node_cancels_siblings(anyio_backend: Any) -> None:
+    cancelled = anyio.Event()
+    started = anyio.Event()
+
+    async def slow(x: str) -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        return x
+
+    async def fail(x: str) -> str:
+        await started.wait()
+        raise RuntimeError("boom")
+
+    g = Graph[str, dict[str, Any]]()
+    g.add_lambda_node("slow", slow, output_key="s")
+    g.add_lambda_node("fail", fail, output_key="f")
+    g.add_edge(START, "slow")
+    g.add_edge(START, "fail")
+    g.add_edge("slow", END)
+    g.add_edge("fail", END)
+    for mode in ("any_predecessor", "all_predecessor"):
+        cancelled = anyio.Event()
+        started = anyio.Event()
+        r = _recompile(g, mode)
+        with pytest.raises(NodeRunError) as info:
+            await r.invoke("")
+        assert info.value.node_path == ["fail"]
+        assert cancelled.is_set()
+
+
+async def test_cancelling_a_run_closes_streams_and_ends_tasks(anyio_backend: Any, no_task_leaks: None) -> None:
+    entered = anyio.Event()
+
+    async def forever(x: str) -> AsyncIterator[str]:
+        yield "first"
+        entered.set()
+        await anyio.sleep_forever()
+        yield "never"
+
+    async def consume(r: StreamReader[str]) -> str:
+        return await concat(r)
+
+    g = Graph[str, str]()
+    g.add_lambda_node("gen", forever)
+    g.add_lambda_node("sink", Lambda(collect=consume))
+    g.add_edge(START, "gen")
+    g.add_edge("gen", "sink")
+    g.add_edge("sink", END)
+    r = g.compile()
+    with anyio.move_on_after(5) as scope:
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                await r.invoke("")
+
+            tg.start_soon(run)
+            await entered.wait()
+            tg.cancel_scope.cancel()
+    assert not scope.cancelled_caught
+    # streaming: the consumer's read is cancelled while the generator sleeps; closing releases everything
+    g2 = Graph[str, str]()
+    g2.add_lambda_node("gen", forever)
+    g2.add_edge(START, "gen")
+    g2.add_edge("gen", END)
+    out = await g2.compile().stream("")
+    assert await out.recv() == "first"
+    with anyio.CancelScope() as cs:
+        async with anyio.create_task_group() as tg2:
+            tg2.start_soon(out.recv)
+            await anyio.wait_all_tasks_blocked()
+            cs.cancel()
+    await out.aclose()
+
+
+async def test_cancellation_note_names_the_graph(anyio_backend: Any) -> None:
+    async def forever(x: str) -> str:
+        await anyio.sleep_forever()
+        return x
+
+    g = Graph[str, str]()
+    g.add_lambda_node("f", forever)
+    g.add_edge(START, "f")
+    g.add_edge("f", END)
+    r = g.compile(name="sleepy")
+    notes: list[str] = []
+    with anyio.CancelScope() as scope:
+
+        async def run() -> None:
+            try:
+                await r.invoke("")
+            except anyio.get_cancelled_exc_class() as exc:
+                notes.extend(getattr(exc, "__notes__", []))
+                raise
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await anyio.wait_all_tasks_blocked()
+            scope.cancel()
+    assert any("graph 'sleepy' was cancelled at step 0" in n for n in notes)
+
+
+def test_blocking_twins() -> None:
+    r = chain("a", "b")
+    assert r.invoke_sync("") == "ab"
+    assert "".join(r.stream_sync("")) == "ab"
