@@ -1,10 +1,10 @@
 """Chat model overhead: OpenAIChatModel.stream against the bare openai client, and ScriptedChatModel per call.
 
-Run: ``python benchmarks/bench_models.py`` (from the repository root). The OpenAI-compatible test server runs in
-a child process on 127.0.0.1 (so it does not share the GIL with the client being measured) and answers every
-request with the same stream of ``--chunks`` content chunks plus a usage chunk. Both clients read that stream
-completely; the figure is wall time per chunk, the median of ``--rounds`` requests each, run interleaved.
-Goal: OpenAIChatModel within 1.5x of the bare client.
+Run: ``python benchmarks/bench_models.py`` (from the repository root). The OpenAI-compatible test server
+runs in a child process on 127.0.0.1 (so it does not share the GIL with the client being measured) and
+answers every request with the same stream of ``--chunks`` content chunks plus a usage chunk. Both clients
+read that stream completely; the figure is wall time per chunk, the median of ``--rounds`` requests each,
+run interleaved. Goal: OpenAIChatModel within 1.5x of the bare client.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compose.models.openai_model import OpenAIChatModel  # noqa: E402
-from compose.models.scripted import ScriptedChatModel  # noqa: E402
-from compose.schema import FunctionCall, Message, ToolCall, concat_messages, user_message  # noqa: E402
-from tests.compose.models.openai_server import OpenAIServer, sse, text_chunks  # noqa: E402
+from compose.models.openai_model import OpenAIChatModel
+from compose.models.scripted import ScriptedChatModel
+from compose.schema import FunctionCall, Message, ToolCall, concat_messages, user_message
+from tests.compose.models.openai_server import OpenAIServer, sse, text_chunks
 
 MESSAGES = [user_message("Tell me a long story.")]
 
@@ -123,9 +123,8 @@ def main() -> None:
     server.start()
     try:
         base_url = parent.recv()
-        print(
-            f"OpenAIChatModel vs bare client ({args.backend}, {args.chunks} chunks per stream, median of {args.rounds})"
-        )
+        setup = f"{args.backend}, {args.chunks} chunks per stream, median of {args.rounds}"
+        print(f"OpenAIChatModel vs bare client ({setup})")
         anyio.run(bench_openai, base_url, args.rounds, backend=args.backend)
     finally:
         parent.send("stop")

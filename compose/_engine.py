@@ -154,14 +154,16 @@ class GraphRun:
         "frame",
         "inbox",
         "info",
+        "last",
         "max_steps",
         "options",
         "path",
         "pending",
         "ready",
         "reported",
+        "result",
         "skipped",
-        "step",
+        "steps",
         "streaming",
         "t",
     )
@@ -176,9 +178,11 @@ class GraphRun:
         self.info = info
         self.inbox: dict[int, dict[int, Any]] = {}
         self.pending: deque[tuple[int, Any]] = deque()
-        self.step = 0
+        self.steps = 0
         self.frame: _StateFrame | None = None
-        self.cb: CallbackConfig | None = None
+        self.cb: CallbackConfig | None = _NOTHING
+        self.result: Any = _NOTHING
+        self.last: list[int] = []
         self.ready: deque[int] = deque()
         self.reported: dict[int, set[int]] = {}
         self.skipped: dict[int, set[int]] = {}
@@ -193,47 +197,107 @@ class GraphRun:
 
     def __repr__(self) -> str:
         waiting = [self.t.keys[i] for i in self.inbox]
-        return f"GraphRun({self.t.name!r}, step={self.step}, mode={'dag' if self.t.dag else 'pregel'}, inbox={waiting})"
+        return f"GraphRun({self.t.name!r}, step={self.steps}, mode={'dag' if self.t.dag else 'pregel'}, inbox={waiting})"
 
     # ------------------------------------------------------------------ the run
 
     async def run(self, value: Any) -> Any:
-        t = self.t
-        tok_frame = None
-        if t.state_factory is not None:
-            self.frame = _StateFrame(t.state_factory(), _current_frame.get())
-            tok_frame = _current_frame.set(self.frame)
-        o = self.options
-        parent_cb = _current_config.get()
-        self.cb = make_config(o.callbacks, o.designate, self.path) if (o.callbacks or not self.path) else parent_cb
-        tok_cb = _current_config.set(self.cb) if self.cb is not parent_cb else None
-        handlers = self.cb.for_path(self.path) if self.cb is not None else ()
+        """Run to the end and return END's value (a stream in a streaming run)."""
+        tokens = self._enter()
         try:
+            await self._begin(value)
+            while not await self._step():
+                pass
+            return self.result
+        finally:
+            self._exit(tokens)
+
+    async def begin(self, value: Any) -> None:
+        """Start a run that the caller drives with ``step()`` (the agent runner does, to emit events between
+        supersteps). Context (state, callbacks) is entered and left around each call."""
+        tokens = self._enter()
+        try:
+            await self._begin(value)
+        finally:
+            self._exit(tokens)
+
+    async def step(self) -> bool:
+        """Run one superstep (Pregel) or the whole run (DAG); True once ``result`` is set."""
+        tokens = self._enter()
+        try:
+            return await self._step()
+        finally:
+            self._exit(tokens)
+
+    async def aclose(self) -> None:
+        """Abandon the run: close every stream it holds (idempotent)."""
+        with anyio.CancelScope(shield=True):
+            await self._close_all()
+
+    def _enter(self) -> tuple[Any, Any]:
+        t = self.t
+        if self.frame is None and t.state_factory is not None:
+            self.frame = _StateFrame(t.state_factory(), _current_frame.get())
+        tok_frame = _current_frame.set(self.frame) if self.frame is not None else None
+        parent_cb = _current_config.get()
+        if self.cb is _NOTHING:
+            o = self.options
+            self.cb = make_config(o.callbacks, o.designate, self.path) if (o.callbacks or not self.path) else parent_cb
+        tok_cb = _current_config.set(self.cb) if self.cb is not parent_cb else None
+        return tok_frame, tok_cb
+
+    def _exit(self, tokens: tuple[Any, Any]) -> None:
+        tok_frame, tok_cb = tokens
+        if tok_cb is not None:
+            _current_config.reset(tok_cb)
+        if tok_frame is not None:
+            _current_frame.reset(tok_frame)
+
+    def _handlers(self) -> tuple[CallbackHandler, ...]:
+        return self.cb.for_path(self.path) if self.cb is not None else ()
+
+    async def _begin(self, value: Any) -> None:
+        try:
+            handlers = self._handlers()
             if handlers:
                 if self.streaming:
                     value = await fire_start_stream(handlers, self.info, value)
                 else:
                     await fire_start(handlers, self.info, value)
-            out = await (self._run_dag(value) if t.dag else self._run_pregel(value))
+            self.pending.append((self.t.start, value))
+        except BaseException as exc:
+            await _close(value)
+            await self._fail(exc)
+            raise
+
+    async def _step(self) -> bool:
+        try:
+            if self.t.dag:
+                out = await self._run_dag()
+            else:
+                out = await self._pregel_step()
+                if out is _NOTHING:
+                    return False
+            handlers = self._handlers()
             if handlers:
                 if self.streaming:
                     out = await fire_end_stream(handlers, self.info, out)
                 else:
                     await fire_end(handlers, self.info, out)
-            return out
+            self.result = out
+            return True
         except BaseException as exc:
-            with anyio.CancelScope(shield=True):
-                await self._close_all()
-                if handlers and isinstance(exc, Exception) and not isinstance(exc, GraphInterrupt):
-                    await fire_error(handlers, self.info, exc)
-            if isinstance(exc, anyio.get_cancelled_exc_class()):
-                exc.add_note(f"pyeino: run of graph '{t.name}' was cancelled at step {self.step}")
+            await self._fail(exc)
             raise
-        finally:
-            if tok_cb is not None:
-                _current_config.reset(tok_cb)
-            if tok_frame is not None:
-                _current_frame.reset(tok_frame)
+
+    async def _fail(self, exc: BaseException) -> None:
+        handlers = self._handlers()
+        with anyio.CancelScope(shield=True):
+            await self._close_all()
+            if handlers and isinstance(exc, Exception) and not isinstance(exc, GraphInterrupt):
+                await fire_error(handlers, self.info, exc)
+        if isinstance(exc, anyio.get_cancelled_exc_class()):
+            exc.add_note(f"pyeino: run of graph '{self.t.name}' was cancelled at step {self.steps}")
 
     async def _close_all(self) -> None:
         for box in self.inbox.values():
@@ -246,37 +310,39 @@ class GraphRun:
 
     # ------------------------------------------------------------------ Pregel
 
-    async def _run_pregel(self, value: Any) -> Any:
+    async def _pregel_step(self) -> Any:
+        """One superstep; END's value when the run is over, else ``_NOTHING``."""
         t = self.t
-        end = t.end
         inbox = self.inbox
         pending = self.pending
-        pending.append((t.start, value))
+        while pending:
+            src, out = pending.popleft()
+            try:
+                await self._finish(src, out)
+            except BaseException:
+                await _close(out)
+                raise
+        if t.end in inbox:
+            result = self._take(t.end)
+            await self._close_all()
+            return result
+        if not inbox:
+            names = [t.keys[i] for i in self.last]
+            raise GraphRunError(f"no tasks to execute, last completed nodes: {names}")
         max_steps = self.max_steps
         assert max_steps is not None
-        last: list[int] = []
-        while True:
-            while pending:
-                src, out = pending.popleft()
-                await self._finish(src, out)
-            if end in inbox:
-                result = self._take(end)
-                await self._close_all()
-                return result
-            if not inbox:
-                names = [t.keys[i] for i in last]
-                raise GraphRunError(f"no tasks to execute, last completed nodes: {names}")
-            if self.step >= max_steps:
-                raise MaxStepsExceededError(max_steps)
-            ready = sorted(inbox)
-            if len(ready) == 1:
-                j = ready[0]
-                pending.append((j, await self._exec(j, self._take(j))))
-            else:
-                batch = [(j, self._take(j)) for j in ready]
-                pending.extend(await self._run_batch(batch))
-            last = ready
-            self.step += 1
+        if self.steps >= max_steps:
+            raise MaxStepsExceededError(max_steps)
+        ready = sorted(inbox)
+        if len(ready) == 1:
+            j = ready[0]
+            pending.append((j, await self._exec(j, self._take(j))))
+        else:
+            batch = [(j, self._take(j)) for j in ready]
+            pending.extend(await self._run_batch(batch))
+        self.last = ready
+        self.steps += 1
+        return _NOTHING
 
     async def _run_batch(self, batch: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
         results: list[Any] = [_NOTHING] * len(batch)
@@ -311,11 +377,13 @@ class GraphRun:
 
     # ------------------------------------------------------------------ DAG
 
-    async def _run_dag(self, value: Any) -> Any:
+    async def _run_dag(self) -> Any:
         t = self.t
         end = t.end
         ready = self.ready
-        await self._finish(t.start, value)
+        while self.pending:
+            src, value = self.pending.popleft()
+            await self._finish(src, value)
         send, recv = anyio.create_memory_object_stream[tuple[int, Any, BaseException | None]](math.inf)
         running = 0
         error: BaseException | None = None

@@ -68,6 +68,16 @@ class Runnable(Generic[I, O]):
         run = GraphRun(self._tables, streaming=streaming, options=options, path=path, info=info)
         return await run.run(x)
 
+    async def start_run(self, x: Any, *, streaming: bool, **opts: Any) -> GraphRun:
+        """Begin a run that the caller drives superstep by superstep (``await run.step()`` until it returns True,
+        then ``run.result``; ``await run.aclose()`` when abandoning it). In a streaming run ``x`` is a stream.
+
+        This is how the agent runner interleaves events with the run without a background task.
+        """
+        run = GraphRun(self._tables, streaming=streaming, options=CallOptions.parse(opts), path=(), info=self._info)
+        await run.begin(x)
+        return run
+
     async def invoke(self, x: I, **opts: Any) -> O:
         """Run with a value; every node runs its invoke form. Returns END's value."""
         options = CallOptions.parse(opts)
