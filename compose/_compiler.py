@@ -63,10 +63,10 @@ def build_tables(
     branches: list[tuple[BranchRT, ...]] = []
     for s in sources:
         succ.append(tuple(index[e] for a, e in graph._edges if a == s))
-        brs = []
-        for b in graph._branches.get(s, []):
-            ends = sorted(b.end_nodes, key=lambda e: index[e])
-            brs.append(BranchRT(b, tuple(index[e] for e in ends), {e: index[e] for e in ends}))
+        brs: list[BranchRT] = []
+        for branch in graph._branches.get(s, []):
+            ends = sorted(branch.end_nodes, key=lambda e: index[e])
+            brs.append(BranchRT(branch, tuple(index[e] for e in ends), {e: index[e] for e in ends}))
         branches.append(tuple(brs))
 
     preds: list[set[int]] = [set() for _ in range(n + 1)]

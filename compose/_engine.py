@@ -197,7 +197,8 @@ class GraphRun:
 
     def __repr__(self) -> str:
         waiting = [self.t.keys[i] for i in self.inbox]
-        return f"GraphRun({self.t.name!r}, step={self.steps}, mode={'dag' if self.t.dag else 'pregel'}, inbox={waiting})"
+        mode = "dag" if self.t.dag else "pregel"
+        return f"GraphRun({self.t.name!r}, step={self.steps}, mode={mode}, inbox={waiting})"
 
     # ------------------------------------------------------------------ the run
 
@@ -554,9 +555,11 @@ class GraphRun:
             if self.streaming:
                 if node.post is not None:
                     return _one(await call_handler(node.post, await concat(out), frame))
+                assert node.stream_post is not None
                 return await call_handler(node.stream_post, out, frame)
             if node.post is not None:
                 return await call_handler(node.post, out, frame)
+            assert node.stream_post is not None
             return await concat(await call_handler(node.stream_post, _one(out), frame))
         except GraphInterrupt:
             raise

@@ -70,7 +70,8 @@ class _Branch(Generic[T]):
         except BranchError:
             raise
         except Exception as exc:
-            raise BranchError(f"branch condition of node '{node}' failed: {type(exc).__name__}: {exc}", node=node) from exc
+            message = f"branch condition of node '{node}' failed: {type(exc).__name__}: {exc}"
+            raise BranchError(message, node=node) from exc
 
     async def decide_value(self, value: Any, node: str) -> frozenset[str]:
         """Choose successors for a value (an invoke run)."""

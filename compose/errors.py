@@ -15,8 +15,7 @@ derive from :class:`ComposeError`::
     │   │   ├── BranchError               a branch condition failed or chose a node outside its end nodes
     │   │   ├── RuntimeTypeError          a value crossing an ``Any`` edge had the wrong type
     │   │   ├── FanInMergeError           values arriving at one node could not be merged
-    │   │   ├── StateError                ``process_state`` found no state of the asked type
-    │   │   └── RunCancelledError         the run was cancelled (anyio cancel scope or timeout)
+    │   │   └── StateError                ``process_state`` found no state of the asked type
     │   ├── StreamError                   misuse of a stream or an impossible concat
     │   │   ├── EmptyStreamError          concat of a stream with no chunk
     │   │   └── ConcatError               chunks that cannot be concatenated (conflicting values, no rule)
@@ -24,7 +23,9 @@ derive from :class:`ComposeError`::
     │   │   ├── ToolNotFoundError         an assistant message called a tool the node does not have
     │   │   ├── ToolArgumentsError        arguments were not valid JSON or failed validation
     │   │   ├── ToolInputError            the ToolsNode input was not an assistant message with tool calls
+    │   │   ├── ToolTimeoutError          a tool ran longer than its ``timeout`` (also a ``TimeoutError``)
     │   │   └── ToolExecutionError        a tool raised; names the tool and call id; cause in ``__cause__``
+    │   │       └── ToolArgumentsHandlerError   the ``tool_arguments_handler`` failed for a call
     │   └── ChatModelError                a chat model call failed; ``.retryable`` says whether retrying may help
     │       ├── ModelRateLimitError       HTTP 429 (retryable)
     │       ├── ModelTimeoutError         the request timed out (retryable)
@@ -62,17 +63,18 @@ __all__ = [
     "ModelServerError",
     "ModelTimeoutError",
     "NodeRunError",
-    "RunCancelledError",
     "RuntimeTypeError",
     "ScriptExhaustedError",
     "StateError",
     "StreamEnd",
     "StreamError",
     "ToolArgumentsError",
+    "ToolArgumentsHandlerError",
     "ToolError",
     "ToolExecutionError",
     "ToolInputError",
     "ToolNotFoundError",
+    "ToolTimeoutError",
     "TypeMismatchError",
 ]
 
@@ -185,10 +187,6 @@ class StateError(GraphRunError, LookupError):
     """Raised by ``process_state`` when the run has no state, or no state of the requested type."""
 
 
-class RunCancelledError(GraphRunError):
-    """Raised (as the ``__context__`` of the cancellation) when a run was cancelled from outside."""
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Streams
 
@@ -256,6 +254,27 @@ class ToolExecutionError(ToolError):
         self.__cause__ = cause
 
 
+class ToolTimeoutError(ToolError, TimeoutError):
+    """Raised when a tool runs (or streams) longer than its ``timeout``."""
+
+    def __init__(self, tool_name: str, timeout: float) -> None:
+        super().__init__(f"tool '{tool_name}' timed out after {timeout:g}s")
+        self.tool_name = tool_name
+        self.timeout = timeout
+
+
+class ToolArgumentsHandlerError(ToolExecutionError):
+    """Raised when ``tool_arguments_handler`` fails for a call; the cause is ``__cause__``."""
+
+    def __init__(self, tool_name: str, call_id: str, arguments: str, cause: BaseException) -> None:
+        super().__init__(tool_name, call_id, cause)
+        self.args = (
+            f"failed to execute tool[name:{tool_name} arguments:{arguments}] arguments handler: "
+            f"{type(cause).__name__}: {cause}",
+        )
+        self.arguments = arguments
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Chat models
 
@@ -308,7 +327,7 @@ class ScriptExhaustedError(ChatModelError):
 # Interrupts
 
 
-class GraphInterrupt(Exception):  # noqa: N818 - the name is the public contract (DESIGN.md)
+class GraphInterrupt(Exception):
     """A run paused at an interrupt. Not a failure: never caught as an error by pyeino.
 
     ``info`` is the ``InterruptInfo``; ``checkpoint_id`` the id the run was checkpointed under (or None).

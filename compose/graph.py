@@ -25,7 +25,7 @@ from compose.schema import Message
 __all__ = ["END", "START", "FanInMergeConfig", "Graph", "TriggerMode"]
 
 I = TypeVar("I")  # noqa: E741
-O = TypeVar("O")
+O = TypeVar("O")  # noqa: E741
 
 START = "start"
 END = "end"
@@ -295,9 +295,7 @@ class Graph(Generic[I, O]):
         """Add a sub-graph (compiled with the parent, with ``compile_options``) or an already compiled Runnable."""
         from compose.runnable import Runnable
 
-        if isinstance(graph, Graph):
-            in_t, out_t = graph.input_type, graph.output_type
-        elif isinstance(graph, Runnable):
+        if isinstance(graph, Graph | Runnable):
             in_t, out_t = graph.input_type, graph.output_type
         else:
             raise GraphBuildError(f"node '{key}': add_graph_node needs a Graph or a compiled Runnable")

@@ -26,7 +26,7 @@ from compose.stream import StreamReader, concat
 __all__ = ["Lambda"]
 
 I = TypeVar("I")  # noqa: E741 - the conventional name of an input type
-O = TypeVar("O")
+O = TypeVar("O")  # noqa: E741
 
 InvokeFn = Callable[..., Awaitable[Any]]  # (value, **opts) -> value
 StreamFn = Callable[..., Awaitable[StreamReader[Any]]]  # (value, **opts) -> reader
@@ -279,7 +279,7 @@ class Lambda(Generic[I, O]):
         )
 
     @classmethod
-    def from_function(cls, fn: Callable[..., Any]) -> Lambda[Any, Any]:
+    def from_function(cls, fn: Callable[..., Any] | Lambda[Any, Any]) -> Lambda[Any, Any]:
         """A plain sync or async function is an invoke lambda; an async generator function a stream lambda."""
         if isinstance(fn, Lambda):
             return fn

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["Runnable"]
 
 I = TypeVar("I")  # noqa: E741
-O = TypeVar("O")
+O = TypeVar("O")  # noqa: E741
 
 
 class Runnable(Generic[I, O]):

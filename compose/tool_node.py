@@ -44,10 +44,11 @@ import anyio
 from compose.errors import (
     GraphInterrupt,
     StreamEnd,
-    ToolError,
+    ToolArgumentsHandlerError,
     ToolExecutionError,
     ToolInputError,
     ToolNotFoundError,
+    ToolTimeoutError,
 )
 from compose.schema import Message, ToolInfo, tool_message
 from compose.stream import StreamReader, merge_streams
@@ -130,27 +131,6 @@ class ToolMiddleware:
 
     invokable: InvokableToolMiddleware | None = None
     streamable: StreamableToolMiddleware | None = None
-
-
-class ToolTimeoutError(ToolError, TimeoutError):
-    """Raised when a tool runs (or streams) longer than its ``timeout``."""
-
-    def __init__(self, tool_name: str, timeout: float) -> None:
-        super().__init__(f"tool '{tool_name}' timed out after {timeout:g}s")
-        self.tool_name = tool_name
-        self.timeout = timeout
-
-
-class ToolArgumentsHandlerError(ToolExecutionError):
-    """Raised when ``tool_arguments_handler`` fails for a call; the cause is ``__cause__``."""
-
-    def __init__(self, tool_name: str, call_id: str, arguments: str, cause: BaseException) -> None:
-        super().__init__(tool_name, call_id, cause)
-        self.args = (
-            f"failed to execute tool[name:{tool_name} arguments:{arguments}] arguments handler: "
-            f"{type(cause).__name__}: {cause}",
-        )
-        self.arguments = arguments
 
 
 @dataclass(frozen=True, slots=True)

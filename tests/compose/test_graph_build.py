@@ -82,7 +82,8 @@ def test_branch_build_errors() -> None:
     def cond(n: int) -> str:
         return END
 
-    with pytest.raises(TypeMismatchError, match=r"condition's input type\[int\] and start node\[a\]'s output type\[str\]"):
+    match = r"condition's input type\[int\] and start node\[a\]'s output type\[str\]"
+    with pytest.raises(TypeMismatchError, match=match):
         g.add_branch("a", GraphBranch(cond, {END}))
 
 
