@@ -40,6 +40,10 @@ def build_tables(
             impl = d.impl
             sub = impl if isinstance(impl, Runnable) else impl.compile(name=d.name or k, **d.compile_options)
         in_t, out_t = types[k]
+        plain = not (
+            d.pre_handler or d.post_handler or d.stream_pre_handler or d.stream_post_handler or d.input_key
+            or d.output_key
+        )
         nodes.append(
             NodeRT(
                 key=k,
@@ -55,6 +59,8 @@ def build_tables(
                 output_key=d.output_key,
                 input_type=d.input_type if d.input_type is not None else in_t,
                 output_type=out_t,
+                plain=plain,
+                invoke1=d.paradigms.invoke1 if plain and sub is None and d.paradigms is not None else None,
             )
         )
 

@@ -207,8 +207,7 @@ class GraphRun:
         tokens = self._enter()
         try:
             await self._begin(value)
-            while not await self._step():
-                pass
+            await self._step(to_end=True)
             return self.result
         finally:
             self._exit(tokens)
@@ -271,12 +270,14 @@ class GraphRun:
             await self._fail(exc)
             raise
 
-    async def _step(self) -> bool:
+    async def _step(self, to_end: bool = False) -> bool:
         try:
             if self.t.dag:
                 out = await self._run_dag()
             else:
                 out = await self._pregel_step()
+                while out is _NOTHING and to_end:
+                    out = await self._pregel_step()
                 if out is _NOTHING:
                     return False
             handlers = self._handlers()
@@ -334,11 +335,12 @@ class GraphRun:
         assert max_steps is not None
         if self.steps >= max_steps:
             raise MaxStepsExceededError(max_steps)
-        ready = sorted(inbox)
-        if len(ready) == 1:
-            j = ready[0]
+        if len(inbox) == 1:
+            j = next(iter(inbox))
+            ready = [j]
             pending.append((j, await self._exec(j, self._take(j))))
         else:
+            ready = sorted(inbox)
             batch = [(j, self._take(j)) for j in ready]
             pending.extend(await self._run_batch(batch))
         self.last = ready
@@ -489,6 +491,13 @@ class GraphRun:
 
     async def _exec(self, j: int, x: Any) -> Any:
         node = self.t.nodes[j]
+        if node.invoke1 is not None and not self.streaming and self.cb is None and not self.options.node_options:
+            try:
+                return await node.invoke1(x)
+            except Exception as exc:
+                if isinstance(exc, GraphInterrupt):
+                    raise
+                raise NodeRunError([*self.path, node.key], exc) from exc
         phase = "pre handler"
         try:
             if not node.plain:

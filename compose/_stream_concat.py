@@ -123,9 +123,7 @@ def _concat_fallback(items: Sequence[T]) -> T:
 def _check_types(items: list[Any], tp: type) -> None:
     for x in items:
         if not isinstance(x, tp):
-            raise ConcatError(
-                f"cannot concat a chunk of type {type(x).__qualname__} with chunks of type {tp.__name__}"
-            )
+            raise ConcatError(f"cannot concat a chunk of type {type(x).__qualname__} with chunks of type {tp.__name__}")
 
 
 def _concat_str(items: list[Any]) -> Any:
@@ -157,9 +155,7 @@ def _concat_dicts(items: list[Any]) -> Any:
 def _concat_lists(items: list[Any]) -> Any:
     from compose.schema import Message, concat_message_lists
 
-    if all(
-        isinstance(chunk, list) and all(m is None or isinstance(m, Message) for m in chunk) for chunk in items
-    ):
+    if all(isinstance(chunk, list) and all(m is None or isinstance(m, Message) for m in chunk) for chunk in items):
         return concat_message_lists(items)
     return _concat_fallback(items)
 

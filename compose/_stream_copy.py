@@ -206,9 +206,7 @@ class MapReader(StreamReader[Any]):
         if self._lost:
             self._lost = False
             return _Signal(
-                StreamError(
-                    "a recv() was cancelled while the map function processed an item: that item was lost"
-                )
+                StreamError("a recv() was cancelled while the map function processed an item: that item was lost")
             )
         while True:
             x = src._poll()

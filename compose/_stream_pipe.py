@@ -222,9 +222,7 @@ class StreamWriter(Generic[T]):
         if p is None or p.wclosed or p.rclosed:
             return
         p.buf.append(
-            _Signal(
-                StreamError("the stream writer was garbage-collected without aclose(): the stream was cut")
-            )
+            _Signal(StreamError("the stream writer was garbage-collected without aclose(): the stream was cut"))
         )
         p.wclosed = True
         p.wake_reader()

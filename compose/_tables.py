@@ -40,10 +40,9 @@ class NodeRT:
     input_type: Any  # the component's own input type (for zero values)
     output_type: Any  # the type the node emits (after output_key)
 
-    @property
-    def plain(self) -> bool:
-        """No handler and no key mapping: the fast path."""
-        return not (self.pre or self.post or self.stream_pre or self.stream_post or self.input_key or self.output_key)
+    plain: bool  # no handler and no key mapping
+    # the node's own single-argument invoke when it is plain and not a sub-graph: the invoke-mode fast path
+    invoke1: Callable[[Any], Any] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,17 +81,14 @@ class Tables:
     # for a DAG: every node a skip of node i must reach (edge successors and branch end nodes)
     all_succ: tuple[tuple[int, ...], ...] = field(default=())
 
-    @property
-    def n(self) -> int:
-        return len(self.nodes)
+    n: int = field(init=False)
+    end: int = field(init=False)  # == n
+    start: int = field(init=False)  # == n + 1
 
-    @property
-    def end(self) -> int:
-        return len(self.nodes)
-
-    @property
-    def start(self) -> int:
-        return len(self.nodes) + 1
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n", len(self.nodes))
+        object.__setattr__(self, "end", len(self.nodes))
+        object.__setattr__(self, "start", len(self.nodes) + 1)
 
 
 def branch_targets(
@@ -104,14 +100,22 @@ def branch_targets(
     (meaningful in DAG mode only).
     """
     direct = tables.succ[src]
+    brs = tables.branches[src]
+    if len(brs) == 1 and len(chosen[0]) == 1:  # the common case: one branch choosing one node
+        b = brs[0]
+        idx = b.index_of[next(iter(chosen[0]))]
+        one = [] if idx in direct else [idx]
+        if not tables.dag:
+            return one, []
+        return one, [e for e in b.ends if e != idx and e not in direct]
     deliver: list[int] = []
     picked: set[int] = set()
-    for b, keys in zip(tables.branches[src], chosen, strict=True):
+    for b, keys in zip(brs, chosen, strict=True):
         for key in sorted(keys, key=lambda k: b.index_of[k]):
             idx = b.index_of[key]
             if idx not in picked:
                 picked.add(idx)
                 if idx not in direct:
                     deliver.append(idx)
-    skipped = sorted({e for b in tables.branches[src] for e in b.ends if e not in picked and e not in direct})
+    skipped = sorted({e for b in brs for e in b.ends if e not in picked and e not in direct})
     return deliver, skipped

@@ -11,13 +11,14 @@ stream to end); a stream branch in an invoke run receives a one-chunk stream.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from compose._types import stream_item_type
 from compose.errors import BranchError
 from compose.lambdas import _hints
-from compose.state import maybe_await
+from compose.state import is_async_callable
 from compose.stream import StreamReader, concat
 
 __all__ = ["GraphBranch", "GraphMultiBranch", "StreamGraphBranch", "StreamGraphMultiBranch"]
@@ -38,6 +39,7 @@ class _Branch(Generic[T]):
         self.end_nodes: frozenset[str] = frozenset(end_nodes)
         if not self.end_nodes:
             raise BranchError("a branch needs at least one end node")
+        self._is_async = is_async_callable(condition)
         arg, _ = _hints(condition)
         self.input_type: Any = stream_item_type(arg) if self._stream else arg
 
@@ -66,7 +68,10 @@ class _Branch(Generic[T]):
 
     async def _call(self, arg: Any, node: str) -> Any:
         try:
-            return await maybe_await(self.condition(arg))
+            chosen = self.condition(arg)
+            if self._is_async or inspect.isawaitable(chosen):
+                chosen = await chosen
+            return chosen
         except BranchError:
             raise
         except Exception as exc:

@@ -8,6 +8,7 @@ the integer-indexed tables the scheduler runs on. The graph is frozen afterwards
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -246,7 +247,7 @@ class Graph(Generic[I, O]):
         """Add a chat model node: ``list[Message] -> Message`` (``generate`` to invoke, ``stream`` to stream)."""
         if not callable(getattr(model, "generate", None)) or not callable(getattr(model, "stream", None)):
             raise GraphBuildError(f"node '{key}': a chat model needs async generate() and stream() methods")
-        paradigms = derive(invoke=model.generate, stream=model.stream)
+        paradigms = dataclasses.replace(derive(invoke=model.generate, stream=model.stream), invoke1=model.generate)
         node = _NodeDef(key, "ChatModel", type(model).__name__, model, paradigms, list[Message], Message)
         self._add(
             key, node, name=name, pre_handler=pre_handler, post_handler=post_handler,
@@ -270,7 +271,9 @@ class Graph(Generic[I, O]):
         """Add a ToolsNode: ``Message -> list[Message]`` (stream chunks: ``list[Message | None]``)."""
         if not callable(getattr(tools_node, "invoke", None)) or not callable(getattr(tools_node, "stream", None)):
             raise GraphBuildError(f"node '{key}': a tools node needs async invoke() and stream() methods")
-        paradigms = derive(invoke=tools_node.invoke, stream=tools_node.stream)
+        paradigms = dataclasses.replace(
+            derive(invoke=tools_node.invoke, stream=tools_node.stream), invoke1=tools_node.invoke
+        )
         node = _NodeDef(key, "ToolsNode", type(tools_node).__name__, tools_node, paradigms, Message, list[Message])
         self._add(
             key, node, name=name, pre_handler=pre_handler, post_handler=post_handler,

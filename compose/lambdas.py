@@ -13,6 +13,7 @@ and transform (stream -> stream); the rest are derived with Eino's priority tabl
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import typing
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -47,6 +48,8 @@ class Paradigms:
     collect: CollectFn
     transform: TransformFn
     implemented: frozenset[str]
+    # the cheapest way to invoke with a value and no options (the component's own async function), if any
+    invoke1: Callable[[Any], Awaitable[Any]] | None = None
 
 
 def derive(
@@ -249,12 +252,15 @@ class Lambda(Generic[I, O]):
         input_type: Any = None,
         output_type: Any = None,
     ) -> None:
-        self.paradigms = derive(
+        paradigms = derive(
             _value_fn(invoke) if invoke else None,
             _stream_fn(stream, input_is_stream=False) if stream else None,
             _value_fn(collect) if collect else None,
             _stream_fn(transform, input_is_stream=True) if transform else None,
         )
+        if invoke is not None and inspect.iscoroutinefunction(invoke):
+            paradigms = dataclasses.replace(paradigms, invoke1=invoke)
+        self.paradigms = paradigms
         in_t: Any = Any
         out_t: Any = Any
         for fn, in_stream, out_stream in (

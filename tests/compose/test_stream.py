@@ -937,9 +937,7 @@ async def test_concat_rules() -> None:
     assert await concat(StreamReader.from_iterable([1, 5, 2])) == 2
     assert await concat(StreamReader.from_iterable([1.5, 0.5])) == 0.5
     assert await concat(StreamReader.from_iterable([True, False])) is False
-    assert await concat(
-        StreamReader.from_iterable([{"a": "x", "n": 1, "d": {"k": "p"}}, {"a": "y", "n": 2}])
-    ) == {
+    assert await concat(StreamReader.from_iterable([{"a": "x", "n": 1, "d": {"k": "p"}}, {"a": "y", "n": 2}])) == {
         "a": "xy",
         "n": 2,
         "d": {"k": "p"},

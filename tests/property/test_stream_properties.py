@@ -180,9 +180,7 @@ async def test_copies_yield_the_source_sequence_under_any_schedule(
 @given(
     items=items_st,
     capacity=st.integers(0, 3),
-    plans=st.lists(
-        st.tuples(st.none() | st.integers(0, 12), st.integers(0, 3), st.booleans()), min_size=1, max_size=4
-    ),
+    plans=st.lists(st.tuples(st.none() | st.integers(0, 12), st.integers(0, 3), st.booleans()), min_size=1, max_size=4),
 )
 async def test_concurrent_copies_each_get_the_source_sequence(
     items: list[Any], capacity: int, plans: list[tuple[int | None, int, bool]]
@@ -290,9 +288,7 @@ async def test_merge_preserves_each_source_order_and_the_multiset(
             else:
                 sources.append(r)
 
-    merged = (
-        merge_named_streams({f"s{k}": s for k, s in enumerate(sources)}) if named else merge_streams(sources)
-    )
+    merged = merge_named_streams({f"s{k}": s for k, s in enumerate(sources)}) if named else merge_streams(sources)
     got: list[Any] = []
     cancel_prone = cancel_prone and merged.cancel_safe  # cancelling a generator's recv breaks it, by design
 

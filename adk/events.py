@@ -1,0 +1,158 @@
+"""What an agent run yields: ``AgentEvent``s carrying model and tool output, actions, or the run's error
+(eino-semantics 4.1, 4.4).
+
+Example::
+
+    async for event in runner.query("What's the weather in Hangzhou?"):
+        if event.error is not None:
+            raise event.error
+        msg = await event.output.message_output.get_message()
+        print(msg.role, msg.content)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from compose.schema import Message
+from compose.stream import StreamReader, concat
+
+__all__ = [
+    "AgentAction",
+    "AgentEvent",
+    "AgentInput",
+    "AgentOutput",
+    "BreakLoopAction",
+    "MessageVariant",
+    "TransferToAgentAction",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TransferToAgentAction:
+    """Hand the conversation to the agent named ``dest_agent_name``."""
+
+    dest_agent_name: str
+
+
+@dataclass(slots=True)
+class BreakLoopAction:
+    """Stop the nearest enclosing loop agent; ``from_agent`` sent it, ``current_iterations`` is filled in by the
+    loop, ``done`` once it has acted on it."""
+
+    from_agent: str
+    done: bool = False
+    current_iterations: int = 0
+
+
+@dataclass(slots=True)
+class AgentAction:
+    """What an event asks of the framework (Eino's ``AgentAction``).
+
+    Attributes:
+        exit: end the run (sent by the exit tool).
+        interrupted: the interrupt information when the run paused (a later issue).
+        transfer_to_agent: hand over to another agent.
+        break_loop: stop the nearest loop agent.
+        customized: anything a tool wants to attach to its event.
+    """
+
+    exit: bool = False
+    interrupted: Any = None
+    transfer_to_agent: TransferToAgentAction | None = None
+    break_loop: BreakLoopAction | None = None
+    customized: Any = None
+
+    @classmethod
+    def new_exit(cls) -> AgentAction:
+        """An action ending the run (Eino's ``NewExitAction``)."""
+        return cls(exit=True)
+
+    @classmethod
+    def new_transfer_to_agent(cls, dest_agent_name: str) -> AgentAction:
+        """An action handing over to ``dest_agent_name`` (Eino's ``NewTransferToAgentAction``)."""
+        return cls(transfer_to_agent=TransferToAgentAction(dest_agent_name))
+
+    @classmethod
+    def new_break_loop(cls, agent_name: str) -> AgentAction:
+        """An action stopping the nearest loop agent (Eino's ``NewBreakLoopAction``)."""
+        return cls(break_loop=BreakLoopAction(agent_name))
+
+
+@dataclass(slots=True)
+class MessageVariant:
+    """One message of an event, whole (``message``) or as a stream of chunks (``message_stream``).
+
+    ``role`` is ``"assistant"`` for a model answer and ``"tool"`` for a tool result (then ``tool_name`` names
+    the tool). Whoever receives a streaming variant owns its stream: read it (``get_message()`` does) or close it.
+    """
+
+    is_streaming: bool
+    message: Message | None = None
+    message_stream: StreamReader[Message] | None = None
+    role: Literal["assistant", "tool"] = "assistant"
+    tool_name: str | None = None
+
+    async def get_message(self) -> Message:
+        """The whole message; a stream is concatenated (once) and closed.
+
+        Raises:
+            Exception: an error item of the stream (a failed model attempt's stream ends with ``WillRetryError``).
+        """
+        if self.message is not None:
+            return self.message
+        assert self.message_stream is not None, "a MessageVariant has a message or a message_stream"
+        self.message = await concat(self.message_stream)
+        return self.message
+
+    async def aclose(self) -> None:
+        """Close the stream, if any, without reading it."""
+        if self.message_stream is not None:
+            await self.message_stream.aclose()
+
+
+@dataclass(slots=True)
+class AgentOutput:
+    """An event's output: a message, and/or whatever a custom agent emits."""
+
+    message_output: MessageVariant | None = None
+    customized_output: Any = None
+
+
+@dataclass(slots=True)
+class AgentEvent:
+    """One thing that happened in an agent run.
+
+    Attributes:
+        agent_name: the agent that emitted it.
+        run_path: agent names from the root agent to the emitter.
+        output: a model answer or a tool result.
+        action: an action attached by a tool (exit, transfer, ...).
+        error: set on the last event of a failed run; the run ends with it.
+    """
+
+    agent_name: str = ""
+    run_path: tuple[str, ...] = ()
+    output: AgentOutput | None = None
+    action: AgentAction | None = None
+    error: BaseException | None = None
+
+    @property
+    def message(self) -> MessageVariant | None:
+        """Shorthand for ``output.message_output``."""
+        return self.output.message_output if self.output is not None else None
+
+    async def aclose(self) -> None:
+        """Close the event's message stream, if it has one (for consumers that skip an event)."""
+        if self.output is not None and self.output.message_output is not None:
+            await self.output.message_output.aclose()
+
+
+@dataclass(slots=True)
+class AgentInput:
+    """The input of an agent run: the conversation so far and whether to stream."""
+
+    messages: Sequence[Message] = field(default_factory=list)
+    enable_streaming: bool = False
