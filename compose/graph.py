@@ -12,7 +12,7 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args
 
 import networkx as nx
 
@@ -22,6 +22,9 @@ from compose.callbacks import RunInfo
 from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
 from compose.lambdas import Lambda, Paradigms, _hints, derive
 from compose.schema import Message
+
+if TYPE_CHECKING:
+    from compose.runnable import Runnable
 
 __all__ = ["END", "START", "FanInMergeConfig", "Graph", "TriggerMode"]
 
@@ -402,14 +405,14 @@ class Graph(Generic[I, O]):
         interrupt_after: Iterable[str] | None = None,
         checkpoint_store: Any = None,
         fan_in_merge_config: Mapping[str, FanInMergeConfig] | None = None,
-    ) -> Any:
+    ) -> Runnable[I, O]:
         """Check the whole graph and return a ``Runnable``; the graph is frozen afterwards.
 
         Raises ``InvalidGraphError`` for a loop in ``all_predecessor`` (DAG) mode, a node START cannot reach, no
         edge from START or to END, and ``GraphBuildError`` for bad options.
         """
         from compose._compiler import build_tables
-        from compose.runnable import Runnable
+        from compose.runnable import Runnable as _Runnable
 
         if trigger_mode not in ("any_predecessor", "all_predecessor"):
             raise GraphBuildError(f"unknown trigger mode {trigger_mode!r}")
@@ -464,7 +467,7 @@ class Graph(Generic[I, O]):
             fan_in=dict(fan_in_merge_config or {}),
         )
         self._compiled = True
-        return Runnable(tables)
+        return _Runnable(tables)
 
     def _digraph(self) -> Any:
         g = nx.DiGraph()

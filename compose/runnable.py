@@ -15,8 +15,9 @@ import anyio
 import anyio.from_thread
 
 from compose._engine import CallOptions, GraphRun
+from compose._types import runtime_checker, type_name
 from compose.callbacks import RunInfo
-from compose.errors import StreamEnd
+from compose.errors import RuntimeTypeError, StreamEnd
 from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:
@@ -41,6 +42,14 @@ class Runnable(Generic[I, O]):
     def __init__(self, tables: Tables) -> None:
         self._tables = tables
         self._info = RunInfo(tables.name, "Graph", "Graph")
+        self._input_ok = runtime_checker(tables.input_type)
+
+    def _check_input(self, x: Any) -> None:
+        if not self._input_ok(x):
+            raise RuntimeTypeError(
+                f"graph '{self._tables.name}' input: expected type: {type_name(self._tables.input_type)}, "
+                f"actual type: {type(x).__qualname__}"
+            )
 
     @property
     def name(self) -> str:
@@ -81,11 +90,13 @@ class Runnable(Generic[I, O]):
     async def invoke(self, x: I, **opts: Any) -> O:
         """Run with a value; every node runs its invoke form. Returns END's value."""
         options = CallOptions.parse(opts)
+        self._check_input(x)
         return cast(O, await self._execute(x, streaming=False, options=options, path=(), info=self._info))
 
     async def stream(self, x: I, **opts: Any) -> StreamReader[O]:
         """Run in streaming mode with a value; returns END's stream as soon as END has one."""
         options = CallOptions.parse(opts)
+        self._check_input(x)
         return cast(
             StreamReader[O],
             await self._execute(

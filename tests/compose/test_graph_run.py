@@ -557,3 +557,16 @@ def test_blocking_twins() -> None:
     r = chain("a", "b")
     assert r.invoke_sync("") == "ab"
     assert "".join(r.stream_sync("")) == "ab"
+
+
+async def test_graph_input_is_checked_and_start_can_reach_end(anyio_backend: Any) -> None:
+    r = chain("a")
+    with pytest.raises(RuntimeTypeError, match="graph 'graph' input: expected type: str, actual type: int"):
+        await r.invoke(5)
+    with pytest.raises(RuntimeTypeError):
+        await r.stream(5)
+    g = Graph[str, str]()
+    g.add_edge(START, END)
+    direct = g.compile()
+    assert await direct.invoke("x") == "x"
+    assert await concat(await direct.stream("x")) == "x"

@@ -28,6 +28,9 @@ def test_importing_compose_does_not_import_test_dependencies() -> None:
     import subprocess
     import sys
 
-    code = "import compose, adk, sys; print(sorted(m for m in ('hypothesis', 'compose.testing', 'pytest') if m in sys.modules))"
+    code = (
+        "import compose, adk, sys; "
+        "print(sorted(m for m in ('hypothesis', 'compose.testing', 'pytest') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -1,0 +1,52 @@
+"""The per-run context every part of one agent run reaches: the event queue, telemetry, usage and limits.
+
+The runner sets ``current_run`` around each superstep it drives (never across a ``yield``), so the model
+wrappers, state handlers and the tool-result collector of a shared, compiled ReAct graph find the run they
+belong to. Events are appended synchronously to an unbounded deque the runner drains between supersteps.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from adk.events import AgentEvent
+from adk.telemetry import TelemetryEvent, TelemetryHandler
+
+
+@dataclass(slots=True, eq=False)
+class RunContext:
+    """Mutable facts of one run (not part of the graph state: they are not the conversation)."""
+
+    agent_name: str
+    run_path: tuple[str, ...]
+    telemetry: tuple[TelemetryHandler, ...] = ()
+    session_values: dict[str, Any] = field(default_factory=dict)
+    events: deque[AgentEvent] = field(default_factory=deque)
+    held: AgentEvent | None = None  # the return-directly tool's event, emitted when the ToolsNode finishes
+    model_calls: int = 0
+    total_tokens: int = 0
+    tool_history: list[str] = field(default_factory=list)
+    termination_reason: str | None = None
+
+    @property
+    def step(self) -> int:
+        """The current ReAct round (0-based)."""
+        return max(self.model_calls - 1, 0)
+
+    def emit(self, name: str, **data: Any) -> None:
+        """Deliver a telemetry event to every handler (cheap no-op without handlers)."""
+        if self.telemetry:
+            event = TelemetryEvent(name, self.step, self.agent_name, data)
+            for handler in self.telemetry:
+                handler(event)
+
+    def send(self, event: AgentEvent) -> None:
+        event.agent_name = self.agent_name
+        event.run_path = self.run_path
+        self.events.append(event)
+
+
+current_run: ContextVar[RunContext | None] = ContextVar("pyeino_agent_run", default=None)

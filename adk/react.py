@@ -1,0 +1,337 @@
+"""The ReAct graph of a ChatModelAgent (seed 004; eino-semantics 4.3a, Eino v0.7's design).
+
+::
+
+    START -> ChatModel --tool_call_check--> END                 (no tool call: the answer is the output)
+                       \\--------------------> ToolNode -> ChatModel   (no return-directly tool configured)
+                                               ToolNode --check_return_directly--> ChatModel
+                                                                            \\--> ToolNodeToEndConverter -> END
+
+* :class:`State` is graph-local, created fresh per run.
+* ``ChatModel``'s pre handler checks and decrements ``remaining_iterations`` (so ``max_iterations`` counts
+  model calls), appends its input (the first messages, later the tool messages) to ``state.messages``, runs
+  the ``before_chat_model`` hooks and calls the model with all state messages. Its post handler appends the
+  answer, runs the ``after_chat_model`` hooks, and passes on the last state message, so a hook can change the
+  flow (add or drop tool calls, rewrite the answer).
+* ``tool_call_check`` reads the model's stream until a chunk has tool calls (-> ``ToolNode``) or the stream
+  ends (-> END): models stream text before a tool call, so the first chunk alone decides nothing.
+* ``ToolNode``'s pre handler ignores its input and uses the last state message; it records the
+  return-directly call (the last matching call wins, as in Eino v0.7.37).
+* The tool-result collector middleware is the outermost tool middleware: it pops the action the tool stored
+  with :func:`~adk.actions.send_tool_gen_action` and sends the tool event; a streamed result is copied in
+  two, one copy for the event and one for the node. The return-directly call's event is held and sent when
+  the ToolsNode has finished, so it is always the last tool event.
+
+The seeds' limits are checked in the model pre handler, before each model call: stall (the same tool called
+``stall_window`` times in a row), token budget (``max_budget_tokens``), then iterations.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from adk._run import RunContext, current_run
+from adk.errors import ExceedMaxIterationsError, StallDetectedError, TokenBudgetExceededError
+from adk.events import AgentAction, AgentEvent, AgentOutput, MessageVariant
+from compose.branch import StreamGraphBranch
+from compose.graph import END, START, Graph
+from compose.lambdas import Lambda
+from compose.models.base import ChatModel
+from compose.runnable import Runnable
+from compose.schema import Message, tool_message
+from compose.state import process_state
+from compose.stream import SKIP, SkipType, StreamReader
+from compose.tool_node import (
+    InvokableToolEndpoint,
+    StreamableToolEndpoint,
+    StreamToolOutput,
+    ToolInput,
+    ToolMiddleware,
+    ToolOutput,
+    get_tool_call_id,
+)
+
+__all__ = [
+    "CHAT_MODEL_NODE",
+    "TOOL_NODE",
+    "TO_END_CONVERTER_NODE",
+    "ChatModelAgentState",
+    "ChatModelHook",
+    "ReactConfig",
+    "State",
+    "build_react",
+    "tool_result_collector",
+]
+
+CHAT_MODEL_NODE = "ChatModel"
+TOOL_NODE = "ToolNode"
+TO_END_CONVERTER_NODE = "ToolNodeToEndConverter"
+
+DEFAULT_MAX_ITERATIONS = 20
+
+
+@dataclass(slots=True, eq=False)
+class State:
+    """The ReAct loop's graph-local state (Eino's ``State``), fresh for every run."""
+
+    messages: list[Message] = field(default_factory=list)
+    has_return_directly: bool = False
+    return_directly_tool_call_id: str = ""
+    tool_gen_actions: dict[str, AgentAction] = field(default_factory=dict)
+    agent_name: str = ""
+    remaining_iterations: int = DEFAULT_MAX_ITERATIONS
+
+
+@dataclass(slots=True)
+class ChatModelAgentState:
+    """What ``before_chat_model`` / ``after_chat_model`` hooks see and may change: the conversation."""
+
+    messages: list[Message]
+
+
+ChatModelHook = Callable[[ChatModelAgentState], Awaitable[None] | None]
+"""A hook ``(state) -> None``, sync or async; it runs under the state lock (do not call ``process_state``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReactConfig:
+    """What the ReAct graph is built from.
+
+    ``model`` is the complete model chain (tools bound, events, retry); ``tools_node`` anything a graph
+    accepts as a tools node, with the collector middleware already outermost (see
+    :func:`tool_result_collector`). ``tools_node=None`` builds the no-tools graph: START -> ChatModel -> END
+    with the hooks and no iteration limit.
+    """
+
+    model: ChatModel
+    tools_node: Any = None
+    return_directly: frozenset[str] = frozenset()
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+    agent_name: str = ""
+    before_chat_model: tuple[ChatModelHook, ...] = ()
+    after_chat_model: tuple[ChatModelHook, ...] = ()
+    max_budget_tokens: int | None = None
+    stall_window: int | None = None
+
+
+async def _run_hooks(hooks: Sequence[ChatModelHook], messages: list[Message]) -> list[Message]:
+    s = ChatModelAgentState(messages)
+    for hook in hooks:
+        result = hook(s)
+        if inspect.isawaitable(result):
+            await result
+    return s.messages
+
+
+def _check_limits(run: RunContext, config: ReactConfig) -> None:
+    window = config.stall_window
+    if window and len(run.tool_history) >= window:
+        last = run.tool_history[-window:]
+        if all(name == last[0] for name in last):
+            raise StallDetectedError(last[0], window)
+    budget = config.max_budget_tokens
+    if budget is not None and run.total_tokens >= budget:
+        raise TokenBudgetExceededError(run.total_tokens, budget)
+
+
+def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
+    """Build and compile the ReAct graph (see the module docstring)."""
+    max_iterations = config.max_iterations if config.max_iterations > 0 else DEFAULT_MAX_ITERATIONS
+    with_tools = config.tools_node is not None
+    before, after = config.before_chat_model, config.after_chat_model
+    return_directly = config.return_directly
+    agent_name = config.agent_name
+
+    def gen_state() -> State:
+        return State(agent_name=agent_name, remaining_iterations=max_iterations)
+
+    async def model_pre_handle(input: list[Message], st: State) -> list[Message]:
+        run = current_run.get()
+        if run is not None:
+            _check_limits(run, config)
+        if with_tools:
+            if st.remaining_iterations <= 0:
+                raise ExceedMaxIterationsError(max_iterations)
+            st.remaining_iterations -= 1
+        if before:
+            st.messages = await _run_hooks(before, [*st.messages, *input])
+        else:
+            st.messages.extend(input)
+        if run is not None:
+            run.model_calls += 1
+            run.emit("reply.started", messages=len(st.messages))
+        # a copy: the model may keep the list while the state grows
+        return list(st.messages)
+
+    async def model_post_handle(output: Message, st: State) -> Message:
+        if after:
+            st.messages = await _run_hooks(after, [*st.messages, output])
+        else:
+            st.messages.append(output)
+        last = st.messages[-1]
+        run = current_run.get()
+        if run is not None:
+            meta = output.response_meta
+            if meta is not None and meta.usage is not None:
+                run.total_tokens += meta.usage.total_tokens
+            if run.telemetry:
+                run.emit(
+                    "reply.completed",
+                    content=last.content,
+                    tool_calls=[c.function.name for c in last.tool_calls],
+                    total_tokens=run.total_tokens,
+                )
+        return last
+
+    g: Graph[list[Message], Message] = Graph[list[Message], Message](state=gen_state)
+    g.add_chat_model_node(
+        CHAT_MODEL_NODE, config.model, pre_handler=model_pre_handle, post_handler=model_post_handle
+    )
+    g.add_edge(START, CHAT_MODEL_NODE)
+    if not with_tools:
+        g.add_edge(CHAT_MODEL_NODE, END)
+        return g.compile(name=agent_name or "ChatModelAgent", max_run_steps=2**31)
+
+    async def tool_pre_handle(_input: Message, st: State) -> Message:
+        msg = st.messages[-1]
+        calls = msg.tool_calls
+        if return_directly:
+            for call in calls:
+                if call.function.name in return_directly:
+                    st.return_directly_tool_call_id = call.id
+                    st.has_return_directly = True
+        run = current_run.get()
+        if run is not None and config.stall_window:
+            run.tool_history.extend(call.function.name for call in calls)
+        return msg
+
+    g.add_tools_node(TOOL_NODE, config.tools_node, pre_handler=tool_pre_handle)
+    g.add_branch(CHAT_MODEL_NODE, StreamGraphBranch(tool_call_check, {END, TOOL_NODE}))
+    if not return_directly:
+        g.add_edge(TOOL_NODE, CHAT_MODEL_NODE)
+    else:
+        g.add_lambda_node(
+            TO_END_CONVERTER_NODE,
+            Lambda(transform=_to_end_converter, input_type=list[Message], output_type=Message),
+        )
+        g.add_branch(
+            TOOL_NODE, StreamGraphBranch(_check_return_directly, {CHAT_MODEL_NODE, TO_END_CONVERTER_NODE})
+        )
+        g.add_edge(TO_END_CONVERTER_NODE, END)
+    # iterations, not graph steps, are the limit
+    return g.compile(name=agent_name or "ChatModelAgent", max_run_steps=2**31)
+
+
+async def tool_call_check(reader: StreamReader[Message]) -> str:
+    """Branch after the model: to the tools as soon as a chunk has tool calls, to END when the stream ends
+    without one. Always closes its copy."""
+    try:
+        async for chunk in reader:
+            if chunk.tool_calls:
+                return TOOL_NODE
+        return END
+    finally:
+        await reader.aclose()
+
+
+async def _check_return_directly(reader: StreamReader[list[Message | None]]) -> str:
+    await reader.aclose()
+    async with process_state(State) as st:
+        return TO_END_CONVERTER_NODE if st.has_return_directly else CHAT_MODEL_NODE
+
+
+def _pick(call_id: str, chunk: list[Message | None]) -> Message | SkipType:
+    for msg in chunk:
+        if msg is not None and msg.tool_call_id == call_id:
+            return msg
+    return SKIP
+
+
+async def _to_end_converter(reader: StreamReader[list[Message | None]]) -> StreamReader[Message]:
+    """The return-directly call's message, from the ToolsNode's output."""
+    async with process_state(State) as st:
+        call_id = st.return_directly_tool_call_id
+    return reader.map(partial(_pick, call_id))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The tool-result collector
+
+
+async def _pop_action(name: str) -> tuple[AgentAction | None, bool]:
+    """Pop the action stored by the current call (call id, else tool name); is it the return-directly call?"""
+    call_id = get_tool_call_id()
+    key = call_id or name
+    async with process_state(State) as st:
+        action = st.tool_gen_actions.pop(key, None)
+        held = st.has_return_directly and bool(call_id) and st.return_directly_tool_call_id == call_id
+    return action, held
+
+
+def _deliver(run: RunContext, event: AgentEvent, held: bool) -> None:
+    if held:
+        event.agent_name, event.run_path = run.agent_name, run.run_path
+        run.held = event
+    else:
+        run.send(event)
+
+
+def _tool_chunk(call_id: str, name: str, chunk: str) -> Message:
+    return tool_message(chunk, call_id, tool_name=name)
+
+
+def tool_result_collector() -> ToolMiddleware:
+    """The collector middleware (seed 004): put it first in the ToolsNode's middlewares.
+
+    Invokable tool: after the call, pop its action and send a tool event (tool name, call id, result, action).
+    Streamable tool: pop the action, copy the result in two, send one copy as a streaming tool event and
+    return the other to the node. A failing call sends no event (the node fails); with telemetry handlers it
+    reports ``tool.call.started`` / ``tool.call.completed`` / ``tool.call.failed``.
+    """
+
+    def invokable(next_: InvokableToolEndpoint) -> InvokableToolEndpoint:
+        async def endpoint(inp: ToolInput) -> ToolOutput:
+            run = current_run.get()
+            if run is None:
+                return await next_(inp)
+            run.emit("tool.call.started", tool=inp.name, call_id=inp.call_id, arguments=inp.arguments)
+            try:
+                out = await next_(inp)
+            except Exception as exc:
+                run.emit("tool.call.failed", tool=inp.name, call_id=inp.call_id, error=repr(exc))
+                raise
+            action, held = await _pop_action(inp.name)
+            run.emit("tool.call.completed", tool=inp.name, call_id=inp.call_id, result=out.result)
+            msg = tool_message(out.result, inp.call_id, tool_name=inp.name)
+            variant = MessageVariant(False, message=msg, role="tool", tool_name=inp.name)
+            _deliver(run, AgentEvent(output=AgentOutput(variant), action=action), held)
+            return out
+
+        return endpoint
+
+    def streamable(next_: StreamableToolEndpoint) -> StreamableToolEndpoint:
+        async def endpoint(inp: ToolInput) -> StreamToolOutput:
+            run = current_run.get()
+            if run is None:
+                return await next_(inp)
+            run.emit("tool.call.started", tool=inp.name, call_id=inp.call_id, arguments=inp.arguments)
+            try:
+                out = await next_(inp)
+            except Exception as exc:
+                run.emit("tool.call.failed", tool=inp.name, call_id=inp.call_id, error=repr(exc))
+                raise
+            action, held = await _pop_action(inp.name)
+            run.emit("tool.call.completed", tool=inp.name, call_id=inp.call_id, streaming=True)
+            event_copy, keep = out.result.copy(2)
+            stream = event_copy.map(partial(_tool_chunk, inp.call_id, inp.name))
+            variant = MessageVariant(True, message_stream=stream, role="tool", tool_name=inp.name)
+            _deliver(run, AgentEvent(output=AgentOutput(variant), action=action), held)
+            return StreamToolOutput(keep)
+
+        return endpoint
+
+    return ToolMiddleware(invokable=invokable, streamable=streamable)

@@ -1,0 +1,146 @@
+"""Model retry (eino-semantics 4.8): ``ModelRetryConfig`` and the chat model wrapper that applies it.
+
+``generate``: attempts 0..max_retries; a non-retryable error is raised as it is; when every attempt failed,
+:class:`~adk.errors.RetryExhaustedError` (``last_error``, ``total_retries``). ``stream``: each attempt's stream is
+copied in two; copy 0 is read to its end to detect a failure in the middle of the stream, and only a clean
+attempt's copy 1 is returned (so the decision waits for the whole stream). Between attempts the wrapper waits
+``backoff(attempt)`` seconds with ``anyio.sleep``.
+
+In an agent, each attempt produces its own model event; a failed attempt's event stream ends with
+:class:`~adk.errors.WillRetryError` when the call will be retried, or with the raw error otherwise.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from adk.errors import RetryExhaustedError
+from compose.models.base import ChatModel
+from compose.schema import Message, ToolInfo
+from compose.stream import StreamReader
+
+__all__ = ["ModelRetryConfig", "RetryChatModel", "default_backoff"]
+
+# The attempt (0-based) of the model call in progress; read by the agent's event-emitting model.
+current_attempt: ContextVar[int] = ContextVar("pyeino_model_attempt", default=0)
+
+
+def default_backoff(attempt: int) -> float:
+    """Eino's default backoff in seconds for retry ``attempt`` (1-based): 0.1 s doubling per attempt, capped at
+    10 s, plus a jitter in [0, delay/2); attempt <= 0 waits 0.1 s, attempt > 7 waits 10 s + [0, 5 s)."""
+    base, cap = 0.1, 10.0
+    if attempt <= 0:
+        return base
+    if attempt > 7:
+        return cap + random.uniform(0, cap / 2)  # noqa: S311 - jitter, not cryptography
+    delay = min(base * (1 << (attempt - 1)), cap)
+    return delay + random.uniform(0, delay / 2)  # noqa: S311
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRetryConfig:
+    """How a ChatModelAgent retries failed model calls.
+
+    Args:
+        max_retries: retries after the first attempt (0: no retry; 3: up to 4 calls).
+        is_retryable: ``(error) -> bool``; None retries every error (as Eino).
+        backoff: ``(attempt) -> seconds`` before retry ``attempt`` (1-based); None is :func:`default_backoff`.
+
+    Example::
+
+        ModelRetryConfig(max_retries=3, is_retryable=lambda e: getattr(e, "retryable", False))
+    """
+
+    max_retries: int = 0
+    is_retryable: Callable[[BaseException], bool] | None = None
+    backoff: Callable[[int], float] | None = None
+
+    def retryable(self, error: BaseException) -> bool:
+        """Whether ``error`` may be retried."""
+        return self.is_retryable is None or bool(self.is_retryable(error))
+
+    def will_retry(self, error: BaseException, attempt: int) -> bool:
+        """Whether a failure of ``attempt`` (0-based) with ``error`` leads to another attempt."""
+        return attempt < self.max_retries and self.retryable(error)
+
+    def delay(self, attempt: int) -> float:
+        return (self.backoff or default_backoff)(attempt)
+
+
+class RetryChatModel:
+    """A chat model retrying ``inner`` as ``config`` says (see the module docstring)."""
+
+    def __init__(self, inner: ChatModel, config: ModelRetryConfig) -> None:
+        if config.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {config.max_retries}")
+        self.inner = inner
+        self.config = config
+
+    def with_tools(self, tools: Sequence[ToolInfo]) -> RetryChatModel:
+        return RetryChatModel(self.inner.with_tools(tools), self.config)
+
+    def __repr__(self) -> str:
+        return f"RetryChatModel({self.inner!r}, max_retries={self.config.max_retries})"
+
+    async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        config = self.config
+        last: BaseException | None = None
+        for attempt in range(config.max_retries + 1):
+            token = current_attempt.set(attempt)
+            try:
+                return await self.inner.generate(messages, **opts)
+            except Exception as exc:
+                if not config.retryable(exc):
+                    raise
+                last = exc
+            finally:
+                current_attempt.reset(token)
+            if attempt < config.max_retries:
+                await anyio.sleep(config.delay(attempt + 1))
+        assert last is not None
+        raise RetryExhaustedError(last, config.max_retries) from last
+
+    async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        config = self.config
+        last: BaseException | None = None
+        for attempt in range(config.max_retries + 1):
+            token = current_attempt.set(attempt)
+            try:
+                reader = await self.inner.stream(messages, **opts)
+            except Exception as exc:
+                if not config.retryable(exc):
+                    raise
+                last = exc
+            else:
+                check, keep = reader.copy(2)
+                error = await _read_to_end(check)
+                if error is None:
+                    return keep
+                await keep.aclose()
+                if not config.retryable(error):
+                    raise error
+                last = error
+            finally:
+                current_attempt.reset(token)
+            if attempt < config.max_retries:
+                await anyio.sleep(config.delay(attempt + 1))
+        assert last is not None
+        raise RetryExhaustedError(last, config.max_retries) from last
+
+
+async def _read_to_end(reader: StreamReader[Message]) -> Exception | None:
+    """Read ``reader`` to its end and close it; the first error item, or None for a clean stream."""
+    try:
+        async for _ in reader:
+            pass
+    except Exception as exc:
+        return exc
+    finally:
+        await reader.aclose()
+    return None
