@@ -40,7 +40,7 @@ from compose.errors import (
     ToolTimeoutError,
     TypeMismatchError,
 )
-from compose.graph import END, START, FanInMergeConfig, Graph, TriggerMode
+from compose.graph import END, START, FanInMergeConfig, Graph, NodeOptions, TriggerMode
 from compose.lambdas import Lambda
 from compose.merge import register_values_merge
 from compose.models import (
@@ -125,6 +125,7 @@ __all__ = [
     "ModelResponseError",
     "ModelServerError",
     "ModelTimeoutError",
+    "NodeOptions",
     "NodeRunError",
     "OpenAIChatModel",
     "ResponseMeta",

@@ -107,9 +107,12 @@ def _check_chunk(check: EdgeCheck, chunk: Any) -> Any:
 def _with_callbacks(p: Paradigms, handlers: tuple[CallbackHandler, ...], info: RunInfo) -> Paradigms:
     """Fire callbacks around what the component implements, then derive the rest (eino-semantics 1.8)."""
 
-    def value_in(fn: Any, stream_out: bool) -> Any:
+    def wrap(fn: Any, stream_in: bool, stream_out: bool) -> Any:
         async def run(x: Any, **o: Any) -> Any:
-            await fire_start(handlers, info, x)
+            if stream_in:
+                x = await fire_start_stream(handlers, info, x)
+            else:
+                await fire_start(handlers, info, x)
             try:
                 out = await fn(x, **o)
             except Exception as exc:
@@ -122,27 +125,12 @@ def _with_callbacks(p: Paradigms, handlers: tuple[CallbackHandler, ...], info: R
 
         return run
 
-    def stream_in(fn: Any, stream_out: bool) -> Any:
-        async def run(r: StreamReader[Any], **o: Any) -> Any:
-            r = await fire_start_stream(handlers, info, r)
-            try:
-                out = await fn(r, **o)
-            except Exception as exc:
-                await fire_error(handlers, info, exc)
-                raise
-            if stream_out:
-                return await fire_end_stream(handlers, info, out)
-            await fire_end(handlers, info, out)
-            return out
-
-        return run
-
     impl = p.implemented
     return derive(
-        invoke=value_in(p.invoke, False) if "invoke" in impl else None,
-        stream=value_in(p.stream, True) if "stream" in impl else None,
-        collect=stream_in(p.collect, False) if "collect" in impl else None,
-        transform=stream_in(p.transform, True) if "transform" in impl else None,
+        invoke=wrap(p.invoke, False, False) if "invoke" in impl else None,
+        stream=wrap(p.stream, False, True) if "stream" in impl else None,
+        collect=wrap(p.collect, True, False) if "collect" in impl else None,
+        transform=wrap(p.transform, True, True) if "transform" in impl else None,
     )
 
 

@@ -12,7 +12,7 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unpack, get_args
 
 import networkx as nx
 
@@ -26,7 +26,7 @@ from compose.schema import Message
 if TYPE_CHECKING:
     from compose.runnable import Runnable
 
-__all__ = ["END", "START", "FanInMergeConfig", "Graph", "TriggerMode"]
+__all__ = ["END", "START", "FanInMergeConfig", "Graph", "NodeOptions", "TriggerMode"]
 
 I = TypeVar("I")  # noqa: E741
 O = TypeVar("O")  # noqa: E741
@@ -37,6 +37,24 @@ END = "end"
 TriggerMode = Literal["any_predecessor", "all_predecessor"]
 
 Handler = Callable[[Any, Any], Any]
+
+
+class NodeOptions(TypedDict, total=False):
+    """Options every ``add_*_node`` takes as keyword arguments.
+
+    ``name``: the display name (callbacks' ``RunInfo.name``); ``pre_handler(input, state) -> input`` and
+    ``post_handler(output, state) -> output`` run under the graph's state lock (stream variants take and return a
+    ``StreamReader``); ``input_key``: the node receives ``input[input_key]`` of a dict input; ``output_key``: the
+    node's output is wrapped as ``{output_key: output}``.
+    """
+
+    name: str
+    pre_handler: Handler
+    post_handler: Handler
+    stream_pre_handler: Handler
+    stream_post_handler: Handler
+    input_key: str
+    output_key: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,26 +162,23 @@ class Graph(Generic[I, O]):
         if self._compiled:
             raise GraphCompiledError()
 
-    def _add(
-        self,
-        key: str,
-        node: _NodeDef,
-        *,
-        name: str | None,
-        pre_handler: Handler | None,
-        post_handler: Handler | None,
-        stream_pre_handler: Handler | None,
-        stream_post_handler: Handler | None,
-        input_key: str | None,
-        output_key: str | None,
-    ) -> None:
+    def _add(self, key: str, node: _NodeDef, options: NodeOptions) -> None:
         self._check_mutable()
+        unknown = set(options) - set(NodeOptions.__annotations__)
+        if unknown:
+            raise GraphBuildError(f"node '{key}': unknown option(s) {sorted(unknown)}")
         if not isinstance(key, str) or not key:
             raise GraphBuildError(f"node key must be a non-empty string, got {key!r}")
         if key in (START, END):
             raise GraphBuildError(f"node '{key}' is reserved, cannot add manually")
         if key in self._nodes:
             raise GraphBuildError(f"node '{key}' has been added yet")
+        name = options.get("name")
+        pre_handler, post_handler = options.get("pre_handler"), options.get("post_handler")
+        stream_pre_handler, stream_post_handler = options.get("stream_pre_handler"), options.get("stream_post_handler")
+        input_key, output_key = options.get("input_key"), options.get("output_key")
+        if node.component == "Passthrough" and (input_key or output_key):
+            raise GraphBuildError(f"passthrough node '{key}' cannot have an input_key or output_key")
         if pre_handler and stream_pre_handler:
             raise GraphBuildError(f"node '{key}': give pre_handler or stream_pre_handler, not both")
         if post_handler and stream_post_handler:
@@ -216,60 +231,31 @@ class Graph(Generic[I, O]):
         self,
         key: str,
         fn: Callable[..., Any] | Lambda[Any, Any],
-        *,
-        name: str | None = None,
-        pre_handler: Handler | None = None,
-        post_handler: Handler | None = None,
-        stream_pre_handler: Handler | None = None,
-        stream_post_handler: Handler | None = None,
-        input_key: str | None = None,
-        output_key: str | None = None,
+        **options: Unpack[NodeOptions],
     ) -> None:
         """Add a node from a function (sync/async: invoke; async generator: stream) or a ``Lambda``."""
         lam = Lambda.from_function(fn)
         node = _NodeDef(key, "Lambda", lam.type_name, lam, lam.paradigms, lam.input_type, lam.output_type)
-        self._add(
-            key, node, name=name, pre_handler=pre_handler, post_handler=post_handler,
-            stream_pre_handler=stream_pre_handler, stream_post_handler=stream_post_handler,
-            input_key=input_key, output_key=output_key,
-        )
+        self._add(key, node, options)
 
     def add_chat_model_node(
         self,
         key: str,
         model: Any,
-        *,
-        name: str | None = None,
-        pre_handler: Handler | None = None,
-        post_handler: Handler | None = None,
-        stream_pre_handler: Handler | None = None,
-        stream_post_handler: Handler | None = None,
-        input_key: str | None = None,
-        output_key: str | None = None,
+        **options: Unpack[NodeOptions],
     ) -> None:
         """Add a chat model node: ``list[Message] -> Message`` (``generate`` to invoke, ``stream`` to stream)."""
         if not callable(getattr(model, "generate", None)) or not callable(getattr(model, "stream", None)):
             raise GraphBuildError(f"node '{key}': a chat model needs async generate() and stream() methods")
         paradigms = dataclasses.replace(derive(invoke=model.generate, stream=model.stream), invoke1=model.generate)
         node = _NodeDef(key, "ChatModel", type(model).__name__, model, paradigms, list[Message], Message)
-        self._add(
-            key, node, name=name, pre_handler=pre_handler, post_handler=post_handler,
-            stream_pre_handler=stream_pre_handler, stream_post_handler=stream_post_handler,
-            input_key=input_key, output_key=output_key,
-        )
+        self._add(key, node, options)
 
     def add_tools_node(
         self,
         key: str,
         tools_node: Any,
-        *,
-        name: str | None = None,
-        pre_handler: Handler | None = None,
-        post_handler: Handler | None = None,
-        stream_pre_handler: Handler | None = None,
-        stream_post_handler: Handler | None = None,
-        input_key: str | None = None,
-        output_key: str | None = None,
+        **options: Unpack[NodeOptions],
     ) -> None:
         """Add a ToolsNode: ``Message -> list[Message]`` (stream chunks: ``list[Message | None]``)."""
         if not callable(getattr(tools_node, "invoke", None)) or not callable(getattr(tools_node, "stream", None)):
@@ -278,11 +264,7 @@ class Graph(Generic[I, O]):
             derive(invoke=tools_node.invoke, stream=tools_node.stream), invoke1=tools_node.invoke
         )
         node = _NodeDef(key, "ToolsNode", type(tools_node).__name__, tools_node, paradigms, Message, list[Message])
-        self._add(
-            key, node, name=name, pre_handler=pre_handler, post_handler=post_handler,
-            stream_pre_handler=stream_pre_handler, stream_post_handler=stream_post_handler,
-            input_key=input_key, output_key=output_key,
-        )
+        self._add(key, node, options)
 
     def add_graph_node(
         self,
@@ -290,13 +272,7 @@ class Graph(Generic[I, O]):
         graph: Graph[Any, Any] | Any,
         *,
         compile_options: Mapping[str, Any] | None = None,
-        name: str | None = None,
-        pre_handler: Handler | None = None,
-        post_handler: Handler | None = None,
-        stream_pre_handler: Handler | None = None,
-        stream_post_handler: Handler | None = None,
-        input_key: str | None = None,
-        output_key: str | None = None,
+        **options: Unpack[NodeOptions],
     ) -> None:
         """Add a sub-graph (compiled with the parent, with ``compile_options``) or an already compiled Runnable."""
         from compose.runnable import Runnable
@@ -306,21 +282,12 @@ class Graph(Generic[I, O]):
         else:
             raise GraphBuildError(f"node '{key}': add_graph_node needs a Graph or a compiled Runnable")
         node = _NodeDef(key, "Graph", "Graph", graph, None, in_t, out_t, compile_options=dict(compile_options or {}))
-        self._add(
-            key, node, name=name, pre_handler=pre_handler, post_handler=post_handler,
-            stream_pre_handler=stream_pre_handler, stream_post_handler=stream_post_handler,
-            input_key=input_key, output_key=output_key,
-        )
+        self._add(key, node, options)
 
     def add_passthrough_node(
         self,
         key: str,
-        *,
-        name: str | None = None,
-        pre_handler: Handler | None = None,
-        post_handler: Handler | None = None,
-        stream_pre_handler: Handler | None = None,
-        stream_post_handler: Handler | None = None,
+        **options: Unpack[NodeOptions],
     ) -> None:
         """Add a node that passes its input on unchanged; its type is inferred from its neighbours."""
 
@@ -332,11 +299,7 @@ class Graph(Generic[I, O]):
 
         paradigms = derive(invoke=identity, transform=identity_stream)
         node = _NodeDef(key, "Passthrough", "Passthrough", None, paradigms, None, None)
-        self._add(
-            key, node, name=name, pre_handler=pre_handler, post_handler=post_handler,
-            stream_pre_handler=stream_pre_handler, stream_post_handler=stream_post_handler,
-            input_key=None, output_key=None,
-        )
+        self._add(key, node, options)
 
     # ------------------------------------------------------------------ edges and branches
 

@@ -61,10 +61,12 @@ __all__ = [
     "ScriptedChatModel",
     "Trace",
     "assert_no_leaks",
+    "branch",
     "build",
     "flat",
     "graph_inputs",
     "graphs",
+    "node_fn",
     "node_text",
     "reference_run",
     "reference_trace",
@@ -160,12 +162,12 @@ class GraphSpec:
         return keys
 
     def to_python(self, var: str = "g") -> str:
-        """Readable Python that builds this graph with the public API (used in shrunk-failure reports)."""
+        """Readable Python that builds this graph (used in shrunk-failure reports); it runs after
+        ``from compose import *`` and ``from compose.testing import *``."""
         lines: list[str] = []
         for n in self.nodes:
             if n.sub is not None:
-                sub_var = f"{var}_{n.key}"
-                lines.append(n.sub.to_python(sub_var))
+                lines.append(n.sub.to_python(f"{var}_{n.key}"))
         lines.append(f"{var} = Graph()")
         for n in self.nodes:
             out = f", output_key={n.out_key!r}"
@@ -173,16 +175,20 @@ class GraphSpec:
                 opts = n.sub.compile_options()
                 lines.append(f"{var}.add_graph_node({n.key!r}, {var}_{n.key}, compile_options={opts!r}{out})")
             else:
-                fails = f", fails_on={n.fails_on!r}" if n.fails_on else ""
-                lines.append(f"{var}.add_lambda_node({n.key!r}, appender({n.tag!r}, chunks={n.chunks}{fails}){out})")
+                args = [repr(n.key), f"tag={n.tag!r}"]
+                args += [f"chunks={n.chunks}"] * (n.chunks > 1) + [f"fails_on={n.fails_on!r}"] * bool(n.fails_on)
+                lines.append(f"{var}.add_lambda_node({n.key!r}, node_fn(NodeSpec({', '.join(args)})){out})")
         for s, e in self.edges:
             lines.append(f"{var}.add_edge({_name(s)}, {_name(e)})")
         for b in self.branches:
-            kind = ("Stream" if b.stream else "") + "Graph" + ("Multi" if b.multi else "") + "Branch"
-            rule = f"{b.rule!r}" + (f", threshold={b.threshold}" if b.rule == "length" else "")
             targets = ", ".join(_name(t) for t in b.targets)
-            lines.append(f"{var}.add_branch({_name(b.source)}, {kind}(rule({rule}, [{targets}]), [{targets}]))")
-        lines.append(f"# compile with {self.compile_options()!r}")
+            args = [_name(b.source), f"({targets},)", repr(b.rule)]
+            args += ["stream=True"] * b.stream + ["multi=True"] * b.multi
+            args += [f"threshold={b.threshold}"] * (b.rule == "length")
+            lines.append(f"{var}.add_branch({_name(b.source)}, branch(BranchSpec({', '.join(args)})))")
+        lines.append(
+            f"{var}_runnable = {var}.compile({', '.join(f'{k}={v!r}' for k, v in self.compile_options().items())})"
+        )
         return "\n".join(lines)
 
 
@@ -229,15 +235,16 @@ def build(spec: GraphSpec, *, observer: Observer | None = None) -> Graph[Any, An
                 n.key, build(n.sub, observer=observer), compile_options=n.sub.compile_options(), output_key=n.out_key
             )
         else:
-            g.add_lambda_node(n.key, _lambda(n, observer), output_key=n.out_key)
+            g.add_lambda_node(n.key, node_fn(n, observer), output_key=n.out_key)
     for s, e in spec.edges:
         g.add_edge(s, e)
     for b in spec.branches:
-        g.add_branch(b.source, _branch(b))
+        g.add_branch(b.source, branch(b))
     return g
 
 
-def _lambda(node: NodeSpec, observer: Observer | None) -> Callable[..., Any]:
+def node_fn(node: NodeSpec, observer: Observer | None = None) -> Callable[..., Any]:
+    """The function of a lambda node: async (``chunks`` == 1) or an async generator (a stream lambda)."""
     if node.chunks <= 1:
 
         async def invoke(value: Any) -> str:
@@ -256,7 +263,9 @@ def _lambda(node: NodeSpec, observer: Observer | None) -> Callable[..., Any]:
     return stream
 
 
-def _branch(b: BranchSpec) -> Any:
+def branch(b: BranchSpec) -> Any:
+    """The ``GraphBranch`` (or stream/multi variant) for ``b``."""
+
     def pick(text: str) -> Any:
         chosen = b.choose(text)
         return set(chosen) if b.multi else next(iter(chosen))
@@ -525,7 +534,7 @@ def graphs(
             if kind == "sub":
                 nodes.append(NodeSpec(key, sub=draw(spec(None, f"{key}_", depth - 1)), output_key=out_key))
                 continue
-            can_fail = failures and kind == "invoke" and draw(st.integers(0, 5)) == 0
+            can_fail = failures and kind == "invoke" and draw(st.integers(0, 9)) == 0
             nodes.append(
                 NodeSpec(
                     key,
