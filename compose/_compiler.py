@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from compose._snapshot import fingerprint
 from compose._tables import BranchRT, EdgeCheck, NodeRT, Tables
 from compose.callbacks import RunInfo
 from compose.graph import END, START, FanInMergeConfig
@@ -22,6 +23,9 @@ def build_tables(
     types: dict[str, tuple[Any, Any]],
     edge_checks: dict[tuple[str, str], Callable[[Any], bool]],
     fan_in: dict[str, FanInMergeConfig],
+    interrupt_before: Iterable[str] = (),
+    interrupt_after: Iterable[str] = (),
+    checkpoint_store: Any = None,
 ) -> Tables:
     from compose.runnable import Runnable
 
@@ -106,4 +110,9 @@ def build_tables(
         input_type=graph.input_type,
         output_type=graph.output_type,
         all_succ=tuple(all_succ),
+        state_type=graph.state_type if graph.state_factory is not None else None,
+        interrupt_before=frozenset(index[k] for k in interrupt_before),
+        interrupt_after=frozenset(index[k] for k in interrupt_after),
+        checkpoint_store=checkpoint_store,
+        fingerprint=fingerprint(tuple(keys), list(graph._edges), [types[k] for k in keys], name),
     )

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import anyio
 
+from compose._resume import pause, restore, resumed_for
+from compose._snapshot import RerunRecord, RunSnapshot
 from compose._tables import EdgeCheck, NodeRT, Tables, branch_targets
 from compose._types import type_name, zero_value
 from compose.callbacks import (
@@ -45,6 +47,7 @@ from compose.errors import (
     NodeRunError,
     RuntimeTypeError,
 )
+from compose.interrupt import _resumed
 from compose.lambdas import Paradigms, derive
 from compose.merge import merge_stream_values, merge_values
 from compose.state import _current_frame, _StateFrame, call_handler
@@ -62,18 +65,23 @@ class CallOptions:
     callbacks: Sequence[CallbackHandler] | None = None
     designate: Sequence[str | Sequence[str]] | None = None
     node_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    checkpoint_id: str | None = None
+    resume: Mapping[str, Any] = field(default_factory=dict)
+    state_modifier: Callable[[list[str], Any], Any] | None = None
+    force_new_run: bool = False
 
     @classmethod
     def parse(cls, opts: Mapping[str, Any]) -> CallOptions:
-        unknown = set(opts) - {"max_run_steps", "callbacks", "designate", "node_options"}
+        if not opts:
+            return _DEFAULT_OPTIONS
+        unknown = set(opts) - _OPTION_NAMES
         if unknown:
-            raise TypeError(
-                f"unknown run option(s) {sorted(unknown)}; expected max_run_steps, callbacks, designate, node_options"
-            )
-        return cls(**opts) if opts else _DEFAULT_OPTIONS
+            raise TypeError(f"unknown run option(s) {sorted(unknown)}; expected one of {sorted(_OPTION_NAMES)}")
+        return cls(**opts)
 
 
 _DEFAULT_OPTIONS = CallOptions()
+_OPTION_NAMES = frozenset(CallOptions.__dataclass_fields__)
 
 
 def _one(value: Any) -> StreamReader[Any]:
@@ -138,6 +146,7 @@ class GraphRun:
     """One run of a compiled graph. Not reusable; ``run()`` is called once."""
 
     __slots__ = (
+        "address",
         "cb",
         "frame",
         "inbox",
@@ -149,7 +158,10 @@ class GraphRun:
         "pending",
         "ready",
         "reported",
+        "restore_from",
         "result",
+        "resume_for",
+        "skip_before",
         "skipped",
         "steps",
         "streaming",
@@ -157,9 +169,21 @@ class GraphRun:
     )
 
     def __init__(
-        self, tables: Tables, *, streaming: bool, options: CallOptions, path: tuple[str, ...], info: RunInfo
+        self,
+        tables: Tables,
+        *,
+        streaming: bool,
+        options: CallOptions,
+        path: tuple[str, ...],
+        info: RunInfo,
+        address: str = "",
+        restore_from: tuple[RunSnapshot, Mapping[str, Any]] | None = None,
     ) -> None:
         self.t = tables
+        self.address = address or f"runnable:{tables.name}"
+        self.restore_from = restore_from
+        self.resume_for: dict[int, tuple[RerunRecord, Mapping[str, Any]]] = {}
+        self.skip_before = False
         self.streaming = streaming
         self.options = options
         self.path = path
@@ -252,7 +276,12 @@ class GraphRun:
                     value = await fire_start_stream(handlers, self.info, value)
                 else:
                     await fire_start(handlers, self.info, value)
-            self.pending.append((self.t.start, value))
+            if self.restore_from is not None:
+                await _close(value)
+                snap, resume = self.restore_from
+                restore(self, snap, resume, self.options.state_modifier)
+            else:
+                self.pending.append((self.t.start, value))
         except BaseException as exc:
             await _close(value)
             await self._fail(exc)
@@ -305,6 +334,12 @@ class GraphRun:
         t = self.t
         inbox = self.inbox
         pending = self.pending
+        deferred: list[tuple[int, Any]] = []
+        if self.skip_before and self.resume_for:
+            # resuming nodes that paused: they finish their superstep first, so the outputs of their siblings in
+            # that superstep are routed together with theirs (as if the run had never paused)
+            deferred = list(pending)
+            pending.clear()
         while pending:
             src, out = pending.popleft()
             try:
@@ -323,25 +358,49 @@ class GraphRun:
         assert max_steps is not None
         if self.steps >= max_steps:
             raise MaxStepsExceededError(max_steps)
+        if self.skip_before:
+            self.skip_before = False  # tasks restored from a checkpoint run without re-checking interrupt_before
+        elif t.interrupt_before:
+            hit = sorted(j for j in inbox if j in t.interrupt_before)
+            if hit:
+                raise await pause(self, before=hit)
+        signals: list[tuple[int, GraphInterrupt]] = []
         if len(inbox) == 1:
             j = next(iter(inbox))
             ready = [j]
-            pending.append((j, await self._exec(j, self._take(j))))
+            try:
+                pending.append((j, await self._exec(j, self._take(j))))
+            except GraphInterrupt as sig:
+                signals.append((j, sig))
         else:
             ready = sorted(inbox)
             batch = [(j, self._take(j)) for j in ready]
-            pending.extend(await self._run_batch(batch))
+            outputs, signals = await self._run_batch(batch)
+            pending.extend(outputs)
+        if deferred:
+            pending.extendleft(reversed(deferred))
         self.last = ready
         self.steps += 1
+        if signals:
+            raise await pause(self, reruns=signals)
+        if t.interrupt_after:
+            hit = [j for j in ready if j in t.interrupt_after]
+            if hit:
+                raise await pause(self, after=hit)
         return _NOTHING
 
-    async def _run_batch(self, batch: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+    async def _run_batch(
+        self, batch: list[tuple[int, Any]]
+    ) -> tuple[list[tuple[int, Any]], list[tuple[int, GraphInterrupt]]]:
+        """Run a superstep's tasks together: (outputs, interrupts); a failure cancels the others and is raised."""
         results: list[Any] = [_NOTHING] * len(batch)
         errors: list[BaseException | None] = [None] * len(batch)
 
         async def task(i: int, j: int, x: Any, scope: anyio.CancelScope) -> None:
             try:
                 results[i] = await self._exec(j, x)
+            except GraphInterrupt as sig:
+                results[i] = sig  # interrupts are not failures: the siblings finish
             except Exception as exc:
                 errors[i] = exc
                 scope.cancel()
@@ -364,7 +423,9 @@ class GraphRun:
             for other in failed[1:]:
                 first.add_note(f"pyeino: a sibling node failed too: {other}")
             raise first
-        return [(j, results[i]) for i, (j, _) in enumerate(batch)]
+        outputs = [(j, r) for (j, _), r in zip(batch, results, strict=True) if not isinstance(r, GraphInterrupt)]
+        signals = [(j, r) for (j, _), r in zip(batch, results, strict=True) if isinstance(r, GraphInterrupt)]
+        return outputs, signals
 
     # ------------------------------------------------------------------ DAG
 
@@ -375,10 +436,16 @@ class GraphRun:
         while self.pending:
             src, value = self.pending.popleft()
             await self._finish(src, value)
+        # nodes restored from a checkpoint run without re-checking interrupt_before
+        unchecked = set(ready) if self.skip_before else set()
+        self.skip_before = False
         send, recv = anyio.create_memory_object_stream[tuple[int, Any, BaseException | None]](math.inf)
         running = 0
         error: BaseException | None = None
         result: Any = _NOTHING
+        before: list[int] = []
+        after: list[int] = []
+        signals: list[tuple[int, GraphInterrupt]] = []
 
         async def task(j: int, x: Any) -> None:
             try:
@@ -388,35 +455,55 @@ class GraphRun:
             else:
                 send.send_nowait((j, out, None))
 
+        async def completed(j: int, out: Any, exc: BaseException | None) -> BaseException | None:
+            """Route a finished task; an interrupt or after-interrupt makes the run pause once idle."""
+            if isinstance(exc, GraphInterrupt):
+                signals.append((j, exc))
+                return None
+            if exc is not None:
+                return exc
+            try:
+                await self._finish(j, out)
+            except Exception as exc2:
+                return exc2
+            if j in t.interrupt_after:
+                after.append(j)
+            return None
+
         try:
             async with anyio.create_task_group() as tg:
                 while result is _NOTHING and error is None:
-                    while ready and result is _NOTHING:
+                    pausing = bool(before or after or signals)
+                    while ready and result is _NOTHING and not pausing:
                         j = ready.popleft()
                         if j == end:
                             result = self._take_dag(j)
+                        elif j in t.interrupt_before and j not in unchecked:
+                            before.append(j)  # its input stays in the inbox for the checkpoint
+                            pausing = True
                         elif running == 0 and not ready:
-                            self.pending.append((j, await self._exec(j, self._take_dag(j))))
-                            while self.pending:
-                                src, out = self.pending.popleft()
-                                await self._finish(src, out)
+                            x = self._take_dag(j)
+                            signal: GraphInterrupt | None = None
+                            try:
+                                out = await self._exec(j, x)
+                            except GraphInterrupt as sig:
+                                out, signal = None, sig
+                            error = await completed(j, out, signal)
+                            pausing = bool(before or after or signals)
+                            if error is not None:
+                                break
                         else:
                             tg.start_soon(task, j, self._take_dag(j))
                             running += 1
-                    if result is not _NOTHING:
+                    if result is not _NOTHING or error is not None:
                         break
                     if running == 0:
-                        error = GraphRunError("no tasks to execute: every remaining node was skipped")
+                        if not pausing:
+                            error = GraphRunError("no tasks to execute: every remaining node was skipped")
                         break
-                    j, out, exc = await recv.receive()
+                    j, out, failure = await recv.receive()
                     running -= 1
-                    if exc is not None:
-                        error = exc
-                        break
-                    try:
-                        await self._finish(j, out)
-                    except Exception as exc2:
-                        error = exc2
+                    error = await completed(j, out, failure)
                 tg.cancel_scope.cancel()
         finally:
             send.close()
@@ -427,6 +514,9 @@ class GraphRun:
         if error is not None:
             await _close(result)
             raise error
+        if result is _NOTHING:
+            ready.extendleft(reversed(before))
+            raise await pause(self, before=before, after=after, reruns=signals)
         await self._close_all()
         return result
 
@@ -479,6 +569,8 @@ class GraphRun:
 
     async def _exec(self, j: int, x: Any) -> Any:
         node = self.t.nodes[j]
+        if self.resume_for and j in self.resume_for:
+            return await self._exec_resumed(j, x)
         if node.invoke1 is not None and not self.streaming and self.cb is None and not self.options.node_options:
             try:
                 return await node.invoke1(x)
@@ -486,6 +578,24 @@ class GraphRun:
                 if isinstance(exc, GraphInterrupt):
                     raise
                 raise NodeRunError([*self.path, node.key], exc) from exc
+        return await self._exec_general(j, x, None)
+
+    async def _exec_resumed(self, j: int, x: Any) -> Any:
+        """Re-run a node that paused: it sees its saved interrupt state; a sub-graph continues from its snapshot."""
+        record, resume = self.resume_for.pop(j)
+        if record.sub is not None:
+            return await self._exec_general(j, x, (record.sub, resume))
+        assert record.signal is not None
+        token = _resumed.set(resumed_for(record.signal, resume))
+        try:
+            return await self._exec_general(j, x, None)
+        finally:
+            _resumed.reset(token)
+
+    async def _exec_general(
+        self, j: int, x: Any, sub_restore: tuple[RunSnapshot, Mapping[str, Any]] | None
+    ) -> Any:
+        node = self.t.nodes[j]
         phase = "pre handler"
         try:
             if not node.plain:
@@ -499,6 +609,8 @@ class GraphRun:
                     options=CallOptions.parse(opts),
                     path=(*self.path, node.key),
                     info=node.info,
+                    address=f"{self.address};node:{node.key}",
+                    restore=sub_restore,
                 )
             else:
                 p = node.paradigms

@@ -80,6 +80,11 @@ class Tables:
     output_type: Any
     # for a DAG: every node a skip of node i must reach (edge successors and branch end nodes)
     all_succ: tuple[tuple[int, ...], ...] = field(default=())
+    state_type: Any = None
+    interrupt_before: frozenset[int] = frozenset()
+    interrupt_after: frozenset[int] = frozenset()
+    checkpoint_store: Any = None
+    fingerprint: str = ""
 
     n: int = field(init=False)
     end: int = field(init=False)  # == n

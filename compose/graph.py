@@ -384,8 +384,12 @@ class Graph(Generic[I, O]):
             raise GraphBuildError("cannot set max run steps in dag mode")
         if max_run_steps is not None and max_run_steps < 1:
             raise GraphBuildError("max run steps limit must be at least 1")
-        if interrupt_before or interrupt_after or checkpoint_store is not None:
-            raise GraphBuildError("interrupts and checkpoints are not supported yet")
+        before, after = list(interrupt_before or ()), list(interrupt_after or ())
+        for key in before + after:
+            if key not in self._nodes:
+                raise GraphBuildError(f"interrupt node '{key}' needs to be added to graph first")
+        if checkpoint_store is not None and not callable(getattr(checkpoint_store, "get", None)):
+            raise GraphBuildError("checkpoint_store must implement the CheckPointStore protocol (get/set/delete/list)")
         starts = [e for s, e in self._edges if s == START] + [
             e for b in self._branches.get(START, []) for e in b.end_nodes
         ]
@@ -428,6 +432,9 @@ class Graph(Generic[I, O]):
             types=types,
             edge_checks=edge_checks,
             fan_in=dict(fan_in_merge_config or {}),
+            interrupt_before=before,
+            interrupt_after=after,
+            checkpoint_store=checkpoint_store,
         )
         self._compiled = True
         return _Runnable(tables)

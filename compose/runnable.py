@@ -8,22 +8,26 @@ soon as END has a stream; the rest of the work happens lazily as the caller read
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import anyio
 import anyio.from_thread
 
 from compose._engine import CallOptions, GraphRun
+from compose._snapshot import RunSnapshot
 from compose._types import runtime_checker, type_name
 from compose.callbacks import RunInfo
-from compose.errors import RuntimeTypeError, StreamEnd
+from compose.checkpoint import decode_checkpoint, encode_checkpoint
+from compose.errors import GraphInterrupt, GraphRunError, RuntimeTypeError, StreamEnd
 from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:
     from compose._tables import Tables
 
 __all__ = ["Runnable"]
+
+_KIND = "graph-run"
 
 I = TypeVar("I")  # noqa: E741
 O = TypeVar("O")  # noqa: E741
@@ -72,10 +76,46 @@ class Runnable(Generic[I, O]):
         return f"Runnable({t.name!r}, nodes={list(t.keys[: t.n])}, trigger_mode={mode!r})"
 
     async def _execute(
-        self, x: Any, *, streaming: bool, options: CallOptions, path: tuple[str, ...], info: RunInfo
+        self,
+        x: Any,
+        *,
+        streaming: bool,
+        options: CallOptions,
+        path: tuple[str, ...],
+        info: RunInfo,
+        address: str = "",
+        restore: tuple[RunSnapshot, Mapping[str, Any]] | None = None,
     ) -> Any:
-        run = GraphRun(self._tables, streaming=streaming, options=options, path=path, info=info)
-        return await run.run(x)
+        t = self._tables
+        store = t.checkpoint_store
+        checkpoint_id = options.checkpoint_id if not path else None
+        if checkpoint_id is not None and store is None:
+            raise GraphRunError("receive checkpoint id but have not set checkpoint store")
+        if checkpoint_id is not None and restore is None and not options.force_new_run:
+            data = await store.get(checkpoint_id)
+            if data is not None:
+                snap = decode_checkpoint(data, RunSnapshot, kind=_KIND, fingerprint=t.fingerprint)
+                if snap.streaming != streaming:
+                    raise GraphRunError(
+                        f"checkpoint '{checkpoint_id}' was written by a {'streaming' if snap.streaming else 'invoke'} "
+                        "run; resume it with the same paradigm"
+                    )
+                restore = (snap, options.resume)
+        run = GraphRun(
+            t, streaming=streaming, options=options, path=path, info=info, address=address, restore_from=restore
+        )
+        try:
+            out = await run.run(x)
+        except GraphInterrupt as exc:
+            if checkpoint_id is not None:
+                paused = getattr(exc, "snapshot", None)
+                assert isinstance(paused, RunSnapshot)
+                await store.set(checkpoint_id, encode_checkpoint(paused, kind=_KIND, fingerprint=t.fingerprint))
+                exc.checkpoint_id = checkpoint_id
+            raise
+        if checkpoint_id is not None and restore is not None:
+            await store.delete(checkpoint_id)  # retention: a finished run's checkpoint is not kept
+        return out
 
     async def start_run(self, x: Any, *, streaming: bool, **opts: Any) -> GraphRun:
         """Begin a run that the caller drives superstep by superstep (``await run.step()`` until it returns True,

@@ -161,13 +161,13 @@ class GraphSpec:
                 keys.extend(n.sub.all_keys())
         return keys
 
-    def to_python(self, var: str = "g") -> str:
+    def to_python(self, var: str = "g", *, compile: bool = True) -> str:
         """Readable Python that builds this graph (used in shrunk-failure reports); it runs after
         ``from compose import *`` and ``from compose.testing import *``."""
         lines: list[str] = []
         for n in self.nodes:
             if n.sub is not None:
-                lines.append(n.sub.to_python(f"{var}_{n.key}"))
+                lines.append(n.sub.to_python(f"{var}_{n.key}", compile=False))
         lines.append(f"{var} = Graph()")
         for n in self.nodes:
             out = f", output_key={n.out_key!r}"
@@ -186,9 +186,9 @@ class GraphSpec:
             args += ["stream=True"] * b.stream + ["multi=True"] * b.multi
             args += [f"threshold={b.threshold}"] * (b.rule == "length")
             lines.append(f"{var}.add_branch({_name(b.source)}, branch(BranchSpec({', '.join(args)})))")
-        lines.append(
-            f"{var}_runnable = {var}.compile({', '.join(f'{k}={v!r}' for k, v in self.compile_options().items())})"
-        )
+        if compile:
+            call_opts = ", ".join(f"{k}={v!r}" for k, v in self.compile_options().items())
+            lines.append(f"{var}_runnable = {var}.compile({call_opts})")
         return "\n".join(lines)
 
 
@@ -287,8 +287,8 @@ def branch(b: BranchSpec) -> Any:
 
 @dataclass
 class Trace:
-    """What the reference saw: the output or the error, the supersteps the top graph ran (Pregel), the nodes
-    run (in order, sub-graphs' included) and the nodes skipped (DAG)."""
+    """What the reference saw: the output or the error, the supersteps the top graph ran (Pregel), the lambda
+    nodes run (in order, sub-graphs' included) and the nodes skipped (DAG)."""
 
     output: Any = None
     error: GraphRunError | None = None
@@ -323,13 +323,13 @@ def _run_graph(spec: GraphSpec, value: Any, max_run_steps: int | None, trace: Tr
 
 
 def _run_node(node: NodeSpec, value: Any, trace: Trace) -> dict[str, Any]:
-    trace.executed.append(node.key)
     if node.sub is not None:
         try:
             out = _run_graph(node.sub, value, node.sub.max_run_steps, trace, top=False)
         except NodeRunError as exc:
             raise exc.with_parent(node.key) from exc.__cause__
         return {node.out_key: out}
+    trace.executed.append(node.key)
     try:
         return {node.out_key: node_text(node, value)}
     except ValueError as exc:
@@ -522,7 +522,7 @@ def graphs(
 
     @st.composite
     def spec(draw: st.DrawFn, mode: Mode | None, prefix: str, depth: int) -> GraphSpec:
-        m: Mode = mode or draw(st.sampled_from(MODES))
+        m: Mode = mode if mode is not None else draw(st.sampled_from(MODES))
         top = prefix == ""
         count = draw(st.integers(1, max_nodes if top else max(1, max_nodes // 2)))
         keys = [f"{prefix}n{i}" for i in range(count)]

@@ -1,0 +1,79 @@
+"""A paused run as data: what a checkpoint holds (eino-semantics 1.9), serialised as JSON through pydantic.
+
+Values are dumped with a ``TypeAdapter`` of the type the graph declares for them (a node's output type, the
+graph's input type, the state type), so a typed graph round-trips its values exactly; values typed ``Any`` come
+back as JSON data. Streams are concatenated before saving and come back as one-chunk streams.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from compose._types import type_name
+
+
+class SignalRecord(BaseModel):
+    """An ``InterruptSignal`` (and, for composite nodes, its children) as saved."""
+
+    id: str
+    segment: str = ""
+    info: Any = None
+    has_state: bool = False
+    state: Any = None
+    subs: list[SignalRecord] = Field(default_factory=list)
+
+
+class RerunRecord(BaseModel):
+    """A node that paused from inside and runs again on resume."""
+
+    key: str
+    signal: SignalRecord | None = None  # the node's own interrupt (None for a sub-graph that paused)
+    sub: RunSnapshot | None = None  # a paused sub-graph's own snapshot
+
+
+class RunSnapshot(BaseModel):
+    """Everything needed to continue a run: inboxes, outputs not yet routed, state, nodes to re-run."""
+
+    streaming: bool
+    steps: int
+    inbox: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    pending: list[tuple[str, Any]] = Field(default_factory=list)
+    has_state: bool = False
+    state: Any = None
+    reruns: list[RerunRecord] = Field(default_factory=list)
+    # DAG bookkeeping: predecessors that reported / were skipped, per node
+    reported: dict[str, list[str]] = Field(default_factory=dict)
+    skipped: dict[str, list[str]] = Field(default_factory=dict)
+    ready: list[str] = Field(default_factory=list)
+    self_interrupt_id: str | None = None  # the id of a static interrupt (resuming it with data replaces the state)
+
+
+@lru_cache(maxsize=512)
+def _adapter(tp: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(tp)
+
+
+def dump_value(tp: Any, value: Any) -> Any:
+    """A JSON-compatible form of ``value`` of declared type ``tp``."""
+    try:
+        return _adapter(tp).dump_python(value, mode="json")
+    except TypeError:  # an unhashable typing construct: no cache
+        return TypeAdapter(tp).dump_python(value, mode="json")
+
+
+def load_value(tp: Any, data: Any) -> Any:
+    """The value of declared type ``tp`` from its JSON-compatible form."""
+    try:
+        return _adapter(tp).validate_python(data)
+    except TypeError:
+        return TypeAdapter(tp).validate_python(data)
+
+
+def fingerprint(keys: tuple[str, ...], edges: list[tuple[str, str]], types: list[Any], name: str) -> str:
+    """A stable hash of a compiled graph's structure: a checkpoint only resumes the graph that wrote it."""
+    text = "|".join([name, ",".join(keys), ",".join(f"{a}>{b}" for a, b in edges), ",".join(map(type_name, types))])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

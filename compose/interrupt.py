@@ -1,0 +1,141 @@
+"""Interrupts and resume (eino-semantics 1.9).
+
+A run can pause:
+
+* statically, before or after listed nodes (``compile(interrupt_before=[...], interrupt_after=[...])``);
+* from inside a node, a state handler or a tool: ``interrupt(info)`` or ``stateful_interrupt(info, state)`` raise
+  an ``InterruptSignal``; the node is re-run on resume, where ``get_interrupt_state()`` returns what it saved and
+  ``get_resume_context()`` tells whether the caller targeted it with data.
+
+The run then raises ``GraphInterrupt`` whose ``info`` is an :class:`InterruptInfo`. With a checkpoint store and a
+``checkpoint_id`` the run's state is saved first, and calling the graph again with the same ``checkpoint_id``
+resumes it (``resume={interrupt_id: data}`` targets interrupts; ``state_modifier`` edits the restored state).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from compose.errors import GraphInterrupt
+
+__all__ = [
+    "InterruptCtx",
+    "InterruptInfo",
+    "InterruptSignal",
+    "ResumeContext",
+    "get_interrupt_state",
+    "get_resume_context",
+    "interrupt",
+    "stateful_interrupt",
+]
+
+
+@dataclass(slots=True)
+class InterruptCtx:
+    """One interrupt as the user sees it: a root cause (or an enclosing composite) with a stable ``id`` to resume
+    by and an ``address`` such as ``runnable:root;node:tools;tool:get_weather:call_1``."""
+
+    id: str
+    address: str
+    info: Any = None
+    is_root_cause: bool = True
+    parent: InterruptCtx | None = None
+
+
+@dataclass(slots=True)
+class InterruptInfo:
+    """Why and where a run paused."""
+
+    state: Any = None
+    before_nodes: list[str] = field(default_factory=list)
+    after_nodes: list[str] = field(default_factory=list)
+    rerun_nodes: list[str] = field(default_factory=list)
+    rerun_nodes_extra: dict[str, Any] = field(default_factory=dict)
+    sub_graphs: dict[str, InterruptInfo] = field(default_factory=dict)
+    interrupt_contexts: list[InterruptCtx] = field(default_factory=list)
+
+
+class InterruptSignal(GraphInterrupt):
+    """Raised inside a node, handler or tool to pause the run there (see ``interrupt``). Composite nodes (a
+    ToolsNode) raise one whose ``subs`` are their children's signals."""
+
+    def __init__(
+        self,
+        info: Any = None,
+        *,
+        state: Any = None,
+        has_state: bool = False,
+        subs: list[InterruptSignal] | None = None,
+        segment: str = "",
+        id: str | None = None,
+    ) -> None:
+        super().__init__(info)
+        self.state = state
+        self.has_state = has_state
+        self.subs = list(subs or [])
+        self.segment = segment  # e.g. "tool:get_weather:call_1", set by the composite that caught it
+        self.id = id or str(uuid.uuid4())
+
+    def __str__(self) -> str:
+        return f"interrupt({self.info!r})"
+
+
+def interrupt(info: Any = None) -> InterruptSignal:
+    """Pause the run here; the node runs again on resume. Use as ``raise interrupt(info)``.
+
+    Example::
+
+        async def review(draft: str) -> str:
+            ctx = get_resume_context()
+            if not ctx.is_target:
+                raise interrupt({"draft": draft})
+            return ctx.data
+    """
+    return InterruptSignal(info)
+
+
+def stateful_interrupt(info: Any, state: Any) -> InterruptSignal:
+    """Like ``interrupt`` but saves ``state``; on resume ``get_interrupt_state()`` returns it."""
+    return InterruptSignal(info, state=state, has_state=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeContext:
+    """What the resuming caller said about this interrupt: targeted or not, and with which data."""
+
+    is_target: bool = False
+    has_data: bool = False
+    data: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Resumed:
+    """Set around a node (or tool) that is re-run after an interrupt."""
+
+    was_interrupted: bool
+    has_state: bool
+    state: Any
+    context: ResumeContext
+    record: Any = None  # the saved SignalRecord (a composite reads its children's records)
+    resume: Mapping[str, Any] = field(default_factory=dict)  # all resume data of the call
+
+
+_resumed: ContextVar[_Resumed | None] = ContextVar("pyeino_resumed", default=None)
+
+
+def get_interrupt_state() -> tuple[bool, bool, Any]:
+    """``(was_interrupted, has_state, state)`` for the node or tool running now."""
+    r = _resumed.get()
+    if r is None:
+        return False, False, None
+    return r.was_interrupted, r.has_state, r.state
+
+
+def get_resume_context() -> ResumeContext:
+    """Whether the caller targeted this node's (or a descendant's) interrupt, and the data it gave."""
+    r = _resumed.get()
+    return r.context if r is not None else ResumeContext()

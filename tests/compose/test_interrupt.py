@@ -1,0 +1,248 @@
+"""Interrupts, checkpoints and resume of graphs (eino-semantics 1.9)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from compose.checkpoint import CheckpointError, InMemoryCheckPointStore
+from compose.errors import GraphInterrupt, GraphRunError
+from compose.graph import END, START, Graph
+from compose.interrupt import (
+    InterruptInfo,
+    get_interrupt_state,
+    get_resume_context,
+    interrupt,
+    stateful_interrupt,
+)
+from compose.state import process_state
+from compose.stream import concat
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class St:
+    log: list[str] = field(default_factory=list)
+
+
+def appender(tag: str) -> Any:
+    async def f(x: str) -> str:
+        async with process_state(St) as st:
+            st.log.append(tag)
+        return x + tag
+
+    return f
+
+
+def abc_graph() -> Graph[str, str]:
+    g = Graph[str, str](state=St)
+    for k in "abc":
+        g.add_lambda_node(k, appender(k))
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    g.add_edge("c", END)
+    return g
+
+
+@pytest.mark.parametrize("mode", ["any_predecessor", "all_predecessor"])
+async def test_interrupt_before_and_resume(anyio_backend: Any, mode: str) -> None:
+    store = InMemoryCheckPointStore()
+    r = abc_graph().compile(name="G", interrupt_before=["b"], checkpoint_store=store, trigger_mode=mode)  # type: ignore[arg-type]
+    with pytest.raises(GraphInterrupt) as info:
+        await r.invoke(">", checkpoint_id="c1")
+    assert info.value.checkpoint_id == "c1"
+    ii = info.value.info
+    assert isinstance(ii, InterruptInfo)
+    assert ii.before_nodes == ["b"] and ii.after_nodes == [] and ii.rerun_nodes == []
+    assert ii.state == St(log=["a"])
+    assert [c.address for c in ii.interrupt_contexts] == ["runnable:G"]
+    assert await store.list() == ["c1"]
+    # the input is ignored on resume; b is not interrupted again
+    assert await r.invoke("ignored", checkpoint_id="c1") == ">abc"
+    assert await store.list() == []  # deleted once the run finished
+
+
+async def test_interrupt_after_in_streaming_mode(anyio_backend: Any) -> None:
+    store = InMemoryCheckPointStore()
+    r = abc_graph().compile(interrupt_after=["a"], checkpoint_store=store)
+    with pytest.raises(GraphInterrupt) as info:
+        await r.stream(">", checkpoint_id="s1")
+    assert info.value.info.after_nodes == ["a"]
+    assert await concat(await r.stream("", checkpoint_id="s1")) == ">abc"
+    with pytest.raises(GraphInterrupt):
+        await r.stream(">", checkpoint_id="s2")
+    with pytest.raises(GraphRunError, match="resume it with the same paradigm"):
+        await r.invoke("", checkpoint_id="s2")
+
+
+async def test_node_interrupt_rerun_gets_zero_input_and_resume_data(anyio_backend: Any) -> None:
+    seen: list[tuple[str, bool, Any]] = []
+
+    async def review(x: str) -> str:
+        ctx = get_resume_context()
+        seen.append((x, ctx.is_target, ctx.data))
+        if not ctx.is_target:
+            raise interrupt({"question": "ok?"})
+        return f"{x}[{ctx.data}]"
+
+    g = Graph[str, str]()
+    g.add_lambda_node("a", lambda x: x + "a")
+    g.add_lambda_node("review", review)
+    g.add_edge(START, "a")
+    g.add_edge("a", "review")
+    g.add_edge("review", END)
+    store = InMemoryCheckPointStore()
+    r = g.compile(name="G", checkpoint_store=store)
+    with pytest.raises(GraphInterrupt) as info:
+        await r.invoke(">", checkpoint_id="k")
+    ii = info.value.info
+    assert ii.rerun_nodes == ["review"] and ii.rerun_nodes_extra == {"review": {"question": "ok?"}}
+    (ctx,) = ii.interrupt_contexts
+    assert ctx.address == "runnable:G;node:review" and ctx.info == {"question": "ok?"} and ctx.is_root_cause
+    # resuming without targeting it: the node runs again (with the zero value of its input) and re-interrupts
+    with pytest.raises(GraphInterrupt) as again:
+        await r.invoke("", checkpoint_id="k")
+    new_id = again.value.info.interrupt_contexts[0].id
+    assert await r.invoke("", checkpoint_id="k", resume={new_id: "yes"}) == "[yes]"
+    assert seen == [(">a", False, None), ("", False, None), ("", True, "yes")]
+
+
+async def test_stateful_interrupt_and_state_modifier(anyio_backend: Any) -> None:
+    async def counter(x: str) -> str:
+        was, has, saved = get_interrupt_state()
+        if not was:
+            raise stateful_interrupt("pause", {"count": 1})
+        assert has
+        async with process_state(St) as st:
+            st.log.append(f"resumed with {saved}")
+        return x + str(saved["count"])
+
+    g = Graph[str, str](state=St)
+    g.add_lambda_node("counter", counter)
+    g.add_edge(START, "counter")
+    g.add_edge("counter", END)
+    store = InMemoryCheckPointStore()
+    r = g.compile(checkpoint_store=store)
+    with pytest.raises(GraphInterrupt):
+        await r.invoke("x", checkpoint_id="k")
+    modified: list[Any] = []
+
+    def modifier(path: list[str], state: St) -> None:
+        modified.append(path)
+        state.log.append("modified")
+
+    assert await r.invoke("", checkpoint_id="k", state_modifier=modifier) == "1"
+    assert modified == [[]]
+
+
+async def test_resuming_the_graph_interrupt_with_data_replaces_state(anyio_backend: Any) -> None:
+    async def show(x: str) -> str:
+        async with process_state(St) as st:
+            return x + "|".join(st.log)
+
+    g = Graph[str, str](state=St)
+    g.add_lambda_node("a", appender("a"))
+    g.add_lambda_node("show", show)
+    g.add_edge(START, "a")
+    g.add_edge("a", "show")
+    g.add_edge("show", END)
+    store = InMemoryCheckPointStore()
+    r = g.compile(interrupt_before=["show"], checkpoint_store=store)
+    with pytest.raises(GraphInterrupt) as info:
+        await r.invoke(">", checkpoint_id="k")
+    own = info.value.info.interrupt_contexts[0].id
+    assert await r.invoke("", checkpoint_id="k", resume={own: St(log=["replaced"])}) == ">areplaced"
+
+
+async def test_sub_graph_interrupt_and_parallel_interrupts(anyio_backend: Any) -> None:
+    async def ask(x: str) -> str:
+        ctx = get_resume_context()
+        if not ctx.is_target:
+            raise interrupt(f"ask {x}")
+        return f"{x}:{ctx.data}"
+
+    inner = Graph[str, str]()
+    inner.add_lambda_node("ask", ask)
+    inner.add_edge(START, "ask")
+    inner.add_edge("ask", END)
+    outer = Graph[str, dict[str, Any]]()
+    outer.add_graph_node("sub", inner, output_key="sub")
+    outer.add_lambda_node("other", ask, output_key="other")
+    outer.add_edge(START, "sub")
+    outer.add_edge(START, "other")
+    outer.add_edge("sub", END)
+    outer.add_edge("other", END)
+    store = InMemoryCheckPointStore()
+    r = outer.compile(name="root", checkpoint_store=store)
+    with pytest.raises(GraphInterrupt) as info:
+        await r.invoke("q", checkpoint_id="k")
+    ii = info.value.info
+    assert sorted(ii.rerun_nodes) == ["other", "sub"]
+    assert ii.sub_graphs["sub"].rerun_nodes == ["ask"]
+    addresses = sorted(c.address for c in ii.interrupt_contexts)
+    assert addresses == ["runnable:root;node:other", "runnable:root;node:sub;node:ask"]
+    ids = {c.address: c.id for c in ii.interrupt_contexts}
+    # resume only the sub-graph's interrupt: the other one stays pending (it interrupts again)
+    with pytest.raises(GraphInterrupt) as again:
+        await r.invoke("", checkpoint_id="k", resume={ids["runnable:root;node:sub;node:ask"]: "A"})
+    left = again.value.info.interrupt_contexts
+    assert [c.address for c in left] == ["runnable:root;node:other"]
+    assert await r.invoke("", checkpoint_id="k", resume={left[0].id: "B"}) == {"sub": ":A", "other": ":B"}
+
+
+async def test_checkpoint_errors(anyio_backend: Any) -> None:
+    r = abc_graph().compile(interrupt_before=["b"])
+    with pytest.raises(GraphRunError, match="receive checkpoint id but have not set checkpoint store"):
+        await r.invoke("", checkpoint_id="x")
+    with pytest.raises(GraphInterrupt) as info:
+        await r.invoke(">")  # no checkpoint id: interrupts, nothing saved
+    assert info.value.checkpoint_id is None
+    store = InMemoryCheckPointStore()
+    r1 = abc_graph().compile(interrupt_before=["b"], checkpoint_store=store)
+    with pytest.raises(GraphInterrupt):
+        await r1.invoke(">", checkpoint_id="k")
+    data = await store.get("k")
+    assert data is not None
+    await store.set("k", data.replace(b"a", b"A", 1) if b"a" in data else data + b"x")
+    with pytest.raises(CheckpointError):
+        await r1.invoke("", checkpoint_id="k")
+    # a checkpoint written by another graph is rejected
+    await store.set("k", data)
+    other = Graph[str, str]()
+    other.add_lambda_node("z", appender("z"))
+    other.add_edge(START, "z")
+    other.add_edge("z", END)
+    r2 = other.compile(checkpoint_store=store)
+    with pytest.raises(CheckpointError):
+        await r2.invoke("", checkpoint_id="k")
+    # force_new_run ignores the stored checkpoint and writes a fresh one
+    with pytest.raises(GraphInterrupt):
+        await r1.invoke("<", checkpoint_id="k", force_new_run=True)
+    assert await r1.invoke("", checkpoint_id="k") == "<abc"
+
+
+async def test_stream_lambda_interrupt_in_streaming_run(anyio_backend: Any) -> None:
+    async def gen(x: str) -> AsyncIterator[str]:
+        ctx = get_resume_context()
+        if not ctx.is_target:
+            raise interrupt("wait")
+        yield x
+        yield str(ctx.data)
+
+    g = Graph[str, str]()
+    g.add_lambda_node("gen", gen)
+    g.add_lambda_node("after", lambda x: x + "!")
+    g.add_edge(START, "gen")
+    g.add_edge("gen", "after")
+    g.add_edge("after", END)
+    store = InMemoryCheckPointStore()
+    r = g.compile(checkpoint_store=store)
+    with pytest.raises(GraphInterrupt) as info:
+        await r.invoke("in", checkpoint_id="k")
+    cid = info.value.info.interrupt_contexts[0].id
+    assert await r.invoke("", checkpoint_id="k", resume={cid: 7}) == "7!"
