@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal, Protocol, Self, TypeVar, runtime_checkable
 
+import anyio.lowlevel
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import PydanticSerializationError
 
@@ -242,11 +243,13 @@ class InMemoryCheckPointStore:
 
     async def get(self, checkpoint_id: str) -> bytes | None:
         """Return the bytes under ``checkpoint_id``, or None."""
+        await anyio.lowlevel.checkpoint()
         entry = self._entries.get(checkpoint_id)
         return None if entry is None else entry.data
 
     async def set(self, checkpoint_id: str, data: bytes) -> None:
         """Store ``data`` under ``checkpoint_id`` (clears any claim)."""
+        await anyio.lowlevel.checkpoint()
         data = bytes(data)
         with self._lock:
             self._entries.pop(checkpoint_id, None)
@@ -254,16 +257,19 @@ class InMemoryCheckPointStore:
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove ``checkpoint_id`` if present."""
+        await anyio.lowlevel.checkpoint()
         with self._lock:
             self._entries.pop(checkpoint_id, None)
 
     async def list(self, prefix: str = "") -> builtins.list[str]:
         """Return the ids starting with ``prefix``, oldest write first."""
+        await anyio.lowlevel.checkpoint()
         with self._lock:
             return [k for k in self._entries if k.startswith(prefix)]
 
     async def claim(self, checkpoint_id: str, owner: str, *, stale_after: float | None = None) -> bool:
         """Claim ``checkpoint_id`` for ``owner`` (see :meth:`ClaimableCheckPointStore.claim`)."""
+        await anyio.lowlevel.checkpoint()
         now = time.monotonic()
         with self._lock:
             entry = self._entries.get(checkpoint_id)
@@ -277,6 +283,7 @@ class InMemoryCheckPointStore:
 
     async def release(self, checkpoint_id: str, owner: str) -> bool:
         """Clear the claim on ``checkpoint_id`` if ``owner`` holds it."""
+        await anyio.lowlevel.checkpoint()
         with self._lock:
             entry = self._entries.get(checkpoint_id)
             if entry is None or entry.owner != owner:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 import anyio
 import anyio.from_thread
 
-from compose._engine import CallOptions, GraphRun
+from compose._engine import CallOptions, GraphRun, _close
 from compose._snapshot import RunSnapshot
 from compose._types import runtime_checker, type_name
 from compose.callbacks import RunInfo
@@ -85,6 +85,7 @@ class Runnable(Generic[I, O]):
         info: RunInfo,
         address: str = "",
         restore: tuple[RunSnapshot, Mapping[str, Any]] | None = None,
+        check: tuple[Any] | None = None,
     ) -> Any:
         t = self._tables
         store = t.checkpoint_store
@@ -101,6 +102,12 @@ class Runnable(Generic[I, O]):
                         "run; resume it with the same paradigm"
                     )
                 restore = (snap, options.resume)
+        if check is not None and restore is None:
+            try:
+                self._check_input(check[0])
+            except BaseException:
+                await _close(x)
+                raise
         run = GraphRun(
             t, streaming=streaming, options=options, path=path, info=info, address=address, restore_from=restore
         )
@@ -130,17 +137,22 @@ class Runnable(Generic[I, O]):
     async def invoke(self, x: I, **opts: Any) -> O:
         """Run with a value; every node runs its invoke form. Returns END's value."""
         options = CallOptions.parse(opts)
-        self._check_input(x)
-        return cast(O, await self._execute(x, streaming=False, options=options, path=(), info=self._info))
+        return cast(
+            O, await self._execute(x, streaming=False, options=options, path=(), info=self._info, check=(x,))
+        )
 
     async def stream(self, x: I, **opts: Any) -> StreamReader[O]:
         """Run in streaming mode with a value; returns END's stream as soon as END has one."""
         options = CallOptions.parse(opts)
-        self._check_input(x)
         return cast(
             StreamReader[O],
             await self._execute(
-                StreamReader.from_iterable((x,)), streaming=True, options=options, path=(), info=self._info
+                StreamReader.from_iterable((x,)),
+                streaming=True,
+                options=options,
+                path=(),
+                info=self._info,
+                check=(x,),
             ),
         )
 

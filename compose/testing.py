@@ -181,8 +181,8 @@ class GraphSpec:
         for s, e in self.edges:
             lines.append(f"{var}.add_edge({_name(s)}, {_name(e)})")
         for b in self.branches:
-            targets = ", ".join(_name(t) for t in b.targets)
-            args = [_name(b.source), f"({targets},)", repr(b.rule)]
+            targets = ", ".join(_name(t) for t in b.targets) + ("," if len(b.targets) == 1 else "")
+            args = [_name(b.source), f"({targets})", repr(b.rule)]
             args += ["stream=True"] * b.stream + ["multi=True"] * b.multi
             args += [f"threshold={b.threshold}"] * (b.rule == "length")
             lines.append(f"{var}.add_branch({_name(b.source)}, branch(BranchSpec({', '.join(args)})))")

@@ -41,6 +41,7 @@ from typing import Any, TypeVar, cast
 
 import anyio
 
+from compose._resume import resumed_for
 from compose.errors import (
     GraphInterrupt,
     StreamEnd,
@@ -50,8 +51,9 @@ from compose.errors import (
     ToolNotFoundError,
     ToolTimeoutError,
 )
+from compose.interrupt import InterruptSignal, _Resumed, _resumed
 from compose.schema import Message, ToolInfo, tool_message
-from compose.stream import StreamReader, merge_streams
+from compose.stream import StreamReader, concat, merge_streams
 from compose.tools import BaseTool, InvokableTool, StreamableTool, tool_timeout
 
 __all__ = [
@@ -365,12 +367,17 @@ class ToolsNode:
             ToolNotFoundError: a call names an unknown tool and there is no unknown-tools handler.
             ToolExecutionError: a call failed (the first in call order); the cause is ``__cause__``.
         """
+        message, executed, resumed = _restore_rerun(message)
         calls = await self._prepare(message)
         results: list[str | Exception | None] = [None] * len(calls)
 
         async def run_one(i: int) -> None:
             call = calls[i]
+            if call.call_id in executed:  # finished before the interrupt: never run twice
+                results[i] = executed[call.call_id]
+                return
             token = _tool_call_id.set(call.call_id)
+            rtoken = _resumed.set(_child_resumed(resumed, call))
             try:
                 if call.endpoints is None:
                     results[i] = await self._unknown(call)
@@ -381,10 +388,12 @@ class ToolsNode:
             except Exception as exc:  # a failed call is a result; the node decides below
                 results[i] = exc
             finally:
+                _resumed.reset(rtoken)
                 _tool_call_id.reset(token)
 
         await self._run_all(run_one, len(calls))
         _raise_first_failure(calls, results, streaming=False)
+        _raise_interrupts(message, calls, results)
         texts = cast(list[str], results)  # no failure left: every slot holds the call's result
         return [tool_message(text, c.call_id, tool_name=c.name) for c, text in zip(calls, texts, strict=True)]
 
@@ -405,13 +414,18 @@ class ToolsNode:
             ToolExecutionError: a call failed to start (the first in call order), with ``streaming=True``.
                 A failure while a tool stream is read is raised, as it is, by the reader's ``recv()``.
         """
+        message, executed, resumed = _restore_rerun(message)
         calls = await self._prepare(message)
         n = len(calls)
         readers: list[StreamReader[str] | Exception | None] = [None] * n
 
         async def start_one(i: int) -> None:
             call = calls[i]
+            if call.call_id in executed:  # finished before the interrupt: never run twice
+                readers[i] = StreamReader.from_iterable([executed[call.call_id]])
+                return
             token = _tool_call_id.set(call.call_id)
+            rtoken = _resumed.set(_child_resumed(resumed, call))
             try:
                 if call.endpoints is None:
                     readers[i] = StreamReader.from_iterable([await self._unknown(call)])
@@ -421,11 +435,22 @@ class ToolsNode:
             except Exception as exc:  # a failed call is a result; the node decides below
                 readers[i] = exc
             finally:
+                _resumed.reset(rtoken)
                 _tool_call_id.reset(token)
 
         try:
             await self._run_all(start_one, n)
             _raise_first_failure(calls, readers, streaming=True)
+            if any(isinstance(r, GraphInterrupt) for r in readers):
+                # the finished calls' streams are read now and saved as text, so resuming never reruns them
+                texts: list[object] = []
+                for r in readers:
+                    if isinstance(r, StreamReader):
+                        text: str = await concat(r)
+                        texts.append(text)
+                    else:
+                        texts.append(r)
+                _raise_interrupts(message, calls, texts)
         except BaseException:
             for r in readers:
                 if isinstance(r, StreamReader):
@@ -496,14 +521,60 @@ class ToolsNode:
 
 
 def _raise_first_failure(calls: Sequence[_Call], results: Sequence[object], *, streaming: bool) -> None:
-    interrupt: GraphInterrupt | None = None
+    """A real failure (first in call order) fails the node, even when other calls interrupted."""
     for call, result in zip(calls, results, strict=True):
-        if isinstance(result, GraphInterrupt):
-            interrupt = interrupt or result
-        elif isinstance(result, Exception):
+        if isinstance(result, Exception) and not isinstance(result, GraphInterrupt):
             raise ToolExecutionError(call.name, call.call_id, result, streaming=streaming) from result
-    if interrupt is not None:
-        raise interrupt
+
+
+_RERUN_KIND = "pyeino.tools_node"
+
+
+def _raise_interrupts(message: Message, calls: Sequence[_Call], results: Sequence[object]) -> None:
+    """If calls interrupted, pause the node: one composite interrupt whose state keeps the input message and
+    the results of the calls that finished (eino-semantics 2, "Interrupts")."""
+    signals: list[InterruptSignal] = []
+    executed: dict[str, str] = {}
+    for call, result in zip(calls, results, strict=True):
+        if isinstance(result, InterruptSignal):
+            result.segment = f"tool:{call.name}:{call.call_id}"
+            signals.append(result)
+        elif isinstance(result, GraphInterrupt):  # a plain GraphInterrupt from a nested run inside the tool
+            sig = InterruptSignal(result.info)
+            sig.segment = f"tool:{call.name}:{call.call_id}"
+            signals.append(sig)
+        elif isinstance(result, str):
+            executed[call.call_id] = result
+    if not signals:
+        return
+    rerun = [s.segment.rsplit(":", 1)[1] for s in signals]
+    state = {"kind": _RERUN_KIND, "input": message.model_dump(mode="json"), "executed": executed}
+    info = {"rerun_tools": rerun, "executed_tools": sorted(executed)}
+    raise InterruptSignal(info, state=state, has_state=True, subs=signals)
+
+
+def _restore_rerun(message: Message) -> tuple[Message, dict[str, str], _Resumed | None]:
+    """On a rerun after an interrupt: the saved input message and finished results (the node's own input is the
+    zero value then, as in Eino); otherwise the input as it is."""
+    resumed = _resumed.get()
+    if resumed is None or not resumed.has_state or not isinstance(resumed.state, dict):
+        return message, {}, None
+    state = resumed.state
+    if state.get("kind") != _RERUN_KIND:
+        return message, {}, None
+    return Message.model_validate(state["input"]), dict(state["executed"]), resumed
+
+
+def _child_resumed(resumed: _Resumed | None, call: _Call) -> _Resumed | None:
+    """What ``get_interrupt_state``/``get_resume_context`` answer inside one tool: its own saved interrupt (when
+    it is the one that paused), else nothing, so a tool never sees its node's context."""
+    if resumed is None or resumed.record is None:
+        return None
+    segment = f"tool:{call.name}:{call.call_id}"
+    for rec in resumed.record.subs:
+        if rec.segment == segment:
+            return resumed_for(rec, resumed.resume)
+    return None
 
 
 def _slot_stream(

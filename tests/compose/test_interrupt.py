@@ -246,3 +246,62 @@ async def test_stream_lambda_interrupt_in_streaming_run(anyio_backend: Any) -> N
         await r.invoke("in", checkpoint_id="k")
     cid = info.value.info.interrupt_contexts[0].id
     assert await r.invoke("", checkpoint_id="k", resume={cid: 7}) == "7!"
+
+
+async def test_tools_node_interrupts_resume_one_by_one_and_never_rerun_finished_tools(anyio_backend: Any) -> None:
+    from compose.schema import FunctionCall, Message, ToolCall, assistant_message
+    from compose.tool_node import ToolsNode
+    from compose.tools import tool
+
+    runs: list[str] = []
+
+    @tool
+    async def lookup(q: str) -> str:
+        runs.append(f"lookup:{q}")
+        return f"found {q}"
+
+    @tool
+    async def approve(action: str) -> str:
+        ctx = get_resume_context()
+        runs.append(f"approve:{action}:{ctx.is_target}")
+        if not ctx.is_target:
+            raise interrupt({"approve": action})
+        return f"{action}: {ctx.data}"
+
+    def call(name: str, args: str, cid: str) -> ToolCall:
+        return ToolCall(id=cid, function=FunctionCall(name=name, arguments=args))
+
+    msg = assistant_message(
+        "",
+        [
+            call("lookup", '{"q": "x"}', "c1"),
+            call("approve", '{"action": "pay"}', "c2"),
+            call("approve", '{"action": "ship"}', "c3"),
+        ],
+    )
+    g = Graph[Message, list[Message]]()
+    g.add_tools_node("tools", ToolsNode([lookup, approve]))
+    g.add_edge(START, "tools")
+    g.add_edge("tools", END)
+    store = InMemoryCheckPointStore()
+    r = g.compile(name="G", checkpoint_store=store)
+    for paradigm in ("invoke", "stream"):
+        runs.clear()
+        run = r.invoke if paradigm == "invoke" else r.stream
+        with pytest.raises(GraphInterrupt) as info:
+            await run(msg, checkpoint_id=paradigm)
+        ctxs = {c.address: c for c in info.value.info.interrupt_contexts}
+        assert sorted(ctxs) == ["runnable:G;node:tools;tool:approve:c2", "runnable:G;node:tools;tool:approve:c3"]
+        parent = ctxs["runnable:G;node:tools;tool:approve:c2"].parent
+        assert parent is not None and parent.address == "runnable:G;node:tools" and not parent.is_root_cause
+        # approve the first only: the second interrupts again; lookup never runs twice
+        with pytest.raises(GraphInterrupt) as again:
+            await run(None, checkpoint_id=paradigm, resume={ctxs["runnable:G;node:tools;tool:approve:c2"].id: "ok"})
+        (left,) = again.value.info.interrupt_contexts
+        assert left.address == "runnable:G;node:tools;tool:approve:c3"
+        out = await run(None, checkpoint_id=paradigm, resume={left.id: "no"})
+        messages = out if paradigm == "invoke" else await concat(out)
+        assert [m.content for m in messages] == ["found x", "pay: ok", "ship: no"]
+        assert [m.tool_call_id for m in messages] == ["c1", "c2", "c3"]
+        assert runs.count("lookup:x") == 1
+        assert runs[-1] == "approve:ship:True" and "approve:pay:True" in runs

@@ -18,6 +18,7 @@ from compose.errors import (
     ToolInputError,
     ToolNotFoundError,
 )
+from compose.interrupt import InterruptSignal
 from compose.schema import (
     FunctionCall,
     Message,
@@ -600,9 +601,13 @@ async def test_interrupts_are_not_failures() -> None:
         raise ValueError("real failure")
 
     node = ToolsNode([pause, upper])
-    with pytest.raises(GraphInterrupt) as info:
+    with pytest.raises(InterruptSignal) as info:
         await node.invoke(ask(call("upper", {"text": "a"}), call("pause")))
-    assert info.value.info == "need approval"
+    # one composite interrupt for the node: it keeps the finished call's result and names the paused one
+    assert info.value.info == {"rerun_tools": ["id-pause"], "executed_tools": ["id-upper"]}
+    (sub,) = info.value.subs
+    assert sub.info == "need approval" and sub.segment == "tool:pause:id-pause"
+    assert info.value.state["executed"] == {"id-upper": "A"}
     # a real failure wins over an interrupt, whatever the order
     node = ToolsNode([pause, fail])
     with pytest.raises(ToolExecutionError, match="real failure"):
