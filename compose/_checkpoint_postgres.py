@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import importlib.util
 import threading
 from collections.abc import Callable
 from types import TracebackType
@@ -53,8 +54,14 @@ class PostgresCheckPointStore:
         table: str = "pyeino_checkpoints",
         timeout: float = 30.0,
     ) -> None:
-        self.dsn = dsn
         self.table = check_table_name(table)
+        missing = [m for m in ("psycopg", "psycopg_pool") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise ImportError(
+                f"PostgresCheckPointStore needs {' and '.join(missing)}: pip install 'pyeino[postgres]' "
+                "(psycopg[binary] and psycopg-pool)"
+            )
+        self.dsn = dsn
         self.min_size = min_size
         self.max_size = max_size
         self.timeout = timeout

@@ -62,6 +62,7 @@ def build_tables(
                 input_key=d.input_key,
                 output_key=d.output_key,
                 input_type=d.input_type if d.input_type is not None else in_t,
+                inbox_type=in_t,
                 output_type=out_t,
                 plain=plain,
                 invoke1=d.paradigms.invoke1 if plain and sub is None and d.paradigms is not None else None,

@@ -47,7 +47,7 @@ from compose.errors import (
     NodeRunError,
     RuntimeTypeError,
 )
-from compose.interrupt import _resumed
+from compose.interrupt import ExternalInterrupt, _resumed
 from compose.lambdas import Paradigms, derive
 from compose.merge import merge_stream_values, merge_values
 from compose.state import _current_frame, _StateFrame, call_handler
@@ -69,6 +69,7 @@ class CallOptions:
     resume: Mapping[str, Any] = field(default_factory=dict)
     state_modifier: Callable[[list[str], Any], Any] | None = None
     force_new_run: bool = False
+    external_interrupt: ExternalInterrupt | None = None
 
     @classmethod
     def parse(cls, opts: Mapping[str, Any]) -> CallOptions:
@@ -158,6 +159,7 @@ class GraphRun:
         "pending",
         "ready",
         "reported",
+        "rerun_restored",
         "restore_from",
         "result",
         "resume_for",
@@ -184,6 +186,7 @@ class GraphRun:
         self.restore_from = restore_from
         self.resume_for: dict[int, tuple[RerunRecord, Mapping[str, Any]]] = {}
         self.skip_before = False
+        self.rerun_restored = False
         self.streaming = streaming
         self.options = options
         self.path = path
@@ -335,7 +338,7 @@ class GraphRun:
         inbox = self.inbox
         pending = self.pending
         deferred: list[tuple[int, Any]] = []
-        if self.skip_before and self.resume_for:
+        if self.skip_before and self.rerun_restored:
             # resuming nodes that paused: they finish their superstep first, so the outputs of their siblings in
             # that superstep are routed together with theirs (as if the run had never paused)
             deferred = list(pending)
@@ -358,6 +361,9 @@ class GraphRun:
         assert max_steps is not None
         if self.steps >= max_steps:
             raise MaxStepsExceededError(max_steps)
+        external = self.options.external_interrupt
+        if external is not None and external.requested:
+            raise await pause(self, after=self.last)
         if self.skip_before:
             self.skip_before = False  # tasks restored from a checkpoint run without re-checking interrupt_before
         elif t.interrupt_before:
@@ -365,7 +371,9 @@ class GraphRun:
             if hit:
                 raise await pause(self, before=hit)
         signals: list[tuple[int, GraphInterrupt]] = []
-        if len(inbox) == 1:
+        abandoned: list[tuple[int, Any]] = []
+        outputs: list[tuple[int, Any]] = []
+        if len(inbox) == 1 and external is None:
             j = next(iter(inbox))
             ready = [j]
             try:
@@ -375,14 +383,15 @@ class GraphRun:
         else:
             ready = sorted(inbox)
             batch = [(j, self._take(j)) for j in ready]
-            outputs, signals = await self._run_batch(batch)
+            outputs, signals, abandoned = await self._run_batch(batch)
             pending.extend(outputs)
         if deferred:
             pending.extendleft(reversed(deferred))
         self.last = ready
         self.steps += 1
-        if signals:
-            raise await pause(self, reruns=signals)
+        if signals or abandoned:
+            done = [j for j, _ in outputs] if abandoned else []
+            raise await pause(self, after=done, reruns=signals, abandoned=abandoned)
         if t.interrupt_after:
             hit = [j for j in ready if j in t.interrupt_after]
             if hit:
@@ -391,41 +400,83 @@ class GraphRun:
 
     async def _run_batch(
         self, batch: list[tuple[int, Any]]
-    ) -> tuple[list[tuple[int, Any]], list[tuple[int, GraphInterrupt]]]:
-        """Run a superstep's tasks together: (outputs, interrupts); a failure cancels the others and is raised."""
-        results: list[Any] = [_NOTHING] * len(batch)
-        errors: list[BaseException | None] = [None] * len(batch)
+    ) -> tuple[list[tuple[int, Any]], list[tuple[int, GraphInterrupt]], list[tuple[int, Any]]]:
+        """Run a superstep's tasks together: (outputs, interrupts, tasks abandoned by an external interrupt with
+        their inputs). A failure cancels the others and is raised."""
+        n = len(batch)
+        results: list[Any] = [_NOTHING] * n
+        errors: list[BaseException | None] = [None] * n
+        external = self.options.external_interrupt
+        spares: list[Any] = [None] * n
+        scopes = [anyio.CancelScope() for _ in range(n)]
+        if external is not None:  # keep every input: a task cut off by the grace period re-runs with it
+            for i, (j, x) in enumerate(batch):
+                if self.streaming:
+                    x, spares[i] = x.copy(2)
+                    batch[i] = (j, x)
+                else:
+                    spares[i] = x
+        left = [n]
+        all_done = anyio.Event()
+        watcher = anyio.CancelScope()
 
         async def task(i: int, j: int, x: Any, scope: anyio.CancelScope) -> None:
-            try:
-                results[i] = await self._exec(j, x)
-            except GraphInterrupt as sig:
-                results[i] = sig  # interrupts are not failures: the siblings finish
-            except Exception as exc:
-                errors[i] = exc
-                scope.cancel()
+            with scopes[i]:
+                try:
+                    results[i] = await self._exec(j, x)
+                except GraphInterrupt as sig:
+                    results[i] = sig  # interrupts are not failures: the siblings finish
+                except Exception as exc:
+                    errors[i] = exc
+                    scope.cancel()
+            left[0] -= 1
+            if left[0] == 0:
+                all_done.set()
+                if external is None or not external.requested:
+                    watcher.cancel()
+
+        async def watch(ext: ExternalInterrupt) -> None:
+            with watcher:
+                await ext._event().wait()
+            if ext.grace_period is None:
+                return  # the tasks finish; the run pauses at the next step boundary
+            with anyio.move_on_after(ext.grace_period):
+                await all_done.wait()
+            for i in range(n):
+                if results[i] is _NOTHING and errors[i] is None:
+                    scopes[i].cancel()
 
         try:
             async with anyio.create_task_group() as tg:
                 for i, (j, x) in enumerate(batch):
                     tg.start_soon(task, i, j, x, tg.cancel_scope)
+                if external is not None:
+                    tg.start_soon(watch, external)
         except BaseException:
             with anyio.CancelScope(shield=True):
-                for r in results:
+                for r in (*results, *spares):
                     await _close(r)
             raise
         failed = [e for e in errors if e is not None]
         if failed:
             with anyio.CancelScope(shield=True):
-                for r in results:
+                for r in (*results, *spares):
                     await _close(r)
             first = failed[0]
             for other in failed[1:]:
                 first.add_note(f"pyeino: a sibling node failed too: {other}")
             raise first
-        outputs = [(j, r) for (j, _), r in zip(batch, results, strict=True) if not isinstance(r, GraphInterrupt)]
-        signals = [(j, r) for (j, _), r in zip(batch, results, strict=True) if isinstance(r, GraphInterrupt)]
-        return outputs, signals
+        outputs: list[tuple[int, Any]] = []
+        signals: list[tuple[int, GraphInterrupt]] = []
+        abandoned: list[tuple[int, Any]] = []
+        for i, (j, _) in enumerate(batch):
+            r = results[i]
+            if r is _NOTHING:
+                abandoned.append((j, spares[i]))
+                continue
+            await _close(spares[i])
+            (signals if isinstance(r, GraphInterrupt) else outputs).append((j, r))
+        return outputs, signals, abandoned
 
     # ------------------------------------------------------------------ DAG
 

@@ -56,6 +56,7 @@ async def pause(
     before: Sequence[int] = (),
     after: Sequence[int] = (),
     reruns: Sequence[tuple[int, GraphInterrupt]] = (),
+    abandoned: Sequence[tuple[int, Any]] = (),
 ) -> GraphInterrupt:
     """Snapshot ``run`` and build the ``GraphInterrupt`` that ends it."""
     t = run.t
@@ -85,7 +86,11 @@ async def pause(
         before_nodes=[keys[j] for j in before],
         after_nodes=[keys[j] for j in after],
     )
-    if before or after:
+    for j, x in abandoned:  # cut off by an external interrupt: re-run with the same input
+        info.rerun_nodes.append(keys[j])
+        data = dump_value(t.nodes[j].inbox_type, await _plain(run, x))
+        snap.reruns.append(RerunRecord(key=keys[j], has_input=True, input=data))
+    if before or after or abandoned:
         snap.self_interrupt_id = str(uuid.uuid4())
         info.interrupt_contexts.append(InterruptCtx(snap.self_interrupt_id, run.address, info.state))
     for j, exc in reruns:
@@ -159,9 +164,13 @@ def restore(
     run.ready.extend(index[k] for k in snap.ready)
     for rr in snap.reruns:
         j = index[rr.key]
-        tp = t.nodes[j].input_type if j < t.n else Any
-        run.inbox.setdefault(j, {})[RERUN_SOURCE] = value(Any, zero_value(tp)) if streaming else zero_value(tp)
-        run.resume_for[j] = (rr, resume)
+        if rr.has_input:
+            run.inbox.setdefault(j, {})[RERUN_SOURCE] = value(t.nodes[j].inbox_type, rr.input)
+        else:
+            tp = t.nodes[j].input_type
+            run.inbox.setdefault(j, {})[RERUN_SOURCE] = value(Any, zero_value(tp)) if streaming else zero_value(tp)
+            run.resume_for[j] = (rr, resume)
         if t.dag:
             run.ready.append(j)
     run.skip_before = True
+    run.rerun_restored = bool(snap.reruns)

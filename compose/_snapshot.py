@@ -33,6 +33,8 @@ class RerunRecord(BaseModel):
     key: str
     signal: SignalRecord | None = None  # the node's own interrupt (None for a sub-graph that paused)
     sub: RunSnapshot | None = None  # a paused sub-graph's own snapshot
+    has_input: bool = False  # a task abandoned by an external interrupt keeps its input
+    input: Any = None
 
 
 class RunSnapshot(BaseModel):

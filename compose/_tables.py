@@ -38,6 +38,7 @@ class NodeRT:
     input_key: str | None
     output_key: str | None
     input_type: Any  # the component's own input type (for zero values)
+    inbox_type: Any  # the type of what arrives in the node's inbox (a dict with input_key)
     output_type: Any  # the type the node emits (after output_key)
 
     plain: bool  # no handler and no key mapping

@@ -23,6 +23,7 @@ from typing import Any
 from compose.errors import GraphInterrupt
 
 __all__ = [
+    "ExternalInterrupt",
     "InterruptCtx",
     "InterruptInfo",
     "InterruptSignal",
@@ -82,6 +83,49 @@ class InterruptSignal(GraphInterrupt):
 
     def __str__(self) -> str:
         return f"interrupt({self.info!r})"
+
+
+class ExternalInterrupt:
+    """Pause a running graph from outside: pass it as ``external_interrupt=`` to a run, then call
+    ``interrupt()`` from any task.
+
+    Without a grace period the running nodes finish and the run pauses after them (``after_nodes``); with
+    ``grace_period=d`` nodes still running after ``d`` seconds are cancelled and re-run on resume with their
+    original input (``rerun_nodes``). A run given an external interrupt keeps every running node's input for that.
+
+    Example::
+
+        stop = ExternalInterrupt()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(partial(runnable.invoke, x, checkpoint_id="job-1", external_interrupt=stop))
+            ...
+            stop.interrupt(grace_period=5)
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.grace_period: float | None = None
+        self._events: list[Any] = []
+
+    def interrupt(self, grace_period: float | None = None) -> None:
+        """Ask the run to pause (idempotent; the first grace period given wins)."""
+        if not self.requested:
+            self.requested = True
+            self.grace_period = grace_period
+        for event in self._events:
+            event.set()
+
+    def _event(self) -> Any:
+        import anyio
+
+        event = anyio.Event()
+        if self.requested:
+            event.set()
+        self._events.append(event)
+        return event
+
+    def __repr__(self) -> str:
+        return f"ExternalInterrupt(requested={self.requested}, grace_period={self.grace_period})"
 
 
 def interrupt(info: Any = None) -> InterruptSignal:

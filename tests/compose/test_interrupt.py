@@ -305,3 +305,59 @@ async def test_tools_node_interrupts_resume_one_by_one_and_never_rerun_finished_
         assert [m.tool_call_id for m in messages] == ["c1", "c2", "c3"]
         assert runs.count("lookup:x") == 1
         assert runs[-1] == "approve:ship:True" and "approve:pay:True" in runs
+
+
+async def test_external_interrupt_without_and_with_grace_period(anyio_backend: Any) -> None:
+    import anyio
+
+    from compose.interrupt import ExternalInterrupt
+
+    release = anyio.Event()
+    started = anyio.Event()
+    hang_first = [True]
+
+    async def slow(x: str) -> str:
+        started.set()
+        if hang_first[0]:
+            await release.wait()
+        return x + "s"
+
+    g = Graph[str, str]()
+    g.add_lambda_node("slow", slow)
+    g.add_lambda_node("next", lambda x: x + "n")
+    g.add_edge(START, "slow")
+    g.add_edge("slow", "next")
+    g.add_edge("next", END)
+    store = InMemoryCheckPointStore()
+    r = g.compile(name="G", checkpoint_store=store)
+
+    # no grace period: the running node finishes, then the run pauses after it
+    stop = ExternalInterrupt()
+    caught: list[GraphInterrupt] = []
+
+    async def run(handle: ExternalInterrupt, cid: str) -> None:
+        try:
+            await r.invoke(">", checkpoint_id=cid, external_interrupt=handle)
+        except GraphInterrupt as exc:
+            caught.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, stop, "e1")
+        await started.wait()
+        stop.interrupt()
+        release.set()
+    assert caught[0].info.after_nodes == ["slow"] and caught[0].info.rerun_nodes == []
+    assert await r.invoke("", checkpoint_id="e1") == ">sn"
+
+    # grace period 0: the running node is cancelled and re-runs with its original input on resume
+    caught.clear()
+    started = anyio.Event()
+    release = anyio.Event()
+    stop = ExternalInterrupt()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, stop, "e2")
+        await started.wait()
+        stop.interrupt(grace_period=0)
+    assert caught[0].info.rerun_nodes == ["slow"]
+    hang_first[0] = False
+    assert await r.invoke("", checkpoint_id="e2") == ">sn"
