@@ -6,9 +6,18 @@ A Python port of CloudWeGo Eino's ``compose``. Build a :class:`Graph`, join node
 
 from compose.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
 from compose.callbacks import CallbackHandler, RunInfo, append_global_callbacks, clear_global_callbacks
+from compose.checkpoint import (
+    CheckPointStore,
+    InMemoryCheckPointStore,
+    PostgresCheckPointStore,
+    SQLiteCheckPointStore,
+    prune,
+)
 from compose.errors import (
     BranchError,
     ChatModelError,
+    CheckpointError,
+    CheckpointStoreError,
     ComposeError,
     ConcatError,
     EmptyStreamError,
@@ -41,6 +50,17 @@ from compose.errors import (
     TypeMismatchError,
 )
 from compose.graph import END, START, FanInMergeConfig, Graph, NodeOptions, TriggerMode
+from compose.interrupt import (
+    ExternalInterrupt,
+    InterruptCtx,
+    InterruptInfo,
+    InterruptSignal,
+    ResumeContext,
+    get_interrupt_state,
+    get_resume_context,
+    interrupt,
+    stateful_interrupt,
+)
 from compose.lambdas import Lambda
 from compose.merge import register_values_merge
 from compose.models import (
@@ -100,9 +120,13 @@ __all__ = [
     "ChatModel",
     "ChatModelError",
     "ChatModelOptions",
+    "CheckPointStore",
+    "CheckpointError",
+    "CheckpointStoreError",
     "ComposeError",
     "ConcatError",
     "EmptyStreamError",
+    "ExternalInterrupt",
     "FanInMergeConfig",
     "FanInMergeError",
     "FunctionCall",
@@ -113,6 +137,10 @@ __all__ = [
     "GraphInterrupt",
     "GraphMultiBranch",
     "GraphRunError",
+    "InMemoryCheckPointStore",
+    "InterruptCtx",
+    "InterruptInfo",
+    "InterruptSignal",
     "InvalidGraphError",
     "InvokableTool",
     "JSONActionChatModel",
@@ -128,11 +156,14 @@ __all__ = [
     "NodeOptions",
     "NodeRunError",
     "OpenAIChatModel",
+    "PostgresCheckPointStore",
     "ResponseMeta",
+    "ResumeContext",
     "Role",
     "RunInfo",
     "Runnable",
     "RuntimeTypeError",
+    "SQLiteCheckPointStore",
     "ScriptExhaustedError",
     "ScriptedChatModel",
     "SourceEOF",
@@ -168,13 +199,18 @@ __all__ = [
     "concat_items",
     "concat_message_lists",
     "concat_messages",
+    "get_interrupt_state",
+    "get_resume_context",
     "get_tool_call_id",
+    "interrupt",
     "merge_named_streams",
     "merge_streams",
     "pipe",
     "process_state",
+    "prune",
     "register_concat",
     "register_values_merge",
+    "stateful_interrupt",
     "system_message",
     "tool",
     "tool_errors_as_results",

@@ -13,6 +13,7 @@ import anyio
 import anyio.to_thread
 
 from compose._checkpoint_sqlite import check_table_name
+from compose.errors import CheckpointStoreError
 
 if TYPE_CHECKING:
     import psycopg
@@ -182,7 +183,6 @@ class PostgresCheckPointStore:
         import psycopg
         from psycopg_pool import PoolTimeout
 
-        from compose.checkpoint import CheckpointStoreError  # a late import: checkpoint imports this module
 
         try:
             pool = self._ensure_pool()

@@ -15,6 +15,8 @@ from typing import Self, TypeVar
 import anyio
 import anyio.to_thread
 
+from compose.errors import CheckpointStoreError
+
 __all__ = ["SQLiteCheckPointStore", "check_table_name"]
 
 T = TypeVar("T")
@@ -160,7 +162,6 @@ class SQLiteCheckPointStore:
         return await anyio.to_thread.run_sync(self._locked, op)
 
     def _locked(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        from compose.checkpoint import CheckpointStoreError
 
         with self._lock:
             if self._closed:

@@ -47,7 +47,7 @@ from pydantic_core import PydanticSerializationError
 
 from compose._checkpoint_postgres import PostgresCheckPointStore
 from compose._checkpoint_sqlite import SQLiteCheckPointStore
-from compose.errors import ComposeError
+from compose.errors import CheckpointError, CheckpointStoreError
 
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
@@ -77,30 +77,6 @@ CHECKPOINT_KEY_ENV = "PYEINO_CHECKPOINT_KEY"
 
 _FORMAT: Final = "pyeino-checkpoint"
 _FRESH = "use force_new_run=True to start a fresh run, or delete the checkpoint"
-
-CheckpointProblem = Literal[
-    "not_checkpoint", "version", "kind", "digest", "fingerprint", "payload", "encode", "claimed"
-]
-
-
-class CheckpointError(ComposeError, ValueError):
-    """A checkpoint cannot be written, read or resumed.
-
-    ``reason`` says which check failed: ``"not_checkpoint"`` (not an envelope, or corrupted beyond reading),
-    ``"version"`` (another envelope format version), ``"kind"`` (e.g. an agent checkpoint given to a graph),
-    ``"digest"`` (bytes changed after writing, or the wrong key), ``"fingerprint"`` (written by a different
-    graph), ``"payload"`` (the payload fails validation), ``"encode"`` (the payload cannot be serialised) or
-    ``"claimed"`` (another run is resuming it).
-    """
-
-    def __init__(self, message: str, *, reason: CheckpointProblem) -> None:
-        super().__init__(message)
-        self.reason: CheckpointProblem = reason
-
-
-class CheckpointStoreError(ComposeError):
-    """A checkpoint store's database failed (unreachable, locked past its timeout, ...); cause in ``__cause__``."""
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # Store protocols

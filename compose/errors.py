@@ -26,14 +26,16 @@ derive from :class:`ComposeError`::
     │   │   ├── ToolTimeoutError          a tool ran longer than its ``timeout`` (also a ``TimeoutError``)
     │   │   └── ToolExecutionError        a tool raised; names the tool and call id; cause in ``__cause__``
     │   │       └── ToolArgumentsHandlerError   the ``tool_arguments_handler`` failed for a call
-    │   └── ChatModelError                a chat model call failed; ``.retryable`` says whether retrying may help
-    │       ├── ModelRateLimitError       HTTP 429 (retryable)
-    │       ├── ModelTimeoutError         the request timed out (retryable)
-    │       ├── ModelServerError          HTTP 5xx or a broken/truncated stream (retryable)
-    │       ├── ModelBadRequestError      HTTP 400/404/422 (not retryable)
-    │       ├── ModelAuthError            HTTP 401/403 (not retryable)
-    │       ├── ModelResponseError        an answer that cannot be understood (e.g. JSON action protocol)
-    │       └── ScriptExhaustedError      a ScriptedChatModel was called past its script
+    │   ├── ChatModelError                a chat model call failed; ``.retryable`` says whether retrying may help
+    │   │   ├── ModelRateLimitError       HTTP 429 (retryable)
+    │   │   ├── ModelTimeoutError         the request timed out (retryable)
+    │   │   ├── ModelServerError          HTTP 5xx or a broken/truncated stream (retryable)
+    │   │   ├── ModelBadRequestError      HTTP 400/404/422 (not retryable)
+    │   │   ├── ModelAuthError            HTTP 401/403 (not retryable)
+    │   │   ├── ModelResponseError        an answer that cannot be understood (e.g. JSON action protocol)
+    │   │   └── ScriptExhaustedError      a ScriptedChatModel was called past its script
+    │   ├── CheckpointError(ValueError)   a checkpoint cannot be read, trusted or resumed; ``.reason`` says why
+    │   └── CheckpointStoreError          a checkpoint store's database failed; cause in ``__cause__``
     ├── StreamEnd(EOFError)               the end of a stream; raised by ``recv()`` again on every later call
     └── GraphInterrupt                    a run paused at an interrupt (not a failure); ``.info``, ``.checkpoint_id``
 """
@@ -41,11 +43,14 @@ derive from :class:`ComposeError`::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "BranchError",
     "ChatModelError",
+    "CheckpointError",
+    "CheckpointProblem",
+    "CheckpointStoreError",
     "ComposeError",
     "ConcatError",
     "EmptyStreamError",
@@ -321,6 +326,33 @@ class ModelResponseError(ChatModelError):
 
 class ScriptExhaustedError(ChatModelError):
     """A ScriptedChatModel was called more times than it has scripted responses."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checkpoints
+
+CheckpointProblem = Literal[
+    "not_checkpoint", "version", "kind", "digest", "fingerprint", "payload", "encode", "claimed"
+]
+
+
+class CheckpointError(ComposeError, ValueError):
+    """A checkpoint cannot be written, read or resumed.
+
+    ``reason`` says which check failed: ``"not_checkpoint"`` (not an envelope, or corrupted beyond reading),
+    ``"version"`` (another envelope format version), ``"kind"`` (e.g. an agent checkpoint given to a graph),
+    ``"digest"`` (bytes changed after writing, or the wrong key), ``"fingerprint"`` (written by a different
+    graph), ``"payload"`` (the payload fails validation), ``"encode"`` (the payload cannot be serialised) or
+    ``"claimed"`` (another run is resuming it).
+    """
+
+    def __init__(self, message: str, *, reason: CheckpointProblem) -> None:
+        super().__init__(message)
+        self.reason: CheckpointProblem = reason
+
+
+class CheckpointStoreError(ComposeError):
+    """A checkpoint store's database failed (unreachable, locked past its timeout, ...); cause in ``__cause__``."""
 
 
 # ---------------------------------------------------------------------------------------------------------------

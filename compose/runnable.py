@@ -8,6 +8,7 @@ soon as END has a stream; the rest of the work happens lazily as the caller read
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
@@ -18,7 +19,7 @@ from compose._engine import CallOptions, GraphRun, _close
 from compose._snapshot import RunSnapshot
 from compose._types import runtime_checker, type_name
 from compose.callbacks import RunInfo
-from compose.checkpoint import decode_checkpoint, encode_checkpoint
+from compose.checkpoint import ClaimableCheckPointStore, claim_checkpoint, decode_checkpoint, encode_checkpoint
 from compose.errors import GraphInterrupt, GraphRunError, RuntimeTypeError, StreamEnd
 from compose.stream import StreamReader, concat
 
@@ -92,15 +93,23 @@ class Runnable(Generic[I, O]):
         checkpoint_id = options.checkpoint_id if not path else None
         if checkpoint_id is not None and store is None:
             raise GraphRunError("receive checkpoint id but have not set checkpoint store")
+        owner = ""
         if checkpoint_id is not None and restore is None and not options.force_new_run:
-            data = await store.get(checkpoint_id)
+            # claiming makes concurrent resumes of one checkpoint safe: exactly one of them gets it
+            owner = uuid.uuid4().hex
+            data = await claim_checkpoint(store, checkpoint_id, owner)
             if data is not None:
-                snap = decode_checkpoint(data, RunSnapshot, kind=_KIND, fingerprint=t.fingerprint)
-                if snap.streaming != streaming:
-                    raise GraphRunError(
-                        f"checkpoint '{checkpoint_id}' was written by a {'streaming' if snap.streaming else 'invoke'} "
-                        "run; resume it with the same paradigm"
-                    )
+                try:
+                    snap = decode_checkpoint(data, RunSnapshot, kind=_KIND, fingerprint=t.fingerprint)
+                    if snap.streaming != streaming:
+                        paradigm = "streaming" if snap.streaming else "invoke"
+                        raise GraphRunError(
+                            f"checkpoint '{checkpoint_id}' was written by a {paradigm} run; resume it with the same "
+                            "paradigm"
+                        )
+                except BaseException:
+                    await _release(store, checkpoint_id, owner)
+                    raise
                 restore = (snap, options.resume)
         if check is not None and restore is None:
             try:
@@ -119,6 +128,10 @@ class Runnable(Generic[I, O]):
                 assert isinstance(paused, RunSnapshot)
                 await store.set(checkpoint_id, encode_checkpoint(paused, kind=_KIND, fingerprint=t.fingerprint))
                 exc.checkpoint_id = checkpoint_id
+            raise
+        except BaseException:
+            if owner and restore is not None:
+                await _release(store, checkpoint_id, owner)  # a failed resume leaves the checkpoint resumable
             raise
         if checkpoint_id is not None and restore is not None:
             await store.delete(checkpoint_id)  # retention: a finished run's checkpoint is not kept
@@ -192,3 +205,9 @@ class Runnable(Generic[I, O]):
                         return
             finally:
                 portal.call(reader.aclose)
+
+
+async def _release(store: Any, checkpoint_id: str | None, owner: str) -> None:
+    if checkpoint_id is not None and isinstance(store, ClaimableCheckPointStore):
+        with anyio.CancelScope(shield=True):
+            await store.release(checkpoint_id, owner)

@@ -361,3 +361,67 @@ async def test_external_interrupt_without_and_with_grace_period(anyio_backend: A
     assert caught[0].info.rerun_nodes == ["slow"]
     hang_first[0] = False
     assert await r.invoke("", checkpoint_id="e2") == ">sn"
+
+
+async def test_concurrent_resumes_of_one_checkpoint_exactly_one_wins(anyio_backend: Any) -> None:
+    import anyio
+
+    gate = anyio.Event()
+    entered = anyio.Event()
+
+    async def slow(x: str) -> str:
+        entered.set()
+        await gate.wait()
+        return x + "!"
+
+    g = Graph[str, str]()
+    g.add_lambda_node("a", lambda x: x + "a")
+    g.add_lambda_node("slow", slow)
+    g.add_edge(START, "a")
+    g.add_edge("a", "slow")
+    g.add_edge("slow", END)
+    store = InMemoryCheckPointStore()
+    r = g.compile(interrupt_before=["slow"], checkpoint_store=store)
+    with pytest.raises(GraphInterrupt):
+        await r.invoke(">", checkpoint_id="k")
+    outcomes: list[str] = []
+
+    async def resume() -> None:
+        try:
+            outcomes.append(await r.invoke("", checkpoint_id="k"))
+        except CheckpointError as exc:
+            outcomes.append(f"refused:{exc.reason}")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(resume)
+        await entered.wait()
+        await resume()  # the first one holds the claim
+        gate.set()
+    assert sorted(outcomes) == [">a!", "refused:claimed"]
+    assert await store.get("k") is None
+
+
+async def test_failed_resume_leaves_the_checkpoint_resumable(anyio_backend: Any) -> None:
+    fail = [True]
+
+    async def flaky(x: str) -> str:
+        if fail[0]:
+            raise RuntimeError("down")
+        return x + "ok"
+
+    g = Graph[str, str]()
+    g.add_lambda_node("a", lambda x: x + "a")
+    g.add_lambda_node("flaky", flaky)
+    g.add_edge(START, "a")
+    g.add_edge("a", "flaky")
+    g.add_edge("flaky", END)
+    store = InMemoryCheckPointStore()
+    r = g.compile(interrupt_before=["flaky"], checkpoint_store=store)
+    with pytest.raises(GraphInterrupt):
+        await r.invoke(">", checkpoint_id="k")
+    from compose.errors import NodeRunError
+
+    with pytest.raises(NodeRunError):
+        await r.invoke("", checkpoint_id="k")
+    fail[0] = False
+    assert await r.invoke("", checkpoint_id="k") == ">aok"
