@@ -236,11 +236,11 @@ class GraphRun:
         finally:
             self._exit(tokens)
 
-    async def step(self) -> bool:
+    async def step(self, to_end: bool = False) -> bool:
         """Run one superstep (Pregel) or the whole run (DAG); True once ``result`` is set."""
         tokens = self._enter()
         try:
-            return await self._step()
+            return await self._step(to_end)
         finally:
             self._exit(tokens)
 

@@ -76,7 +76,7 @@ class Runnable(Generic[I, O]):
         mode = "all_predecessor" if t.dag else "any_predecessor"
         return f"Runnable({t.name!r}, nodes={list(t.keys[: t.n])}, trigger_mode={mode!r})"
 
-    async def _execute(
+    async def _open(
         self,
         x: Any,
         *,
@@ -87,30 +87,36 @@ class Runnable(Generic[I, O]):
         address: str = "",
         restore: tuple[RunSnapshot, Mapping[str, Any]] | None = None,
         check: tuple[Any] | None = None,
-    ) -> Any:
+    ) -> RunHandle:
+        """Start a run: resume it from its checkpoint when there is one (claimed, so that exactly one of several
+        concurrent resumes gets it), else check the input and begin afresh."""
         t = self._tables
         store = t.checkpoint_store
         checkpoint_id = options.checkpoint_id if not path else None
         if checkpoint_id is not None and store is None:
+            await _close(x)
             raise GraphRunError("receive checkpoint id but have not set checkpoint store")
         owner = ""
         if checkpoint_id is not None and restore is None and not options.force_new_run:
-            # claiming makes concurrent resumes of one checkpoint safe: exactly one of them gets it
             owner = uuid.uuid4().hex
-            data = await claim_checkpoint(store, checkpoint_id, owner)
-            if data is not None:
-                try:
-                    snap = decode_checkpoint(data, RunSnapshot, kind=_KIND, fingerprint=t.fingerprint)
-                    if snap.streaming != streaming:
-                        paradigm = "streaming" if snap.streaming else "invoke"
-                        raise GraphRunError(
-                            f"checkpoint '{checkpoint_id}' was written by a {paradigm} run; resume it with the same "
-                            "paradigm"
-                        )
-                except BaseException:
-                    await _release(store, checkpoint_id, owner)
-                    raise
-                restore = (snap, options.resume)
+            try:
+                data = await claim_checkpoint(store, checkpoint_id, owner)
+                if data is not None:
+                    try:
+                        snap = decode_checkpoint(data, RunSnapshot, kind=_KIND, fingerprint=t.fingerprint)
+                        if snap.streaming != streaming:
+                            paradigm = "streaming" if snap.streaming else "invoke"
+                            raise GraphRunError(
+                                f"checkpoint '{checkpoint_id}' was written by a {paradigm} run; resume it with the "
+                                "same paradigm"
+                            )
+                    except BaseException:
+                        await _release(store, checkpoint_id, owner)
+                        raise
+                    restore = (snap, options.resume)
+            except BaseException:
+                await _close(x)
+                raise
         if check is not None and restore is None:
             try:
                 self._check_input(check[0])
@@ -120,32 +126,23 @@ class Runnable(Generic[I, O]):
         run = GraphRun(
             t, streaming=streaming, options=options, path=path, info=info, address=address, restore_from=restore
         )
-        try:
-            out = await run.run(x)
-        except GraphInterrupt as exc:
-            if checkpoint_id is not None:
-                paused = getattr(exc, "snapshot", None)
-                assert isinstance(paused, RunSnapshot)
-                await store.set(checkpoint_id, encode_checkpoint(paused, kind=_KIND, fingerprint=t.fingerprint))
-                exc.checkpoint_id = checkpoint_id
-            raise
-        except BaseException:
-            if owner and restore is not None:
-                await _release(store, checkpoint_id, owner)  # a failed resume leaves the checkpoint resumable
-            raise
-        if checkpoint_id is not None and restore is not None:
-            await store.delete(checkpoint_id)  # retention: a finished run's checkpoint is not kept
-        return out
+        handle = RunHandle(run, store, checkpoint_id, owner, restore is not None, t.fingerprint)
+        await handle.begin(x)
+        return handle
 
-    async def start_run(self, x: Any, *, streaming: bool, **opts: Any) -> GraphRun:
+    async def _execute(self, x: Any, **kwargs: Any) -> Any:
+        handle = await self._open(x, **kwargs)
+        await handle.step(to_end=True)
+        return handle.result
+
+    async def start_run(self, x: Any, *, streaming: bool, **opts: Any) -> RunHandle:
         """Begin a run that the caller drives superstep by superstep (``await run.step()`` until it returns True,
         then ``run.result``; ``await run.aclose()`` when abandoning it). In a streaming run ``x`` is a stream.
+        Checkpoint options (``checkpoint_id``, ``resume``, ...) work as for ``invoke``.
 
         This is how the agent runner interleaves events with the run without a background task.
         """
-        run = GraphRun(self._tables, streaming=streaming, options=CallOptions.parse(opts), path=(), info=self._info)
-        await run.begin(x)
-        return run
+        return await self._open(x, streaming=streaming, options=CallOptions.parse(opts), path=(), info=self._info)
 
     async def invoke(self, x: I, **opts: Any) -> O:
         """Run with a value; every node runs its invoke form. Returns END's value."""
@@ -211,3 +208,60 @@ async def _release(store: Any, checkpoint_id: str | None, owner: str) -> None:
     if checkpoint_id is not None and isinstance(store, ClaimableCheckPointStore):
         with anyio.CancelScope(shield=True):
             await store.release(checkpoint_id, owner)
+
+
+class RunHandle:
+    """A run in progress, with its checkpoint: saved when the run pauses, deleted when a resumed run finishes,
+    released when a resumed run fails (so it can be resumed again)."""
+
+    __slots__ = ("_checkpoint_id", "_fingerprint", "_owner", "_restored", "_run", "_store")
+
+    def __init__(
+        self, run: GraphRun, store: Any, checkpoint_id: str | None, owner: str, restored: bool, fingerprint: str
+    ) -> None:
+        self._run = run
+        self._store = store
+        self._checkpoint_id = checkpoint_id
+        self._owner = owner
+        self._restored = restored
+        self._fingerprint = fingerprint
+
+    def __repr__(self) -> str:
+        return f"RunHandle({self._run!r}, checkpoint_id={self._checkpoint_id!r})"
+
+    @property
+    def result(self) -> Any:
+        """END's value once ``step()`` returned True."""
+        return self._run.result
+
+    async def begin(self, x: Any) -> None:
+        await self._guard(self._run.begin(x))
+
+    async def step(self, *, to_end: bool = False) -> bool:
+        """Run one superstep (or, with ``to_end``, all of them); True once ``result`` is set."""
+        done: bool = await self._guard(self._run.step(to_end=to_end))
+        if done and self._checkpoint_id is not None and self._restored:
+            await self._store.delete(self._checkpoint_id)  # retention: a finished run's checkpoint is not kept
+        return done
+
+    async def aclose(self) -> None:
+        """Abandon the run: close every stream it holds (and release a claimed checkpoint)."""
+        await self._run.aclose()
+        if self._owner and self._restored:
+            await _release(self._store, self._checkpoint_id, self._owner)
+
+    async def _guard(self, work: Any) -> Any:
+        try:
+            return await work
+        except GraphInterrupt as exc:
+            if self._checkpoint_id is not None:
+                paused = getattr(exc, "snapshot", None)
+                assert isinstance(paused, RunSnapshot)
+                data = encode_checkpoint(paused, kind=_KIND, fingerprint=self._fingerprint)
+                await self._store.set(self._checkpoint_id, data)
+                exc.checkpoint_id = self._checkpoint_id
+            raise
+        except BaseException:
+            if self._owner and self._restored:
+                await _release(self._store, self._checkpoint_id, self._owner)  # the checkpoint stays resumable
+            raise
