@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import anyio
 import pytest
@@ -46,3 +48,24 @@ async def no_task_leaks() -> AsyncIterator[None]:
         if t.id not in before and t.id != current and "_call_in_runner_task" not in repr(t.coro)
     ]
     assert not after, f"tasks left running: {[t.name for t in after]}"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """$PYEINO_TEST_PG_DSN, else a server started (and stopped at the end) through .ci/postgres.sh."""
+    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'pyeino[postgres]')")
+    pytest.importorskip("psycopg_pool", reason="psycopg-pool is not installed (pip install 'pyeino[postgres]')")
+    from tests.compose.pg_server import PgServer, PgUnavailable, start_pg_server
+
+    dsn = os.environ.get("PYEINO_TEST_PG_DSN")
+    if dsn:
+        yield PgServer(dsn)
+        return
+    try:
+        server = start_pg_server()
+    except PgUnavailable as e:
+        pytest.skip(f"no PostgreSQL server could be started: {e}")
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from compose.checkpoint import (
     read_checkpoint_header,
 )
 from compose.schema import FunctionCall, Message, ToolCall, assistant_message, tool_message, user_message
-from tests.compose.pg_server import PgServer, PgUnavailable, start_pg_server
+from tests.compose.pg_server import PgServer
 
 pytestmark = pytest.mark.anyio
 
@@ -41,25 +41,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # ---------------------------------------------------------------------------------------------------------------
 # Fixtures
-
-
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
-    """$PYEINO_TEST_PG_DSN, else a server started (and stopped at the end) through .ci/postgres.sh."""
-    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'pyeino[postgres]')")
-    pytest.importorskip("psycopg_pool", reason="psycopg-pool is not installed (pip install 'pyeino[postgres]')")
-    dsn = os.environ.get("PYEINO_TEST_PG_DSN")
-    if dsn:
-        yield PgServer(dsn)
-        return
-    try:
-        server = start_pg_server()
-    except PgUnavailable as e:
-        pytest.skip(f"no PostgreSQL server could be started: {e}")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 _table_counter = iter(range(1_000_000))
