@@ -10,8 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 WORKER = Path(__file__).parent / "workers" / "resume_worker.py"
 ROOT = Path(__file__).parents[2]
 
