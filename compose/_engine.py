@@ -15,7 +15,6 @@ closed when the run ends, whatever the way it ends.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,10 +23,13 @@ from typing import Any
 
 import anyio
 
-from compose._resume import pause, restore, resumed_for
+from compose._dag import report, run_dag
+from compose._pregel import pregel_step
+from compose._resume import restore, resumed_for
 from compose._snapshot import RerunRecord, RunSnapshot
+from compose._tables import NOTHING as _NOTHING
 from compose._tables import EdgeCheck, NodeRT, Tables, branch_targets
-from compose._types import type_name, zero_value
+from compose._types import type_name
 from compose.callbacks import (
     CallbackConfig,
     CallbackHandler,
@@ -43,7 +45,6 @@ from compose.callbacks import (
 from compose.errors import (
     GraphInterrupt,
     GraphRunError,
-    MaxStepsExceededError,
     NodeRunError,
     RuntimeTypeError,
 )
@@ -54,7 +55,6 @@ from compose.state import _current_frame, _StateFrame, call_handler
 from compose.stream import SKIP, StreamReader, concat
 
 _EMPTY: Mapping[str, Any] = {}
-_NOTHING: Any = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,11 +293,11 @@ class GraphRun:
     async def _step(self, to_end: bool = False) -> bool:
         try:
             if self.t.dag:
-                out = await self._run_dag()
+                out = await run_dag(self)
             else:
-                out = await self._pregel_step()
+                out = await pregel_step(self)
                 while out is _NOTHING and to_end:
-                    out = await self._pregel_step()
+                    out = await pregel_step(self)
                 if out is _NOTHING:
                     return False
             handlers = self._handlers()
@@ -329,273 +329,6 @@ class GraphRun:
         while self.pending:
             _, v = self.pending.popleft()
             await _close(v)
-
-    # ------------------------------------------------------------------ Pregel
-
-    async def _pregel_step(self) -> Any:
-        """One superstep; END's value when the run is over, else ``_NOTHING``."""
-        t = self.t
-        inbox = self.inbox
-        pending = self.pending
-        deferred: list[tuple[int, Any]] = []
-        if self.skip_before and self.rerun_restored:
-            # resuming nodes that paused: they finish their superstep first, so the outputs of their siblings in
-            # that superstep are routed together with theirs (as if the run had never paused)
-            deferred = list(pending)
-            pending.clear()
-        while pending:
-            src, out = pending.popleft()
-            try:
-                await self._finish(src, out)
-            except BaseException:
-                await _close(out)
-                raise
-        if t.end in inbox:
-            result = self._take(t.end)
-            await self._close_all()
-            return result
-        if not inbox:
-            names = [t.keys[i] for i in self.last]
-            raise GraphRunError(f"no tasks to execute, last completed nodes: {names}")
-        max_steps = self.max_steps
-        assert max_steps is not None
-        if self.steps >= max_steps:
-            raise MaxStepsExceededError(max_steps)
-        external = self.options.external_interrupt
-        if external is not None and external.requested:
-            raise await pause(self, after=self.last)
-        if self.skip_before:
-            self.skip_before = False  # tasks restored from a checkpoint run without re-checking interrupt_before
-        elif t.interrupt_before:
-            hit = sorted(j for j in inbox if j in t.interrupt_before)
-            if hit:
-                raise await pause(self, before=hit)
-        signals: list[tuple[int, GraphInterrupt]] = []
-        abandoned: list[tuple[int, Any]] = []
-        outputs: list[tuple[int, Any]] = []
-        if len(inbox) == 1 and external is None:
-            j = next(iter(inbox))
-            ready = [j]
-            try:
-                pending.append((j, await self._exec(j, self._take(j))))
-            except GraphInterrupt as sig:
-                signals.append((j, sig))
-        else:
-            ready = sorted(inbox)
-            batch = [(j, self._take(j)) for j in ready]
-            outputs, signals, abandoned = await self._run_batch(batch)
-            pending.extend(outputs)
-        if deferred:
-            pending.extendleft(reversed(deferred))
-        self.last = ready
-        self.steps += 1
-        if signals or abandoned:
-            done = [j for j, _ in outputs] if abandoned else []
-            raise await pause(self, after=done, reruns=signals, abandoned=abandoned)
-        if t.interrupt_after:
-            hit = [j for j in ready if j in t.interrupt_after]
-            if hit:
-                raise await pause(self, after=hit)
-        return _NOTHING
-
-    async def _run_batch(
-        self, batch: list[tuple[int, Any]]
-    ) -> tuple[list[tuple[int, Any]], list[tuple[int, GraphInterrupt]], list[tuple[int, Any]]]:
-        """Run a superstep's tasks together: (outputs, interrupts, tasks abandoned by an external interrupt with
-        their inputs). A failure cancels the others and is raised."""
-        n = len(batch)
-        results: list[Any] = [_NOTHING] * n
-        errors: list[BaseException | None] = [None] * n
-        external = self.options.external_interrupt
-        spares: list[Any] = [None] * n
-        scopes = [anyio.CancelScope() for _ in range(n)]
-        if external is not None:  # keep every input: a task cut off by the grace period re-runs with it
-            for i, (j, x) in enumerate(batch):
-                if self.streaming:
-                    x, spares[i] = x.copy(2)
-                    batch[i] = (j, x)
-                else:
-                    spares[i] = x
-        left = [n]
-        all_done = anyio.Event()
-        watcher = anyio.CancelScope()
-
-        async def task(i: int, j: int, x: Any, scope: anyio.CancelScope) -> None:
-            with scopes[i]:
-                try:
-                    results[i] = await self._exec(j, x)
-                except GraphInterrupt as sig:
-                    results[i] = sig  # interrupts are not failures: the siblings finish
-                except Exception as exc:
-                    errors[i] = exc
-                    scope.cancel()
-            left[0] -= 1
-            if left[0] == 0:
-                all_done.set()
-                if external is None or not external.requested:
-                    watcher.cancel()
-
-        async def watch(ext: ExternalInterrupt) -> None:
-            with watcher:
-                await ext._event().wait()
-            if ext.grace_period is None:
-                return  # the tasks finish; the run pauses at the next step boundary
-            with anyio.move_on_after(ext.grace_period):
-                await all_done.wait()
-            for i in range(n):
-                if results[i] is _NOTHING and errors[i] is None:
-                    scopes[i].cancel()
-
-        try:
-            async with anyio.create_task_group() as tg:
-                for i, (j, x) in enumerate(batch):
-                    tg.start_soon(task, i, j, x, tg.cancel_scope)
-                if external is not None:
-                    tg.start_soon(watch, external)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                for r in (*results, *spares):
-                    await _close(r)
-            raise
-        failed = [e for e in errors if e is not None]
-        if failed:
-            with anyio.CancelScope(shield=True):
-                for r in (*results, *spares):
-                    await _close(r)
-            first = failed[0]
-            for other in failed[1:]:
-                first.add_note(f"pyeino: a sibling node failed too: {other}")
-            raise first
-        outputs: list[tuple[int, Any]] = []
-        signals: list[tuple[int, GraphInterrupt]] = []
-        abandoned: list[tuple[int, Any]] = []
-        for i, (j, _) in enumerate(batch):
-            r = results[i]
-            if r is _NOTHING:
-                abandoned.append((j, spares[i]))
-                continue
-            await _close(spares[i])
-            (signals if isinstance(r, GraphInterrupt) else outputs).append((j, r))
-        return outputs, signals, abandoned
-
-    # ------------------------------------------------------------------ DAG
-
-    async def _run_dag(self) -> Any:
-        t = self.t
-        end = t.end
-        ready = self.ready
-        while self.pending:
-            src, value = self.pending.popleft()
-            await self._finish(src, value)
-        # nodes restored from a checkpoint run without re-checking interrupt_before
-        unchecked = set(ready) if self.skip_before else set()
-        self.skip_before = False
-        send, recv = anyio.create_memory_object_stream[tuple[int, Any, BaseException | None]](math.inf)
-        running = 0
-        error: BaseException | None = None
-        result: Any = _NOTHING
-        before: list[int] = []
-        after: list[int] = []
-        signals: list[tuple[int, GraphInterrupt]] = []
-
-        async def task(j: int, x: Any) -> None:
-            try:
-                out = await self._exec(j, x)
-            except Exception as exc:
-                send.send_nowait((j, None, exc))
-            else:
-                send.send_nowait((j, out, None))
-
-        async def completed(j: int, out: Any, exc: BaseException | None) -> BaseException | None:
-            """Route a finished task; an interrupt or after-interrupt makes the run pause once idle."""
-            if isinstance(exc, GraphInterrupt):
-                signals.append((j, exc))
-                return None
-            if exc is not None:
-                return exc
-            try:
-                await self._finish(j, out)
-            except Exception as exc2:
-                return exc2
-            if j in t.interrupt_after:
-                after.append(j)
-            return None
-
-        try:
-            async with anyio.create_task_group() as tg:
-                while result is _NOTHING and error is None:
-                    pausing = bool(before or after or signals)
-                    while ready and result is _NOTHING and not pausing:
-                        j = ready.popleft()
-                        if j == end:
-                            result = self._take_dag(j)
-                        elif j in t.interrupt_before and j not in unchecked:
-                            before.append(j)  # its input stays in the inbox for the checkpoint
-                            pausing = True
-                        elif running == 0 and not ready:
-                            x = self._take_dag(j)
-                            signal: GraphInterrupt | None = None
-                            try:
-                                out = await self._exec(j, x)
-                            except GraphInterrupt as sig:
-                                out, signal = None, sig
-                            error = await completed(j, out, signal)
-                            pausing = bool(before or after or signals)
-                            if error is not None:
-                                break
-                        else:
-                            tg.start_soon(task, j, self._take_dag(j))
-                            running += 1
-                    if result is not _NOTHING or error is not None:
-                        break
-                    if running == 0:
-                        if not pausing:
-                            error = GraphRunError("no tasks to execute: every remaining node was skipped")
-                        break
-                    j, out, failure = await recv.receive()
-                    running -= 1
-                    error = await completed(j, out, failure)
-                tg.cancel_scope.cancel()
-        finally:
-            send.close()
-            with anyio.CancelScope(shield=True):
-                async with recv:
-                    async for _, out, _ in recv:
-                        await _close(out)
-        if error is not None:
-            await _close(result)
-            raise error
-        if result is _NOTHING:
-            ready.extendleft(reversed(before))
-            raise await pause(self, before=before, after=after, reruns=signals)
-        await self._close_all()
-        return result
-
-    def _take_dag(self, j: int) -> Any:
-        if j in self.inbox:
-            return self._take(j)
-        tp = self.t.nodes[j].input_type if j < self.t.n else self.t.output_type
-        zero = zero_value(tp)
-        return _one(zero) if self.streaming else zero
-
-    def _report(self, src: int, dst: int, skipped: bool) -> None:
-        t = self.t
-        rep = self.reported.setdefault(dst, set())
-        rep.add(src)
-        if skipped:
-            self.skipped.setdefault(dst, set()).add(src)
-        preds = t.preds[dst]
-        if len(rep) < len(preds):
-            return
-        del self.reported[dst]
-        sk = self.skipped.pop(dst, set())
-        if len(sk) < len(preds):
-            self.ready.append(dst)
-            return
-        # every predecessor was skipped: the node is skipped and the skip propagates
-        if dst != t.end:
-            for s in t.all_succ[dst]:
-                self._report(dst, s, True)
 
     # ------------------------------------------------------------------ nodes
 
@@ -781,7 +514,7 @@ class GraphRun:
                 self._deliver(src, s, out)
         if t.dag:
             for s in skipped:
-                self._report(src, s, True)
+                report(self, src, s, True)
 
     def _deliver(self, src: int, dst: int, value: Any) -> None:
         t = self.t
@@ -797,4 +530,4 @@ class GraphRun:
         else:
             box[src] = value
         if t.dag:
-            self._report(src, dst, False)
+            report(self, src, dst, False)

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 Handler = Callable[[Any, Any], Any]
 
+NOTHING: Any = object()  # "no value yet" (None is a value)
+
 
 @dataclass(frozen=True, slots=True)
 class NodeRT:

@@ -1,0 +1,151 @@
+"""DAG mode (``all_predecessor``): eager scheduling with skip propagation (eino-semantics 1.3).
+
+A node becomes ready when every predecessor has delivered or been skipped; a node all of whose predecessors were
+skipped is skipped itself, and the skip propagates. Tasks start as soon as they are ready; the first time END is
+ready its value is returned and anything still running is cancelled. Interrupts: the run stops starting tasks,
+lets the running ones finish, then pauses.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from compose._resume import pause
+from compose._tables import NOTHING as _NOTHING
+from compose._types import zero_value
+from compose.errors import GraphInterrupt, GraphRunError
+from compose.stream import StreamReader
+
+if TYPE_CHECKING:
+    from compose._engine import GraphRun
+
+
+
+async def _close(value: Any) -> None:
+    if isinstance(value, StreamReader):
+        await value.aclose()
+
+
+def _one(value: Any) -> StreamReader[Any]:
+    return StreamReader.from_iterable((value,))
+
+
+async def run_dag(self: GraphRun) -> Any:
+    t = self.t
+    end = t.end
+    ready = self.ready
+    while self.pending:
+        src, value = self.pending.popleft()
+        await self._finish(src, value)
+    # nodes restored from a checkpoint run without re-checking interrupt_before
+    unchecked = set(ready) if self.skip_before else set()
+    self.skip_before = False
+    send, recv = anyio.create_memory_object_stream[tuple[int, Any, BaseException | None]](math.inf)
+    running = 0
+    error: BaseException | None = None
+    result: Any = _NOTHING
+    before: list[int] = []
+    after: list[int] = []
+    signals: list[tuple[int, GraphInterrupt]] = []
+
+    async def task(j: int, x: Any) -> None:
+        try:
+            out = await self._exec(j, x)
+        except Exception as exc:
+            send.send_nowait((j, None, exc))
+        else:
+            send.send_nowait((j, out, None))
+
+    async def completed(j: int, out: Any, exc: BaseException | None) -> BaseException | None:
+        """Route a finished task; an interrupt or after-interrupt makes the run pause once idle."""
+        if isinstance(exc, GraphInterrupt):
+            signals.append((j, exc))
+            return None
+        if exc is not None:
+            return exc
+        try:
+            await self._finish(j, out)
+        except Exception as exc2:
+            return exc2
+        if j in t.interrupt_after:
+            after.append(j)
+        return None
+
+    try:
+        async with anyio.create_task_group() as tg:
+            while result is _NOTHING and error is None:
+                pausing = bool(before or after or signals)
+                while ready and result is _NOTHING and not pausing:
+                    j = ready.popleft()
+                    if j == end:
+                        result = take_dag(self, j)
+                    elif j in t.interrupt_before and j not in unchecked:
+                        before.append(j)  # its input stays in the inbox for the checkpoint
+                        pausing = True
+                    elif running == 0 and not ready:
+                        x = take_dag(self, j)
+                        signal: GraphInterrupt | None = None
+                        try:
+                            out = await self._exec(j, x)
+                        except GraphInterrupt as sig:
+                            out, signal = None, sig
+                        error = await completed(j, out, signal)
+                        pausing = bool(before or after or signals)
+                        if error is not None:
+                            break
+                    else:
+                        tg.start_soon(task, j, take_dag(self, j))
+                        running += 1
+                if result is not _NOTHING or error is not None:
+                    break
+                if running == 0:
+                    if not pausing:
+                        error = GraphRunError("no tasks to execute: every remaining node was skipped")
+                    break
+                j, out, failure = await recv.receive()
+                running -= 1
+                error = await completed(j, out, failure)
+            tg.cancel_scope.cancel()
+    finally:
+        send.close()
+        with anyio.CancelScope(shield=True):
+            async with recv:
+                async for _, out, _ in recv:
+                    await _close(out)
+    if error is not None:
+        await _close(result)
+        raise error
+    if result is _NOTHING:
+        ready.extendleft(reversed(before))
+        raise await pause(self, before=before, after=after, reruns=signals)
+    await self._close_all()
+    return result
+
+def take_dag(self: GraphRun, j: int) -> Any:
+    if j in self.inbox:
+        return self._take(j)
+    tp = self.t.nodes[j].input_type if j < self.t.n else self.t.output_type
+    zero = zero_value(tp)
+    return _one(zero) if self.streaming else zero
+
+def report(self: GraphRun, src: int, dst: int, skipped: bool) -> None:
+    t = self.t
+    rep = self.reported.setdefault(dst, set())
+    rep.add(src)
+    if skipped:
+        self.skipped.setdefault(dst, set()).add(src)
+    preds = t.preds[dst]
+    if len(rep) < len(preds):
+        return
+    del self.reported[dst]
+    sk = self.skipped.pop(dst, set())
+    if len(sk) < len(preds):
+        self.ready.append(dst)
+        return
+    # every predecessor was skipped: the node is skipped and the skip propagates
+    if dst != t.end:
+        for s in t.all_succ[dst]:
+            report(self, dst, s, True)

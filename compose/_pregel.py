@@ -1,0 +1,175 @@
+"""Pregel mode (``any_predecessor``): supersteps with a barrier (eino-semantics 1.3).
+
+Each step first finishes the previous step's nodes (post handlers, then routing along edges and branches), then
+returns END's value if END received one, else runs every node with a non-empty inbox (values from several
+predecessors fan-in merged). The step limit is checked before a step runs, counting from 0 (START's routing is not
+a step). Interrupts: static ones before/after listed nodes, signals raised by nodes (their siblings finish), and an
+external interrupt at a step boundary or, with a grace period, in the middle of a step.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from compose._resume import pause
+from compose._tables import NOTHING as _NOTHING
+from compose.errors import GraphInterrupt, GraphRunError, MaxStepsExceededError
+from compose.interrupt import ExternalInterrupt
+from compose.stream import StreamReader
+
+if TYPE_CHECKING:
+    from compose._engine import GraphRun
+
+
+async def _close(value: Any) -> None:
+    if isinstance(value, StreamReader):
+        await value.aclose()
+
+
+async def pregel_step(self: GraphRun) -> Any:
+    """One superstep; END's value when the run is over, else ``_NOTHING``."""
+    t = self.t
+    inbox = self.inbox
+    pending = self.pending
+    deferred: list[tuple[int, Any]] = []
+    if self.skip_before and self.rerun_restored:
+        # resuming nodes that paused: they finish their superstep first, so the outputs of their siblings in
+        # that superstep are routed together with theirs (as if the run had never paused)
+        deferred = list(pending)
+        pending.clear()
+    while pending:
+        src, out = pending.popleft()
+        try:
+            await self._finish(src, out)
+        except BaseException:
+            await _close(out)
+            raise
+    if t.end in inbox:
+        result = self._take(t.end)
+        await self._close_all()
+        return result
+    if not inbox:
+        names = [t.keys[i] for i in self.last]
+        raise GraphRunError(f"no tasks to execute, last completed nodes: {names}")
+    max_steps = self.max_steps
+    assert max_steps is not None
+    if self.steps >= max_steps:
+        raise MaxStepsExceededError(max_steps)
+    external = self.options.external_interrupt
+    if external is not None and external.requested:
+        raise await pause(self, after=self.last)
+    if self.skip_before:
+        self.skip_before = False  # tasks restored from a checkpoint run without re-checking interrupt_before
+    elif t.interrupt_before:
+        hit = sorted(j for j in inbox if j in t.interrupt_before)
+        if hit:
+            raise await pause(self, before=hit)
+    signals: list[tuple[int, GraphInterrupt]] = []
+    abandoned: list[tuple[int, Any]] = []
+    outputs: list[tuple[int, Any]] = []
+    if len(inbox) == 1 and external is None:
+        j = next(iter(inbox))
+        ready = [j]
+        try:
+            pending.append((j, await self._exec(j, self._take(j))))
+        except GraphInterrupt as sig:
+            signals.append((j, sig))
+    else:
+        ready = sorted(inbox)
+        batch = [(j, self._take(j)) for j in ready]
+        outputs, signals, abandoned = await run_batch(self, batch)
+        pending.extend(outputs)
+    if deferred:
+        pending.extendleft(reversed(deferred))
+    self.last = ready
+    self.steps += 1
+    if signals or abandoned:
+        done = [j for j, _ in outputs] if abandoned else []
+        raise await pause(self, after=done, reruns=signals, abandoned=abandoned)
+    if t.interrupt_after:
+        hit = [j for j in ready if j in t.interrupt_after]
+        if hit:
+            raise await pause(self, after=hit)
+    return _NOTHING
+
+async def run_batch(
+    self: GraphRun, batch: list[tuple[int, Any]]
+) -> tuple[list[tuple[int, Any]], list[tuple[int, GraphInterrupt]], list[tuple[int, Any]]]:
+    """Run a superstep's tasks together: (outputs, interrupts, tasks abandoned by an external interrupt with
+    their inputs). A failure cancels the others and is raised."""
+    n = len(batch)
+    results: list[Any] = [_NOTHING] * n
+    errors: list[BaseException | None] = [None] * n
+    external = self.options.external_interrupt
+    spares: list[Any] = [None] * n
+    scopes = [anyio.CancelScope() for _ in range(n)]
+    if external is not None:  # keep every input: a task cut off by the grace period re-runs with it
+        for i, (j, x) in enumerate(batch):
+            if self.streaming:
+                x, spares[i] = x.copy(2)
+                batch[i] = (j, x)
+            else:
+                spares[i] = x
+    left = [n]
+    all_done = anyio.Event()
+    watcher = anyio.CancelScope()
+
+    async def task(i: int, j: int, x: Any, scope: anyio.CancelScope) -> None:
+        with scopes[i]:
+            try:
+                results[i] = await self._exec(j, x)
+            except GraphInterrupt as sig:
+                results[i] = sig  # interrupts are not failures: the siblings finish
+            except Exception as exc:
+                errors[i] = exc
+                scope.cancel()
+        left[0] -= 1
+        if left[0] == 0:
+            all_done.set()
+            if external is None or not external.requested:
+                watcher.cancel()
+
+    async def watch(ext: ExternalInterrupt) -> None:
+        with watcher:
+            await ext._event().wait()
+        if ext.grace_period is None:
+            return  # the tasks finish; the run pauses at the next step boundary
+        with anyio.move_on_after(ext.grace_period):
+            await all_done.wait()
+        for i in range(n):
+            if results[i] is _NOTHING and errors[i] is None:
+                scopes[i].cancel()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for i, (j, x) in enumerate(batch):
+                tg.start_soon(task, i, j, x, tg.cancel_scope)
+            if external is not None:
+                tg.start_soon(watch, external)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            for r in (*results, *spares):
+                await _close(r)
+        raise
+    failed = [e for e in errors if e is not None]
+    if failed:
+        with anyio.CancelScope(shield=True):
+            for r in (*results, *spares):
+                await _close(r)
+        first = failed[0]
+        for other in failed[1:]:
+            first.add_note(f"pyeino: a sibling node failed too: {other}")
+        raise first
+    outputs: list[tuple[int, Any]] = []
+    signals: list[tuple[int, GraphInterrupt]] = []
+    abandoned: list[tuple[int, Any]] = []
+    for i, (j, _) in enumerate(batch):
+        r = results[i]
+        if r is _NOTHING:
+            abandoned.append((j, spares[i]))
+            continue
+        await _close(spares[i])
+        (signals if isinstance(r, GraphInterrupt) else outputs).append((j, r))
+    return outputs, signals, abandoned
