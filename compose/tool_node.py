@@ -11,11 +11,11 @@ A port of Eino's ``compose.ToolsNode`` (eino-semantics section 2):
 - Calls run in parallel (one anyio task each, at most ``max_concurrency`` at a time, started in call order),
   or one after the other with ``execute_sequentially=True``. Every call runs to its end; then the first
   failure in call order fails the node with :class:`~compose.errors.ToolExecutionError` naming tool and call
-  id, and the other results are dropped. Interrupts (:class:`~compose.errors.GraphInterrupt`) are not
-  failures: when no call failed, the first interrupt is raised as it is.
-- Middlewares wrap each tool's endpoints, the first in the list outermost. A tool implementing one paradigm
-  gets the other derived from its *wrapped* native endpoint, so a stream-only tool called through
-  :meth:`invoke` still goes through the streamable middlewares.
+  id, and the other results are dropped. Interrupts (:class:`~compose.interrupt.InterruptSignal`) are not
+  failures: when no call failed, the node raises one composite interrupt whose children are the calls that
+  paused and whose state keeps the input and the finished results; re-run on resume, the node runs only the
+  calls that had not finished (each tool sees its own resume context).
+- Middlewares (:mod:`compose.tool_middleware`) wrap each tool's endpoints, the first in the list outermost.
 - In stream mode every call fills its own slot of ``list[Message | None]`` chunks; slots interleave in arrival
   order and ``concat_message_lists`` rebuilds the messages.
 - :func:`get_tool_call_id` gives the current call id to the middlewares, the tool, and the tool's stream while
@@ -34,8 +34,7 @@ empty, and an error inside a tool stream reaches the reader as it is (only failu
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -44,7 +43,6 @@ import anyio
 from compose._resume import resumed_for
 from compose.errors import (
     GraphInterrupt,
-    StreamEnd,
     ToolArgumentsHandlerError,
     ToolExecutionError,
     ToolInputError,
@@ -54,7 +52,23 @@ from compose.errors import (
 from compose.interrupt import InterruptSignal, _Resumed, _resumed
 from compose.schema import Message, ToolInfo, tool_message
 from compose.stream import StreamReader, concat, merge_streams
-from compose.tools import BaseTool, InvokableTool, StreamableTool, tool_timeout
+from compose.tool_middleware import (
+    InvokableToolEndpoint,
+    InvokableToolMiddleware,
+    StreamableToolEndpoint,
+    StreamableToolMiddleware,
+    StreamToolOutput,
+    ToolInput,
+    ToolMiddleware,
+    ToolOutput,
+    _build_endpoints,
+    _close,
+    _Endpoints,
+    _tool_call_id,
+    get_tool_call_id,
+    tool_errors_as_results,
+)
+from compose.tools import BaseTool
 
 __all__ = [
     "InvokableToolEndpoint",
@@ -73,198 +87,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-_tool_call_id: ContextVar[str | None] = ContextVar("pyeino_tool_call_id", default=None)
-
-
-def get_tool_call_id() -> str | None:
-    """The id of the tool call being run: inside a tool, its middlewares, and while its stream is read.
-
-    Returns None outside a tool call.
-    """
-    return _tool_call_id.get()
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Endpoints and middlewares
-
-
-@dataclass(slots=True)
-class ToolInput:
-    """One tool call as middlewares see it; a middleware may pass a changed copy (or this one, changed) on."""
-
-    name: str
-    arguments: str
-    call_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ToolOutput:
-    """The result of an invokable endpoint."""
-
-    result: str
-
-
-@dataclass(frozen=True, slots=True)
-class StreamToolOutput:
-    """The result of a streamable endpoint; whoever receives it owns (and closes) the reader."""
-
-    result: StreamReader[str]
-
-
-InvokableToolEndpoint = Callable[[ToolInput], Awaitable[ToolOutput]]
-StreamableToolEndpoint = Callable[[ToolInput], Awaitable[StreamToolOutput]]
-InvokableToolMiddleware = Callable[[InvokableToolEndpoint], InvokableToolEndpoint]
-StreamableToolMiddleware = Callable[[StreamableToolEndpoint], StreamableToolEndpoint]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolMiddleware:
-    """Wrappers of tool endpoints: ``wrap(next) -> endpoint``, for invokable and/or streamable tools.
-
-    Example:
-        >>> def shout(next):
-        ...     async def endpoint(inp):
-        ...         out = await next(inp)
-        ...         return ToolOutput(out.result.upper())
-        ...     return endpoint
-        >>> mw = ToolMiddleware(invokable=shout)
-    """
-
-    invokable: InvokableToolMiddleware | None = None
-    streamable: StreamableToolMiddleware | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Endpoints:
-    invoke: InvokableToolEndpoint
-    stream: StreamableToolEndpoint
-
-
-def _build_endpoints(t: BaseTool, name: str, middlewares: Sequence[ToolMiddleware]) -> _Endpoints:
-    timeout = tool_timeout(t)
-    invoke: InvokableToolEndpoint | None = None
-    stream: StreamableToolEndpoint | None = None
-    if isinstance(t, InvokableTool):
-        invoke = _native_invoke(t, name, timeout)
-        for mw in reversed(middlewares):
-            if mw.invokable is not None:
-                invoke = mw.invokable(invoke)
-    if isinstance(t, StreamableTool):
-        stream = _native_stream(t, name, timeout)
-        for mw in reversed(middlewares):
-            if mw.streamable is not None:
-                stream = mw.streamable(stream)
-    if invoke is None:
-        if stream is None:
-            raise TypeError(
-                f"tool {name} is not invokable or streamable (it needs an async run() or stream())"
-            )
-        invoke = _invoke_from_stream(stream)
-    elif stream is None:
-        stream = _stream_from_invoke(invoke)
-    return _Endpoints(invoke, stream)
-
-
-def _native_invoke(t: InvokableTool, name: str, timeout: float | None) -> InvokableToolEndpoint:
-    if timeout is None:
-
-        async def endpoint(inp: ToolInput) -> ToolOutput:
-            return ToolOutput(await t.run(inp.arguments))
-
-        return endpoint
-
-    async def timed_endpoint(inp: ToolInput) -> ToolOutput:
-        with anyio.move_on_after(timeout):
-            return ToolOutput(await t.run(inp.arguments))
-        # Only this scope's own deadline lands here; a TimeoutError raised by the tool propagates as it is.
-        raise ToolTimeoutError(name, timeout)
-
-    return timed_endpoint
-
-
-def _native_stream(t: StreamableTool, name: str, timeout: float | None) -> StreamableToolEndpoint:
-    async def endpoint(inp: ToolInput) -> StreamToolOutput:
-        if timeout is None:
-            return StreamToolOutput(_guard(await t.stream(inp.arguments), inp.call_id, None, name, 0.0))
-        deadline = anyio.current_time() + timeout
-        with anyio.move_on_at(deadline):
-            reader = await t.stream(inp.arguments)
-            return StreamToolOutput(_guard(reader, inp.call_id, deadline, name, timeout))
-        raise ToolTimeoutError(name, timeout)
-
-    return endpoint
-
-
-def _guard(
-    reader: StreamReader[str], call_id: str, deadline: float | None, name: str, timeout: float
-) -> StreamReader[str]:
-    """``reader`` with the call id set while it produces, and each chunk due before ``deadline``.
-
-    A cancel-safe reader without deadline is returned as it is: it runs no tool code inside ``recv()``. A
-    reader that is not cancel-safe (a tool's async generator) runs the tool inside ``recv()``, in whatever
-    task reads it (a merge's fetch task, say), so the call id is set around each ``recv()``.
-    """
-    if reader.cancel_safe and deadline is None:
-        return reader
-
-    async def step() -> str:
-        token = _tool_call_id.set(call_id)
-        try:
-            if deadline is None:
-                return await reader.recv()
-            with anyio.move_on_at(deadline):
-                return await reader.recv()
-            raise ToolTimeoutError(name, timeout)
-        except StreamEnd:
-            raise StopAsyncIteration from None
-        finally:
-            _tool_call_id.reset(token)
-
-    return StreamReader.from_async_iterator(_ReaderIterator(reader, step))
-
-
-class _ReaderIterator(AsyncIterator[T]):
-    """Iterates by calling ``step``; closing it closes ``reader``, whether the iteration started or not.
-
-    (An async generator closed before its first step would skip its ``finally`` and leave the reader open.)
-    """
-
-    __slots__ = ("_reader", "_step")
-
-    def __init__(self, reader: StreamReader[Any], step: Callable[[], Awaitable[T]]) -> None:
-        self._reader = reader
-        self._step = step
-
-    async def __anext__(self) -> T:
-        return await self._step()
-
-    async def aclose(self) -> None:
-        await _close(self._reader)
-
-
-def _invoke_from_stream(stream: StreamableToolEndpoint) -> InvokableToolEndpoint:
-    async def endpoint(inp: ToolInput) -> ToolOutput:
-        reader = (await stream(inp)).result
-        try:
-            return ToolOutput("".join([chunk async for chunk in reader]))
-        finally:
-            await _close(reader)
-
-    return endpoint
-
-
-def _stream_from_invoke(invoke: InvokableToolEndpoint) -> StreamableToolEndpoint:
-    async def endpoint(inp: ToolInput) -> StreamToolOutput:
-        return StreamToolOutput(StreamReader.from_iterable([(await invoke(inp)).result]))
-
-    return endpoint
-
-
-async def _close(reader: StreamReader[Any]) -> None:
-    with anyio.CancelScope(shield=True):
-        await reader.aclose()
-
 
 # ----------------------------------------------------------------------------------------------------------
 # The node
@@ -587,82 +409,3 @@ def _slot_stream(
         return [*before, tool_message(chunk, call.call_id, tool_name=call.name), *after]
 
     return reader.map(slot)
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Ready middleware
-
-
-def _describe_error(inp: ToolInput, exc: Exception) -> str:
-    return f"[tool error] tool '{inp.name}' failed: {type(exc).__name__}: {exc}"
-
-
-def tool_errors_as_results(
-    formatter: Callable[[ToolInput, Exception], str] = _describe_error,
-) -> ToolMiddleware:
-    """A middleware turning a failing tool into a tool message the model can read, so an agent can recover.
-
-    The message names the tool, the error type and the error message (or is whatever ``formatter`` returns). A
-    failure in the middle of a stream ends the stream with that message as its last chunk. Interrupts
-    (:class:`~compose.errors.GraphInterrupt`) and cancellation pass through untouched. Put it first in
-    ``middlewares`` to cover the other middlewares too.
-
-    Example:
-        >>> from compose.schema import FunctionCall, ToolCall, assistant_message
-        >>> from compose.tools import tool
-        >>> @tool
-        ... def divide(a: int, b: int) -> float:
-        ...     return a / b
-        >>> node = ToolsNode([divide], middlewares=[tool_errors_as_results()])
-        >>> call = ToolCall(id="c1", function=FunctionCall(name="divide", arguments='{"a": 1, "b": 0}'))
-        >>> anyio.run(node.invoke, assistant_message("", [call]))[0].content
-        "[tool error] tool 'divide' failed: ZeroDivisionError: division by zero"
-    """
-
-    def invokable(next_: InvokableToolEndpoint) -> InvokableToolEndpoint:
-        async def endpoint(inp: ToolInput) -> ToolOutput:
-            try:
-                return await next_(inp)
-            except GraphInterrupt:
-                raise
-            except Exception as exc:
-                return ToolOutput(formatter(inp, exc))
-
-        return endpoint
-
-    def streamable(next_: StreamableToolEndpoint) -> StreamableToolEndpoint:
-        async def endpoint(inp: ToolInput) -> StreamToolOutput:
-            try:
-                out = await next_(inp)
-            except GraphInterrupt:
-                raise
-            except Exception as exc:
-                return StreamToolOutput(StreamReader.from_iterable([formatter(inp, exc)]))
-            return StreamToolOutput(_errors_as_chunk(out.result, inp, formatter))
-
-        return endpoint
-
-    return ToolMiddleware(invokable=invokable, streamable=streamable)
-
-
-def _errors_as_chunk(
-    reader: StreamReader[str], inp: ToolInput, formatter: Callable[[ToolInput, Exception], str]
-) -> StreamReader[str]:
-    """``reader``, ended by ``formatter``'s message in place of the first error item."""
-    failed = False
-
-    async def step() -> str:
-        nonlocal failed
-        if failed:
-            raise StopAsyncIteration
-        try:
-            return await reader.recv()
-        except StreamEnd:
-            raise StopAsyncIteration from None
-        except GraphInterrupt:
-            raise
-        except Exception as exc:
-            failed = True
-            return formatter(inp, exc)
-
-    return StreamReader.from_async_iterator(_ReaderIterator(reader, step))
