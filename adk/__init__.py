@@ -1,1 +1,60 @@
 """pyeino's agent kit: ChatModelAgent on the ReAct graph, Runner and events."""
+
+from adk.actions import send_tool_gen_action
+from adk.chat_model_agent import ChatModelAgent, ToolExecutionMode, ToolsConfig, exit_tool
+from adk.errors import (
+    AgentError,
+    AgentTimeoutError,
+    ExceedMaxIterationsError,
+    RetryExhaustedError,
+    StallDetectedError,
+    TokenBudgetExceededError,
+    WillRetryError,
+)
+from adk.events import (
+    AgentAction,
+    AgentEvent,
+    AgentInput,
+    AgentOutput,
+    BreakLoopAction,
+    MessageVariant,
+    TransferToAgentAction,
+)
+from adk.react import ChatModelAgentState, ChatModelHook, State
+from adk.retry import ModelRetryConfig, default_backoff
+from adk.runner import Agent, AgentRun, Runner
+from adk.telemetry import TELEMETRY_EVENT_NAMES, JSONLTraceWriter, TelemetryEvent, TelemetryHandler
+
+__all__ = [
+    "TELEMETRY_EVENT_NAMES",
+    "Agent",
+    "AgentAction",
+    "AgentError",
+    "AgentEvent",
+    "AgentInput",
+    "AgentOutput",
+    "AgentRun",
+    "AgentTimeoutError",
+    "BreakLoopAction",
+    "ChatModelAgent",
+    "ChatModelAgentState",
+    "ChatModelHook",
+    "ExceedMaxIterationsError",
+    "JSONLTraceWriter",
+    "MessageVariant",
+    "ModelRetryConfig",
+    "RetryExhaustedError",
+    "Runner",
+    "StallDetectedError",
+    "State",
+    "TelemetryEvent",
+    "TelemetryHandler",
+    "TokenBudgetExceededError",
+    "ToolExecutionMode",
+    "ToolsConfig",
+    "TransferToAgentAction",
+    "WillRetryError",
+    "default_backoff",
+    "exit_tool",
+    "send_tool_gen_action",
+]

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections import deque
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adk.events import AgentEvent
 from adk.telemetry import TelemetryEvent, TelemetryHandler
+
+if TYPE_CHECKING:
+    from adk.react import State
 
 
 @dataclass(slots=True, eq=False)
@@ -30,6 +33,7 @@ class RunContext:
     total_tokens: int = 0
     tool_history: list[str] = field(default_factory=list)
     termination_reason: str | None = None
+    state: State | None = None  # the run's graph state, set by the state factory
 
     @property
     def step(self) -> int:

@@ -16,7 +16,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -37,12 +37,10 @@ from adk.telemetry import TelemetryHandler
 from compose.models.base import ChatModel, ToolChoice
 from compose.runnable import Runnable
 from compose.schema import Message, system_message
-from compose.tool_node import ToolArgumentsHandlerError, ToolMiddleware, ToolsNode
+from compose.tool_node import ToolMiddleware, ToolsNode
 from compose.tools import BaseTool, tool, tool_parallel_safe
 
 __all__ = ["ChatModelAgent", "ToolExecutionMode", "ToolsConfig", "exit_tool"]
-
-_ = ToolArgumentsHandlerError  # re-exported by compose; imported here only for documentation links
 
 ToolExecutionMode = Literal["auto", "serial", "parallel"]
 
@@ -126,7 +124,8 @@ class ChatModelAgent:
             or ``"parallel"``.
         stall_window: end the run with ``StallDetectedError`` when the last this-many tool calls all called the
             same tool.
-        timeout: end the run with ``AgentTimeoutError`` after this many seconds.
+        timeout: end the run with ``AgentTimeoutError`` after this many seconds (a deadline on the supersteps the
+            runner drives; a stream the consumer is reading between them is not interrupted).
 
     Raises:
         ValueError: a required field is missing or a return-directly tool is unknown.
@@ -137,9 +136,9 @@ class ChatModelAgent:
         name: str,
         description: str,
         instruction: str = "",
-        *,
-        model: ChatModel,
+        model: ChatModel | None = None,
         tools: ToolsConfig | Sequence[BaseTool] | None = None,
+        *,
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         model_retry: ModelRetryConfig | None = None,
         before_chat_model: Sequence[ChatModelHook] = (),
@@ -165,7 +164,7 @@ class ChatModelAgent:
         self.name = name
         self.description = description
         self.instruction = instruction
-        self.model = model
+        self.model: ChatModel = model
         if tools is None:
             tools = ToolsConfig()
         elif not isinstance(tools, ToolsConfig):
@@ -282,7 +281,3 @@ class ChatModelAgent:
             timeout=self.timeout,
             output_key=self.output_key,
         )
-
-
-def _mapping(values: Mapping[str, Any] | None) -> dict[str, Any]:
-    return dict(values or {})

@@ -145,13 +145,18 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
     before, after = config.before_chat_model, config.after_chat_model
     return_directly = config.return_directly
     agent_name = config.agent_name
+    check_limits = config.stall_window is not None or config.max_budget_tokens is not None
 
     def gen_state() -> State:
-        return State(agent_name=agent_name, remaining_iterations=max_iterations)
+        st = State(agent_name=agent_name, remaining_iterations=max_iterations)
+        run = current_run.get()
+        if run is not None:
+            run.state = st
+        return st
 
     async def model_pre_handle(input: list[Message], st: State) -> list[Message]:
         run = current_run.get()
-        if run is not None:
+        if run is not None and check_limits:
             _check_limits(run, config)
         if with_tools:
             if st.remaining_iterations <= 0:
@@ -163,7 +168,8 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
             st.messages.extend(input)
         if run is not None:
             run.model_calls += 1
-            run.emit("reply.started", messages=len(st.messages))
+            if run.telemetry:
+                run.emit("reply.started", messages=len(st.messages))
         # a copy: the model may keep the list while the state grows
         return list(st.messages)
 
@@ -188,9 +194,7 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
         return last
 
     g: Graph[list[Message], Message] = Graph[list[Message], Message](state=gen_state)
-    g.add_chat_model_node(
-        CHAT_MODEL_NODE, config.model, pre_handler=model_pre_handle, post_handler=model_post_handle
-    )
+    g.add_chat_model_node(CHAT_MODEL_NODE, config.model, pre_handler=model_pre_handle, post_handler=model_post_handle)
     g.add_edge(START, CHAT_MODEL_NODE)
     if not with_tools:
         g.add_edge(CHAT_MODEL_NODE, END)
@@ -218,9 +222,7 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
             TO_END_CONVERTER_NODE,
             Lambda(transform=_to_end_converter, input_type=list[Message], output_type=Message),
         )
-        g.add_branch(
-            TOOL_NODE, StreamGraphBranch(_check_return_directly, {CHAT_MODEL_NODE, TO_END_CONVERTER_NODE})
-        )
+        g.add_branch(TOOL_NODE, StreamGraphBranch(_check_return_directly, {CHAT_MODEL_NODE, TO_END_CONVERTER_NODE}))
         g.add_edge(TO_END_CONVERTER_NODE, END)
     # iterations, not graph steps, are the limit
     return g.compile(name=agent_name or "ChatModelAgent", max_run_steps=2**31)
@@ -262,13 +264,22 @@ async def _to_end_converter(reader: StreamReader[list[Message | None]]) -> Strea
 # The tool-result collector
 
 
-async def _pop_action(name: str) -> tuple[AgentAction | None, bool]:
+async def _pop_action(run: RunContext, name: str) -> tuple[AgentAction | None, bool]:
     """Pop the action stored by the current call (call id, else tool name); is it the return-directly call?"""
     call_id = get_tool_call_id()
     key = call_id or name
-    async with process_state(State) as st:
-        action = st.tool_gen_actions.pop(key, None)
-        held = st.has_return_directly and bool(call_id) and st.return_directly_tool_call_id == call_id
+    st = run.state
+    if st is None:
+        async with process_state(State) as st:
+            return _pop(st, key, call_id)
+    # No await between reading and writing the state: the lock could not exclude anyone more than the
+    # event loop already does, and taking it costs a trip through the scheduler per tool call.
+    return _pop(st, key, call_id)
+
+
+def _pop(st: State, key: str, call_id: str | None) -> tuple[AgentAction | None, bool]:
+    action = st.tool_gen_actions.pop(key, None) if st.tool_gen_actions else None
+    held = st.has_return_directly and bool(call_id) and st.return_directly_tool_call_id == call_id
     return action, held
 
 
@@ -298,14 +309,16 @@ def tool_result_collector() -> ToolMiddleware:
             run = current_run.get()
             if run is None:
                 return await next_(inp)
-            run.emit("tool.call.started", tool=inp.name, call_id=inp.call_id, arguments=inp.arguments)
+            if run.telemetry:
+                run.emit("tool.call.started", tool=inp.name, call_id=inp.call_id, arguments=inp.arguments)
             try:
                 out = await next_(inp)
             except Exception as exc:
                 run.emit("tool.call.failed", tool=inp.name, call_id=inp.call_id, error=repr(exc))
                 raise
-            action, held = await _pop_action(inp.name)
-            run.emit("tool.call.completed", tool=inp.name, call_id=inp.call_id, result=out.result)
+            action, held = await _pop_action(run, inp.name)
+            if run.telemetry:
+                run.emit("tool.call.completed", tool=inp.name, call_id=inp.call_id, result=out.result)
             msg = tool_message(out.result, inp.call_id, tool_name=inp.name)
             variant = MessageVariant(False, message=msg, role="tool", tool_name=inp.name)
             _deliver(run, AgentEvent(output=AgentOutput(variant), action=action), held)
@@ -318,14 +331,16 @@ def tool_result_collector() -> ToolMiddleware:
             run = current_run.get()
             if run is None:
                 return await next_(inp)
-            run.emit("tool.call.started", tool=inp.name, call_id=inp.call_id, arguments=inp.arguments)
+            if run.telemetry:
+                run.emit("tool.call.started", tool=inp.name, call_id=inp.call_id, arguments=inp.arguments)
             try:
                 out = await next_(inp)
             except Exception as exc:
                 run.emit("tool.call.failed", tool=inp.name, call_id=inp.call_id, error=repr(exc))
                 raise
-            action, held = await _pop_action(inp.name)
-            run.emit("tool.call.completed", tool=inp.name, call_id=inp.call_id, streaming=True)
+            action, held = await _pop_action(run, inp.name)
+            if run.telemetry:
+                run.emit("tool.call.completed", tool=inp.name, call_id=inp.call_id, streaming=True)
             event_copy, keep = out.result.copy(2)
             stream = event_copy.map(partial(_tool_chunk, inp.call_id, inp.name))
             variant = MessageVariant(True, message_stream=stream, role="tool", tool_name=inp.name)

@@ -38,9 +38,9 @@ def default_backoff(attempt: int) -> float:
     if attempt <= 0:
         return base
     if attempt > 7:
-        return cap + random.uniform(0, cap / 2)  # noqa: S311 - jitter, not cryptography
+        return cap + random.uniform(0, cap / 2)
     delay = min(base * (1 << (attempt - 1)), cap)
-    return delay + random.uniform(0, delay / 2)  # noqa: S311
+    return delay + random.uniform(0, delay / 2)
 
 
 @dataclass(frozen=True, slots=True)

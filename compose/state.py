@@ -34,7 +34,8 @@ class _StateFrame:
 
     state: Any
     parent: _StateFrame | None
-    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    # fast_acquire: an uncontended acquire does not yield to the event loop (three handlers run per ReAct round)
+    lock: anyio.Lock = field(default_factory=lambda: anyio.Lock(fast_acquire=True))
 
 
 _current_frame: ContextVar[_StateFrame | None] = ContextVar("pyeino_state_frame", default=None)
