@@ -13,6 +13,7 @@ for its own graph's state.
 from __future__ import annotations
 
 import inspect
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -28,14 +29,51 @@ __all__ = ["process_state"]
 S = TypeVar("S")
 
 
+class _StateLock:
+    """A FIFO lock that costs nothing when uncontended: acquiring a free lock does not touch the event loop (a
+    ReAct round takes it three times). On release with waiters the lock is handed to the first waiter directly."""
+
+    __slots__ = ("_locked", "_waiters")
+
+    def __init__(self) -> None:
+        self._locked = False
+        self._waiters: deque[anyio.Event] = deque()
+
+    def __repr__(self) -> str:
+        return f"_StateLock(locked={self._locked}, waiters={len(self._waiters)})"
+
+    async def __aenter__(self) -> None:
+        if not self._locked:
+            self._locked = True
+            return
+        event = anyio.Event()
+        self._waiters.append(event)
+        try:
+            await event.wait()
+        except BaseException:
+            if event.is_set():  # handed the lock just as we were cancelled: pass it on
+                self._release()
+            else:
+                self._waiters.remove(event)
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        if self._waiters:
+            self._waiters.popleft().set()  # ownership passes to the first waiter; the lock stays taken
+        else:
+            self._locked = False
+
+
 @dataclass(eq=False)
 class _StateFrame:
     """One graph run's state, its lock, and the enclosing graph's frame."""
 
     state: Any
     parent: _StateFrame | None
-    # fast_acquire: an uncontended acquire does not yield to the event loop (three handlers run per ReAct round)
-    lock: anyio.Lock = field(default_factory=lambda: anyio.Lock(fast_acquire=True))
+    lock: _StateLock = field(default_factory=_StateLock)
 
 
 _current_frame: ContextVar[_StateFrame | None] = ContextVar("pyeino_state_frame", default=None)

@@ -325,3 +325,62 @@ async def test_lambda_callbacks_see_collect_and_transform(anyio_backend: Any) ->
     out = await g.compile(name="G").stream("xy", callbacks=[Recorder("h", log)], designate=["c"])
     assert await concat(out) == "xy"
     assert log == ["h:stream_start:c:'xy'", "h:end:c:'xy'"]
+
+
+async def test_state_lock_serialises_parallel_nodes_and_survives_cancellation(anyio_backend: Any) -> None:
+    import anyio
+
+    from compose.state import _StateLock
+
+    lock = _StateLock()
+    order: list[str] = []
+    inside = anyio.Event()
+    release = anyio.Event()
+
+    async def holder() -> None:
+        async with lock:
+            order.append("holder in")
+            inside.set()
+            await release.wait()
+            order.append("holder out")
+
+    async def waiter(tag: str) -> None:
+        async with lock:
+            order.append(tag)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(holder)
+        await inside.wait()
+        with anyio.CancelScope() as cancelled:
+            cancelled.cancel()
+            await waiter("never")  # cancelled while waiting: leaves the queue
+        tg.start_soon(waiter, "w1")
+        tg.start_soon(waiter, "w2")
+        await anyio.wait_all_tasks_blocked()
+        release.set()
+    assert order == ["holder in", "holder out", "w1", "w2"]
+    async with lock:  # free again
+        pass
+
+    # nodes of one superstep that use process_state are serialised by it
+    async def bump(x: str) -> str:
+        async with process_state(St) as st:
+            st.log.append(f"{x}<")
+            await anyio.sleep(0)
+            st.log.append(f">{x}")
+        return x
+
+    states: list[St] = []
+
+    def factory() -> St:
+        states.append(St())
+        return states[-1]
+
+    g = Graph[str, dict[str, Any]](state=factory)
+    for k in "abc":
+        g.add_lambda_node(k, bump, output_key=k)
+        g.add_edge(START, k)
+        g.add_edge(k, END)
+    assert await g.compile().invoke("x") == {"a": "x", "b": "x", "c": "x"}
+    log = states[0].log
+    assert all(log[i] == "x<" and log[i + 1] == ">x" for i in range(0, len(log), 2)) and len(log) == 6
