@@ -1,10 +1,13 @@
 """pyeino's agent kit: ChatModelAgent on the ReAct graph, Runner and events."""
 
 from adk.actions import send_tool_gen_action
+from adk.approval import ApprovalDecision, ApprovalPredicate, ApprovalRequest, approval_middleware
 from adk.chat_model_agent import ChatModelAgent, ToolExecutionMode, ToolsConfig, exit_tool
+from adk.checkpointing import AgentCheckpoint
 from adk.errors import (
     AgentError,
     AgentTimeoutError,
+    CheckpointNotFoundError,
     ExceedMaxIterationsError,
     RetryExhaustedError,
     StallDetectedError,
@@ -15,6 +18,7 @@ from adk.events import (
     AgentAction,
     AgentEvent,
     AgentInput,
+    AgentInterruptInfo,
     AgentOutput,
     BreakLoopAction,
     MessageVariant,
@@ -29,16 +33,22 @@ __all__ = [
     "TELEMETRY_EVENT_NAMES",
     "Agent",
     "AgentAction",
+    "AgentCheckpoint",
     "AgentError",
     "AgentEvent",
     "AgentInput",
+    "AgentInterruptInfo",
     "AgentOutput",
     "AgentRun",
     "AgentTimeoutError",
+    "ApprovalDecision",
+    "ApprovalPredicate",
+    "ApprovalRequest",
     "BreakLoopAction",
     "ChatModelAgent",
     "ChatModelAgentState",
     "ChatModelHook",
+    "CheckpointNotFoundError",
     "ExceedMaxIterationsError",
     "JSONLTraceWriter",
     "MessageVariant",
@@ -54,6 +64,7 @@ __all__ = [
     "ToolsConfig",
     "TransferToAgentAction",
     "WillRetryError",
+    "approval_middleware",
     "default_backoff",
     "exit_tool",
     "send_tool_gen_action",

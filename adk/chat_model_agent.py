@@ -16,13 +16,15 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from adk._model import EventModel, FirstCallOptionsModel
 from adk._run import RunContext
 from adk.actions import send_tool_gen_action
+from adk.approval import ApprovalPredicate, approval_middleware
+from adk.checkpointing import CheckpointBinding
 from adk.events import AgentAction, AgentInput
 from adk.react import (
     DEFAULT_MAX_ITERATIONS,
@@ -34,6 +36,7 @@ from adk.react import (
 from adk.retry import ModelRetryConfig, RetryChatModel
 from adk.runner import AgentRun
 from adk.telemetry import TelemetryHandler
+from compose.checkpoint import CheckPointStore, InMemoryCheckPointStore
 from compose.models.base import ChatModel, ToolChoice
 from compose.runnable import Runnable
 from compose.schema import Message, system_message
@@ -126,6 +129,10 @@ class ChatModelAgent:
             same tool.
         timeout: end the run with ``AgentTimeoutError`` after this many seconds (a deadline on the supersteps the
             runner drives; a stream the consumer is reading between them is not interrupted).
+        approval: ``(tool_name, arguments) -> bool``: calls for which it returns True need approval (seed 000's
+            guard, see ``adk.approval``): they pause the run with an ``ApprovalRequest`` and run only when
+            resumed with ``ApprovalDecision(approved=True)``; a rejection reaches the model as a tool message.
+            Per tool: ``approval=lambda name, args: name in {"pay", "delete"}``; per call: inspect ``args``.
 
     Raises:
         ValueError: a required field is missing or a return-directly tool is unknown.
@@ -150,6 +157,7 @@ class ChatModelAgent:
         tool_execution_mode: ToolExecutionMode = "auto",
         stall_window: int | None = None,
         timeout: float | None = None,
+        approval: ApprovalPredicate | None = None,
     ) -> None:
         if not name:
             raise ValueError("agent 'Name' is required")
@@ -181,6 +189,9 @@ class ChatModelAgent:
         self.tool_execution_mode = tool_execution_mode
         self.stall_window = stall_window
         self.timeout = timeout
+        self.approval = approval
+        # the graph's own checkpoints, one per paused run, until the runner moves them to its store
+        self._bridge = InMemoryCheckPointStore()
         self._runnable: Runnable[list[Message], Message] | None = None
 
     def __repr__(self) -> str:
@@ -211,7 +222,8 @@ class ChatModelAgent:
             chain = FirstCallOptionsModel(chain, self.tool_choice)
         tools_node: Any = None
         if tools:
-            middlewares = [tool_result_collector(), *cfg.middlewares]
+            guard = [approval_middleware(self.approval)] if self.approval is not None else []
+            middlewares = [tool_result_collector(), *guard, *cfg.middlewares]
 
             def node(sequential: bool) -> ToolsNode:
                 return ToolsNode(
@@ -240,6 +252,7 @@ class ChatModelAgent:
                 after_chat_model=self.after_chat_model,
                 max_budget_tokens=self.max_budget_tokens,
                 stall_window=self.stall_window,
+                checkpoint_store=self._bridge,
             )
         )
 
@@ -265,19 +278,54 @@ class ChatModelAgent:
         telemetry: Sequence[TelemetryHandler] = (),
         session_values: dict[str, Any] | None = None,
         run_path: Sequence[str] | None = None,
+        checkpoint: tuple[CheckPointStore, str] | None = None,
     ) -> AgentRun:
-        """Start a run; iterate the returned :class:`~adk.runner.AgentRun` for its events (see ``Runner``)."""
-        ctx = RunContext(
+        """Start a run; iterate the returned :class:`~adk.runner.AgentRun` for its events (see ``Runner``).
+
+        ``checkpoint=(store, checkpoint_id)`` saves the run there if it pauses.
+        """
+        binding = CheckpointBinding(checkpoint[0], checkpoint[1], self._bridge) if checkpoint is not None else None
+        return AgentRun(
+            self.runnable,
+            self.model_input(input),
+            self._context(telemetry, session_values, run_path),
+            streaming=input.enable_streaming,
+            timeout=self.timeout,
+            output_key=self.output_key,
+            checkpoint=binding,
+        )
+
+    def resume(
+        self,
+        store: CheckPointStore,
+        checkpoint_id: str,
+        targets: Mapping[str, Any],
+        *,
+        telemetry: Sequence[TelemetryHandler] = (),
+        session_values: dict[str, Any] | None = None,
+    ) -> AgentRun:
+        """Continue the run saved under ``checkpoint_id`` in ``store`` (see ``Runner.resume``); the checkpoint is
+        read when the iteration starts."""
+        binding = CheckpointBinding(store, checkpoint_id, self._bridge, resuming=True, targets=dict(targets))
+        return AgentRun(
+            self.runnable,
+            [],
+            self._context(telemetry, session_values, None),
+            streaming=False,  # replaced by the checkpoint's mode when it is loaded
+            timeout=self.timeout,
+            output_key=self.output_key,
+            checkpoint=binding,
+        )
+
+    def _context(
+        self,
+        telemetry: Sequence[TelemetryHandler],
+        session_values: dict[str, Any] | None,
+        run_path: Sequence[str] | None,
+    ) -> RunContext:
+        return RunContext(
             agent_name=self.name,
             run_path=tuple(run_path) if run_path is not None else (self.name,),
             telemetry=tuple(telemetry),
             session_values=session_values if session_values is not None else {},
-        )
-        return AgentRun(
-            self.runnable,
-            self.model_input(input),
-            ctx,
-            streaming=input.enable_streaming,
-            timeout=self.timeout,
-            output_key=self.output_key,
         )

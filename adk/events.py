@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from compose.interrupt import InterruptCtx
 from compose.schema import Message
 from compose.stream import StreamReader, concat
 
@@ -23,6 +24,7 @@ __all__ = [
     "AgentAction",
     "AgentEvent",
     "AgentInput",
+    "AgentInterruptInfo",
     "AgentOutput",
     "BreakLoopAction",
     "MessageVariant",
@@ -48,19 +50,42 @@ class BreakLoopAction:
 
 
 @dataclass(slots=True)
+class AgentInterruptInfo:
+    """Where and why an agent run paused (Eino's adk ``InterruptInfo``), on the interrupt event's action.
+
+    Attributes:
+        interrupt_contexts: one context per root cause (a tool call waiting for approval, a tool or hook that
+            called ``interrupt``), each with the ``id`` to resume it by (``runner.resume(checkpoint_id,
+            targets={id: data})``), its ``info`` (an ``ApprovalRequest`` for the approval guard) and an
+            ``address`` of agent and tool segments only, e.g. ``agent:ops;tool:pay:call_1`` (the graph's
+            ``runnable``/``node`` segments are stripped, as in Eino).
+        checkpoint_id: the id the run was saved under (None when the run had no checkpoint, so it cannot be
+            resumed).
+    """
+
+    interrupt_contexts: list[InterruptCtx] = field(default_factory=list)
+    checkpoint_id: str | None = None
+
+    @property
+    def ids(self) -> list[str]:
+        """The interrupt ids, in order."""
+        return [c.id for c in self.interrupt_contexts]
+
+
+@dataclass(slots=True)
 class AgentAction:
     """What an event asks of the framework (Eino's ``AgentAction``).
 
     Attributes:
         exit: end the run (sent by the exit tool).
-        interrupted: the interrupt information when the run paused (a later issue).
+        interrupted: set on the last event of a run that paused (:class:`AgentInterruptInfo`).
         transfer_to_agent: hand over to another agent.
         break_loop: stop the nearest loop agent.
         customized: anything a tool wants to attach to its event.
     """
 
     exit: bool = False
-    interrupted: Any = None
+    interrupted: AgentInterruptInfo | None = None
     transfer_to_agent: TransferToAgentAction | None = None
     break_loop: BreakLoopAction | None = None
     customized: Any = None

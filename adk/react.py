@@ -38,6 +38,7 @@ from adk._run import RunContext, current_run
 from adk.errors import ExceedMaxIterationsError, StallDetectedError, TokenBudgetExceededError
 from adk.events import AgentAction, AgentEvent, AgentOutput, MessageVariant
 from compose.branch import StreamGraphBranch
+from compose.errors import GraphInterrupt
 from compose.graph import END, START, Graph
 from compose.lambdas import Lambda
 from compose.models.base import ChatModel
@@ -116,6 +117,7 @@ class ReactConfig:
     after_chat_model: tuple[ChatModelHook, ...] = ()
     max_budget_tokens: int | None = None
     stall_window: int | None = None
+    checkpoint_store: Any = None  # the agent's bridge store (see adk.checkpointing)
 
 
 async def _run_hooks(hooks: Sequence[ChatModelHook], messages: list[Message]) -> list[Message]:
@@ -198,7 +200,9 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
     g.add_edge(START, CHAT_MODEL_NODE)
     if not with_tools:
         g.add_edge(CHAT_MODEL_NODE, END)
-        return g.compile(name=agent_name or "ChatModelAgent", max_run_steps=2**31)
+        return g.compile(
+            name=agent_name or "ChatModelAgent", max_run_steps=2**31, checkpoint_store=config.checkpoint_store
+        )
 
     async def tool_pre_handle(_input: Message, st: State) -> Message:
         msg = st.messages[-1]
@@ -225,7 +229,7 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
         g.add_branch(TOOL_NODE, StreamGraphBranch(_check_return_directly, {CHAT_MODEL_NODE, TO_END_CONVERTER_NODE}))
         g.add_edge(TO_END_CONVERTER_NODE, END)
     # iterations, not graph steps, are the limit
-    return g.compile(name=agent_name or "ChatModelAgent", max_run_steps=2**31)
+    return g.compile(name=agent_name or "ChatModelAgent", max_run_steps=2**31, checkpoint_store=config.checkpoint_store)
 
 
 async def tool_call_check(reader: StreamReader[Message]) -> str:
@@ -313,6 +317,8 @@ def tool_result_collector() -> ToolMiddleware:
                 run.emit("tool.call.started", tool=inp.name, call_id=inp.call_id, arguments=inp.arguments)
             try:
                 out = await next_(inp)
+            except GraphInterrupt:  # a pause, not a failure: no event until the call runs on resume
+                raise
             except Exception as exc:
                 run.emit("tool.call.failed", tool=inp.name, call_id=inp.call_id, error=repr(exc))
                 raise
@@ -335,6 +341,8 @@ def tool_result_collector() -> ToolMiddleware:
                 run.emit("tool.call.started", tool=inp.name, call_id=inp.call_id, arguments=inp.arguments)
             try:
                 out = await next_(inp)
+            except GraphInterrupt:  # a pause, not a failure: no event until the call runs on resume
+                raise
             except Exception as exc:
                 run.emit("tool.call.failed", tool=inp.name, call_id=inp.call_id, error=repr(exc))
                 raise

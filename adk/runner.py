@@ -16,20 +16,29 @@ the error path append to an unbounded deque synchronously). Consequences:
 
 Whoever receives a streaming event owns its stream (read it or close it). ``aclose()`` (or leaving an
 ``async for`` early, then closing) closes the graph run and every event stream not yet handed out.
+
+**Interrupts** (eino-semantics 4.5-4.6). When the graph pauses (a tool waiting for approval, any
+``interrupt()``), the events queued so far are delivered, then one last event whose ``action.interrupted`` is an
+:class:`~adk.events.AgentInterruptInfo`, and the run ends (``termination_reason == "interrupted"``). With a
+checkpoint store and a ``checkpoint_id`` the run was saved before that event is yielded (see
+``adk.checkpointing``); ``runner.resume(checkpoint_id, targets={interrupt_id: data})`` continues it.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol
 
 import anyio
 
 from adk._run import RunContext, current_run
+from adk.checkpointing import CheckpointBinding, agent_contexts
 from adk.errors import AgentError, AgentTimeoutError
-from adk.events import AgentEvent, AgentInput
+from adk.events import AgentAction, AgentEvent, AgentInput, AgentInterruptInfo
 from adk.telemetry import TelemetryHandler
+from compose.checkpoint import CheckPointStore
+from compose.errors import GraphInterrupt
 from compose.runnable import RunHandle, Runnable
 from compose.schema import Message, user_message
 from compose.stream import StreamReader, concat
@@ -38,7 +47,7 @@ __all__ = ["Agent", "AgentRun", "Runner"]
 
 
 class Agent(Protocol):
-    """What a Runner runs: a named agent whose ``run`` returns an ``AgentRun``."""
+    """What a Runner runs: a named agent whose ``run`` and ``resume`` return an ``AgentRun``."""
 
     name: str
     description: str
@@ -50,6 +59,17 @@ class Agent(Protocol):
         telemetry: Sequence[TelemetryHandler] = (),
         session_values: dict[str, Any] | None = None,
         run_path: Sequence[str] | None = None,
+        checkpoint: tuple[CheckPointStore, str] | None = None,
+    ) -> AgentRun: ...
+
+    def resume(
+        self,
+        store: CheckPointStore,
+        checkpoint_id: str,
+        targets: Mapping[str, Any],
+        *,
+        telemetry: Sequence[TelemetryHandler] = (),
+        session_values: dict[str, Any] | None = None,
     ) -> AgentRun: ...
 
 
@@ -68,8 +88,11 @@ class AgentRun(AsyncIterator[AgentEvent]):
 
     After the iteration, ``final_message`` holds the answer (the model's last message, or the return-directly
     tool's message), ``termination_reason`` says how the run ended (``"completed"``, ``"exit"``,
-    ``"max_iterations"``, ``"token_budget"``, ``"stall"``, ``"timeout"``, ``"retry_exhausted"``, ``"error"``),
-    and ``total_tokens`` the token usage summed over the model calls.
+    ``"interrupted"``, ``"max_iterations"``, ``"token_budget"``, ``"stall"``, ``"timeout"``,
+    ``"retry_exhausted"``, ``"error"``), and ``total_tokens`` the token usage summed over the model calls.
+
+    With ``checkpoint``, a pause is saved (see ``adk.checkpointing``); a binding with ``resuming`` set loads
+    its checkpoint when the iteration starts, and errors doing so are raised by that first ``__anext__``.
     """
 
     def __init__(
@@ -81,10 +104,13 @@ class AgentRun(AsyncIterator[AgentEvent]):
         streaming: bool,
         timeout: float | None = None,
         output_key: str | None = None,
+        checkpoint: CheckpointBinding | None = None,
     ) -> None:
         self._runnable = runnable
         self._input: list[Message] | None = messages
         self._ctx = ctx
+        self._checkpoint = checkpoint
+        self._loaded = checkpoint is None or not checkpoint.resuming
         self._streaming = streaming
         self._timeout = timeout
         self._deadline: float | None = None
@@ -111,15 +137,18 @@ class AgentRun(AsyncIterator[AgentEvent]):
 
     def __repr__(self) -> str:
         state = "finished" if self._finished else "running" if self._run is not None else "not started"
+        checkpoint = f", {self._checkpoint!r}" if self._checkpoint is not None else ""
         return (
             f"AgentRun({self._ctx.agent_name!r}, {state}, model_calls={self._ctx.model_calls}, "
-            f"queued={len(self._ctx.events)}, reason={self._ctx.termination_reason!r})"
+            f"queued={len(self._ctx.events)}, reason={self._ctx.termination_reason!r}{checkpoint})"
         )
 
     def __aiter__(self) -> AgentRun:
         return self
 
     async def __anext__(self) -> AgentEvent:
+        if not self._loaded:
+            await self._load()
         events = self._ctx.events
         while not events:
             if self._finished:
@@ -147,6 +176,9 @@ class AgentRun(AsyncIterator[AgentEvent]):
             self._flush_held()
             if done:
                 await self._complete()
+        except GraphInterrupt as exc:
+            self._flush_held()
+            await self._pause(exc)
         except Exception as exc:
             self._flush_held()
             await self._fail(exc)
@@ -156,11 +188,34 @@ class AgentRun(AsyncIterator[AgentEvent]):
         finally:
             current_run.reset(token)
 
+    async def _load(self) -> None:
+        """Claim and read the checkpoint a resume continues from (errors propagate: no run started)."""
+        assert self._checkpoint is not None
+        self._loaded = True
+        try:
+            self._streaming = await self._checkpoint.load(self._ctx)
+        except BaseException:
+            self._finished = True
+            self._ctx.termination_reason = "error"
+            raise
+
+    def _capture_state(self, path: list[str], state: Any) -> None:
+        # a resumed graph's state is the restored one, not the one its state factory made
+        if not path:
+            self._ctx.state = state
+
     async def _step(self) -> bool:
         if self._run is None:
             messages, self._input = self._input, None
             x: Any = StreamReader.from_iterable((messages,)) if self._streaming else messages
-            self._run = await self._runnable.start_run(x, streaming=self._streaming)
+            opts: dict[str, Any] = {}
+            cp = self._checkpoint
+            if cp is not None:
+                opts["checkpoint_id"] = cp.graph_id
+                if cp.resuming:
+                    opts["resume"] = dict(cp.targets)
+                    opts["state_modifier"] = self._capture_state
+            self._run = await self._runnable.start_run(x, streaming=self._streaming, **opts)
             return False
         return await self._run.step()
 
@@ -181,11 +236,33 @@ class AgentRun(AsyncIterator[AgentEvent]):
             ctx.session_values[self._output_key] = final.content
         exits = self._exit or any(e.action is not None and e.action.exit for e in ctx.events)
         ctx.termination_reason = "exit" if exits else "completed"
+        if self._checkpoint is not None:
+            await self._checkpoint.finish()
+
+    async def _pause(self, exc: GraphInterrupt) -> None:
+        """The graph paused: save the run (when bound to a store), then queue the interrupt event."""
+        self._finished = True
+        ctx = self._ctx
+        if self._run is not None:
+            await self._run.aclose()
+        contexts = agent_contexts(exc.info.interrupt_contexts, ctx.run_path)
+        cp = self._checkpoint
+        if cp is not None:
+            try:
+                await cp.save(ctx, self._streaming, contexts)
+            except Exception as error:  # e.g. a session value pydantic cannot serialise: the pause is lost
+                await self._fail(error)
+                return
+        ctx.termination_reason = "interrupted"
+        info = AgentInterruptInfo(contexts, cp.checkpoint_id if cp is not None else None)
+        ctx.send(AgentEvent(action=AgentAction(interrupted=info)))
 
     async def _fail(self, exc: BaseException) -> None:
         self._finished = True
         if self._run is not None:
             await self._run.aclose()
+        if self._checkpoint is not None:
+            await self._checkpoint.release()
         error = _agent_error(exc)
         self._ctx.termination_reason = error.reason if isinstance(error, AgentError) else "error"
         self._ctx.events.append(AgentEvent(self._ctx.agent_name, self._ctx.run_path, error=error))
@@ -196,6 +273,8 @@ class AgentRun(AsyncIterator[AgentEvent]):
             self._finished = True
             if self._run is not None:
                 await self._run.aclose()
+            if self._checkpoint is not None:
+                await self._checkpoint.release()
             ctx = self._ctx
             self._flush_held()
             while ctx.events:
@@ -213,21 +292,33 @@ class AgentRun(AsyncIterator[AgentEvent]):
 
 
 class Runner:
-    """Runs an agent: ``run(messages)`` / ``query(text)`` return an :class:`AgentRun`, an async iterator of
-    the run's events.
+    """Runs an agent: ``run(messages)`` / ``query(text)`` / ``resume(checkpoint_id)`` return an
+    :class:`AgentRun`, an async iterator of the run's events.
 
     Args:
         agent: the agent (a ``ChatModelAgent``).
         enable_streaming: stream model output (events carry ``message_stream``s).
-        checkpoint_store: not supported yet (interrupts and resume are a later issue).
+        checkpoint_store: where paused runs are saved (any ``CheckPointStore``: in memory, SQLite,
+            PostgreSQL); needed for ``checkpoint_id=`` and ``resume``.
         telemetry: handlers receiving the runtime events (see ``adk.telemetry``).
 
-    ``session_values`` persists across the runner's runs (``output_key`` writes into it).
+    ``session_values`` persists across the runner's runs (``output_key`` writes into it); a resumed run
+    gets the values saved with its checkpoint on top.
+
+    Checkpoints (Eino's runner): ``run(..., checkpoint_id=id)`` always starts a fresh run and, if it pauses,
+    saves it under exactly ``id`` (replacing what was there) before yielding the interrupt event;
+    ``resume(id, targets=...)`` continues it in this or any other process sharing the store. A resumed run
+    that completes deletes its checkpoint; one that pauses again overwrites it; one that fails keeps it.
 
     Example::
 
-        runner = Runner(agent, enable_streaming=True)
-        async with runner.query("hi") as run:
+        runner = Runner(agent, checkpoint_store=SQLiteCheckPointStore("runs.db"))
+        async with runner.query("pay invoice 7", checkpoint_id="job-7") as run:
+            async for event in run:
+                if event.action is not None and event.action.interrupted is not None:
+                    ids = event.action.interrupted.ids
+        decisions = {i: ApprovalDecision(approved=True) for i in ids}
+        async with runner.resume("job-7", targets=decisions) as run:
             async for event in run:
                 ...
     """
@@ -237,31 +328,67 @@ class Runner:
         agent: Agent,
         *,
         enable_streaming: bool = False,
-        checkpoint_store: Any = None,
+        checkpoint_store: CheckPointStore | None = None,
         telemetry: Sequence[TelemetryHandler] = (),
     ) -> None:
-        if checkpoint_store is not None:
-            raise NotImplementedError("checkpoint stores (interrupt and resume) are not supported yet")
+        if checkpoint_store is not None and not isinstance(checkpoint_store, CheckPointStore):
+            raise TypeError("checkpoint_store must implement the CheckPointStore protocol (get/set/delete/list)")
         self.agent = agent
         self.enable_streaming = enable_streaming
+        self.checkpoint_store = checkpoint_store
         self.telemetry = tuple(telemetry)
         self.session_values: dict[str, Any] = {}
 
     def __repr__(self) -> str:
-        return f"Runner({self.agent!r}, enable_streaming={self.enable_streaming})"
+        store = type(self.checkpoint_store).__name__ if self.checkpoint_store is not None else None
+        return f"Runner({self.agent!r}, enable_streaming={self.enable_streaming}, checkpoint_store={store})"
 
-    def run(self, messages: Sequence[Message]) -> AgentRun:
-        """Run the agent on ``messages``; iterate the result for the events."""
+    def _store(self, what: str) -> CheckPointStore:
+        if self.checkpoint_store is None:
+            raise ValueError(f"failed to {what}: the runner has no checkpoint store (Runner(checkpoint_store=...))")
+        return self.checkpoint_store
+
+    def run(self, messages: Sequence[Message], *, checkpoint_id: str | None = None) -> AgentRun:
+        """Run the agent on ``messages``; iterate the result for the events.
+
+        Args:
+            messages: the conversation so far.
+            checkpoint_id: save the run under this id if it pauses (needs a checkpoint store).
+
+        Raises:
+            ValueError: ``checkpoint_id`` without a checkpoint store.
+        """
+        checkpoint = (self._store("checkpoint a run"), checkpoint_id) if checkpoint_id is not None else None
         return self.agent.run(
             AgentInput(list(messages), self.enable_streaming),
             telemetry=self.telemetry,
             session_values=self.session_values,
+            checkpoint=checkpoint,
         )
 
-    def query(self, text: str) -> AgentRun:
+    def query(self, text: str, *, checkpoint_id: str | None = None) -> AgentRun:
         """Run the agent on one user message."""
-        return self.run([user_message(text)])
+        return self.run([user_message(text)], checkpoint_id=checkpoint_id)
 
-    def resume(self, checkpoint_id: str, **_kwargs: Any) -> AgentRun:
-        """Resume an interrupted run (not supported yet)."""
-        raise NotImplementedError("resume needs checkpoints, which are not supported yet")
+    def resume(self, checkpoint_id: str, targets: Mapping[str, Any] | None = None) -> AgentRun:
+        """Continue the run paused under ``checkpoint_id``; iterate the result for the rest of its events.
+
+        Args:
+            checkpoint_id: the id the run was saved under.
+            targets: resume data by interrupt id (e.g. ``{id: ApprovalDecision(approved=True)}``); interrupts
+                not named stay pending (they pause the run again). The streaming mode is the checkpoint's.
+
+        Raises:
+            ValueError: the runner has no checkpoint store (here). From the first ``__anext__``:
+                ``CheckpointNotFoundError`` (nothing under the id), ``CheckpointError`` (``reason`` ``"claimed"``:
+                another resume holds it; ``"not_checkpoint"``, ``"digest"``, ``"kind"``, ``"fingerprint"``,
+                ``"payload"``: corrupted, foreign or another agent's bytes), ``ValueError`` (a target id that is
+                not one of the checkpoint's interrupts).
+        """
+        return self.agent.resume(
+            self._store("resume"),
+            checkpoint_id,
+            dict(targets or {}),
+            telemetry=self.telemetry,
+            session_values=self.session_values,
+        )

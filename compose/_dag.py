@@ -76,39 +76,43 @@ async def run_dag(self: GraphRun) -> Any:
 
     try:
         async with anyio.create_task_group() as tg:
-            while result is _NOTHING and error is None:
-                pausing = bool(before or after or signals)
-                while ready and result is _NOTHING and not pausing:
-                    j = ready.popleft()
-                    if j == end:
-                        result = take_dag(self, j)
-                    elif j in t.interrupt_before and j not in unchecked:
-                        before.append(j)  # its input stays in the inbox for the checkpoint
-                        pausing = True
-                    elif running == 0 and not ready:
-                        x = take_dag(self, j)
-                        signal: GraphInterrupt | None = None
-                        try:
-                            out = await self._exec(j, x)
-                        except GraphInterrupt as sig:
-                            out, signal = None, sig
-                        error = await completed(j, out, signal)
-                        pausing = bool(before or after or signals)
-                        if error is not None:
-                            break
-                    else:
-                        tg.start_soon(task, j, take_dag(self, j))
-                        running += 1
-                if result is not _NOTHING or error is not None:
-                    break
-                if running == 0:
-                    if not pausing:
-                        error = GraphRunError("no tasks to execute: every remaining node was skipped")
-                    break
-                j, out, failure = await recv.receive()
-                running -= 1
-                error = await completed(j, out, failure)
+            try:
+                while result is _NOTHING and error is None:
+                    pausing = bool(before or after or signals)
+                    while ready and result is _NOTHING and not pausing:
+                        j = ready.popleft()
+                        if j == end:
+                            result = take_dag(self, j)
+                        elif j in t.interrupt_before and j not in unchecked:
+                            before.append(j)  # its input stays in the inbox for the checkpoint
+                            pausing = True
+                        elif running == 0 and not ready:
+                            x = take_dag(self, j)
+                            failure: BaseException | None = None
+                            try:
+                                out = await self._exec(j, x)
+                            except Exception as exc:
+                                out, failure = None, exc
+                            error = await completed(j, out, failure)
+                            pausing = bool(before or after or signals)
+                            if error is not None:
+                                break
+                        else:
+                            tg.start_soon(task, j, take_dag(self, j))
+                            running += 1
+                    if result is not _NOTHING or error is not None:
+                        break
+                    if running == 0:
+                        if not pausing:
+                            error = GraphRunError("no tasks to execute: every remaining node was skipped")
+                        break
+                    j, out, failure = await recv.receive()
+                    running -= 1
+                    error = await completed(j, out, failure)
+            except Exception as exc:  # the task group's body must not raise: it would wrap the error
+                error = exc
             tg.cancel_scope.cancel()
+
     finally:
         send.close()
         with anyio.CancelScope(shield=True):

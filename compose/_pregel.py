@@ -53,10 +53,6 @@ async def pregel_step(self: GraphRun) -> Any:
     if not inbox:
         names = [t.keys[i] for i in self.last]
         raise GraphRunError(f"no tasks to execute, last completed nodes: {names}")
-    max_steps = self.max_steps
-    assert max_steps is not None
-    if self.steps >= max_steps:
-        raise MaxStepsExceededError(max_steps)
     external = self.options.external_interrupt
     if external is not None and external.requested:
         raise await pause(self, after=self.last)
@@ -66,19 +62,30 @@ async def pregel_step(self: GraphRun) -> Any:
         hit = sorted(j for j in inbox if j in t.interrupt_before)
         if hit:
             raise await pause(self, before=hit)
+    # reading the inboxes (fan-in merges) belongs to computing the next tasks, before the step limit (as Eino)
+    ready = [next(iter(inbox))] if len(inbox) == 1 else sorted(inbox)
+    batch: list[tuple[int, Any]] = []
+    try:
+        for j in ready:
+            batch.append((j, self._take(j)))
+        max_steps = self.max_steps
+        assert max_steps is not None
+        if self.steps >= max_steps:
+            raise MaxStepsExceededError(max_steps)
+    except BaseException:
+        for _, x in batch:
+            await _close(x)
+        raise
     signals: list[tuple[int, GraphInterrupt]] = []
     abandoned: list[tuple[int, Any]] = []
     outputs: list[tuple[int, Any]] = []
-    if len(inbox) == 1 and external is None:
-        j = next(iter(inbox))
-        ready = [j]
+    if len(batch) == 1 and external is None:
+        j, x = batch[0]
         try:
-            pending.append((j, await self._exec(j, self._take(j))))
+            pending.append((j, await self._exec(j, x)))
         except GraphInterrupt as sig:
             signals.append((j, sig))
     else:
-        ready = sorted(inbox)
-        batch = [(j, self._take(j)) for j in ready]
         outputs, signals, abandoned = await run_batch(self, batch)
         pending.extend(outputs)
     if deferred:

@@ -37,12 +37,14 @@ def _record(sig: InterruptSignal) -> SignalRecord:
     )
 
 
-def _contexts(rec: SignalRecord, address: str, parent: InterruptCtx | None, out: list[InterruptCtx]) -> None:
-    here = f"{address};{rec.segment}" if rec.segment else address
-    ctx = InterruptCtx(rec.id, here, rec.info, is_root_cause=not rec.subs, parent=parent)
-    if not rec.subs:
+def _contexts(sig: InterruptSignal, address: str, parent: InterruptCtx | None, out: list[InterruptCtx]) -> None:
+    """The user-facing contexts of a signal tree: its root causes (leaves), each linked to its composites. The
+    ``info`` is the object given to ``interrupt()`` (the checkpoint holds its JSON form)."""
+    here = f"{address};{sig.segment}" if sig.segment else address
+    ctx = InterruptCtx(sig.id, here, sig.info, is_root_cause=not sig.subs, parent=parent)
+    if not sig.subs:
         out.append(ctx)
-    for sub in rec.subs:
+    for sub in sig.subs:
         _contexts(sub, here, ctx, out)
 
 
@@ -105,10 +107,9 @@ async def pause(
                 info.interrupt_contexts.extend(exc.info.interrupt_contexts)
             continue
         assert isinstance(exc, InterruptSignal)
-        rec = _record(exc)
-        snap.reruns.append(RerunRecord(key=key, signal=rec))
+        snap.reruns.append(RerunRecord(key=key, signal=_record(exc)))
         info.rerun_nodes_extra[key] = exc.info
-        _contexts(rec, node_address, None, info.interrupt_contexts)
+        _contexts(exc, node_address, None, info.interrupt_contexts)
     interrupt = GraphInterrupt(info)
     interrupt.snapshot = snap  # type: ignore[attr-defined]
     return interrupt

@@ -332,7 +332,7 @@ class ScriptExhaustedError(ChatModelError):
 # Checkpoints
 
 CheckpointProblem = Literal[
-    "not_checkpoint", "version", "kind", "digest", "fingerprint", "payload", "encode", "claimed"
+    "not_checkpoint", "version", "kind", "digest", "fingerprint", "payload", "encode", "claimed", "not_found"
 ]
 
 
@@ -343,7 +343,7 @@ class CheckpointError(ComposeError, ValueError):
     ``"version"`` (another envelope format version), ``"kind"`` (e.g. an agent checkpoint given to a graph),
     ``"digest"`` (bytes changed after writing, or the wrong key), ``"fingerprint"`` (written by a different
     graph), ``"payload"`` (the payload fails validation), ``"encode"`` (the payload cannot be serialised) or
-    ``"claimed"`` (another run is resuming it).
+    ``"claimed"`` (another run is resuming it) or ``"not_found"`` (nothing is stored under the id).
     """
 
     def __init__(self, message: str, *, reason: CheckpointProblem) -> None:

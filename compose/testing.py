@@ -34,7 +34,7 @@ Example, a user's property test::
 
 from __future__ import annotations
 
-import gc
+import json
 import zlib
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -45,9 +45,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from compose.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
-from compose.errors import FanInMergeError, GraphRunError, MaxStepsExceededError, NodeRunError
+from compose.errors import FanInMergeError, GraphRunError, MaxStepsExceededError, ModelServerError, NodeRunError
 from compose.graph import END, START, Graph
 from compose.models.scripted import ScriptedChatModel
+from compose.schema import FunctionCall, Message, ToolCall, assistant_message
 from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "WINDOW",
     "BranchSpec",
+    "ChatScript",
     "GraphSpec",
     "NodeSpec",
     "ScriptedChatModel",
@@ -63,6 +65,7 @@ __all__ = [
     "assert_no_leaks",
     "branch",
     "build",
+    "chat_scripts",
     "flat",
     "graph_inputs",
     "graphs",
@@ -466,8 +469,9 @@ def _unwrap(exc: BaseException) -> BaseException:
 async def assert_no_leaks() -> AsyncIterator[None]:
     """Fail (``AssertionError``) if the block leaves a stream reader open or a task running.
 
-    Streams: every reader created inside the block must be closed or read to its end. Tasks: every task started
-    inside the block must have ended (the check first waits until all tasks are blocked).
+    Streams: every reader created inside the block must be closed or read to its end (a reader nobody references
+    any more counts as open until it is garbage-collected: it was never closed). Tasks: every task started inside
+    the block must have ended (the check first waits until all tasks are blocked).
 
     Example::
 
@@ -483,10 +487,60 @@ async def assert_no_leaks() -> AsyncIterator[None]:
     await anyio.wait_all_tasks_blocked()
     current = anyio.get_current_task().id
     tasks = [t.name for t in anyio.get_running_tasks() if t.id not in before_tasks and t.id != current]
-    gc.collect()
     readers = Counter(stream._open_reader_report()) - before_readers
     assert not tasks, f"tasks left running: {tasks}"
     assert not readers, f"stream readers left open: {sorted(readers)}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Scripted model runs (for agents)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatScript:
+    """A scripted model run: ``rounds`` of tool calls (each a tuple of tool names called in parallel), then a
+    final answer ``final``. Call ``r``'s ``i``-th tool call has id and ``key`` argument ``f"r{r}c{i}"``.
+
+    ``chunk_size`` is the streamed piece size; ``fail_at_call`` makes that model call (0-based) raise
+    ``ModelServerError``; ``fail_at_chunk`` = (call, chunk) makes that call's stream deliver the error instead of
+    that chunk. ``model()`` builds the :class:`ScriptedChatModel`.
+    """
+
+    rounds: tuple[tuple[str, ...], ...]
+    final: str = "done"
+    chunk_size: int = 4
+    fail_at_call: int | None = None
+    fail_at_chunk: tuple[int, int] | None = None
+
+    def responses(self) -> list[Message]:
+        """The scripted assistant messages, one per model call."""
+        out = [
+            assistant_message(
+                "",
+                tool_calls=[
+                    ToolCall(
+                        id=f"r{r}c{i}", function=FunctionCall(name=name, arguments=json.dumps({"key": f"r{r}c{i}"}))
+                    )
+                    for i, name in enumerate(calls)
+                ],
+            )
+            for r, calls in enumerate(self.rounds)
+        ]
+        return [*out, assistant_message(self.final)]
+
+    def model(self) -> ScriptedChatModel:
+        """A fresh ``ScriptedChatModel`` playing this script."""
+        fail = ModelServerError("injected failure")
+        return ScriptedChatModel(
+            self.responses(),
+            chunk_size=self.chunk_size,
+            fail_at_call={self.fail_at_call: fail} if self.fail_at_call is not None else None,
+            fail_at_chunk={self.fail_at_chunk: fail} if self.fail_at_chunk is not None else None,
+        )
+
+    def call_ids(self, round_: int) -> list[str]:
+        """The tool call ids of round ``round_``, in call order."""
+        return [f"r{round_}c{i}" for i in range(len(self.rounds[round_]))]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -585,3 +639,41 @@ def graphs(
         return GraphSpec(m, tuple(nodes), tuple(edges), tuple(branches + loops), limit)
 
     return spec(mode, "", 1 if sub_graphs else 0)
+
+
+def chat_scripts(
+    tools: tuple[str, ...] = ("echo",),
+    *,
+    max_rounds: int = 5,
+    max_parallel: int = 3,
+    failures: bool = False,
+) -> SearchStrategy[ChatScript]:
+    """Random :class:`ChatScript`s: up to ``max_rounds`` rounds of 1..``max_parallel`` parallel calls of ``tools``,
+    a final answer, a chunk size, and (``failures=True``) sometimes an injected failure at a model call or at a
+    chunk of a streamed call."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def script(draw: st.DrawFn) -> ChatScript:
+        rounds = draw(
+            st.lists(
+                st.lists(st.sampled_from(tools), min_size=1, max_size=max_parallel).map(tuple), max_size=max_rounds
+            )
+        )
+        calls = len(rounds) + 1
+        fail_at_call = fail_at_chunk = None
+        if failures:
+            kind = draw(st.sampled_from(["none", "call", "chunk"]))
+            if kind == "call":
+                fail_at_call = draw(st.integers(0, calls - 1))
+            elif kind == "chunk":
+                fail_at_chunk = (draw(st.integers(0, calls - 1)), draw(st.integers(0, 4)))
+        return ChatScript(
+            tuple(rounds),
+            final=draw(st.text("abc ", min_size=1, max_size=12)),
+            chunk_size=draw(st.integers(1, 8)),
+            fail_at_call=fail_at_call,
+            fail_at_chunk=fail_at_chunk,
+        )
+
+    return script()

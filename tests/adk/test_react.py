@@ -409,7 +409,7 @@ def test_configuration_errors() -> None:
     agent = ChatModelAgent("a", "d", model=model, tools=ToolsConfig([add], return_directly={"nope"}))
     with pytest.raises(ValueError, match=r"return-directly tools \['nope'\]"):
         agent.runnable  # noqa: B018
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(TypeError, match="CheckPointStore protocol"):
         Runner(agent, checkpoint_store=object())
 
 

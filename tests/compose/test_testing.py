@@ -10,16 +10,19 @@ import anyio
 import pytest
 from hypothesis import given, settings
 
-from compose.errors import FanInMergeError, GraphRunError, MaxStepsExceededError, NodeRunError
+from compose.errors import FanInMergeError, GraphRunError, MaxStepsExceededError, ModelServerError, NodeRunError
 from compose.graph import END, START
+from compose.schema import user_message
 from compose.stream import StreamReader, StreamWriter, concat, pipe
 from compose.testing import (
     BranchSpec,
+    ChatScript,
     GraphSpec,
     NodeSpec,
     ScriptedChatModel,
     assert_no_leaks,
     build,
+    chat_scripts,
     flat,
     graphs,
     reference_run,
@@ -233,3 +236,31 @@ def test_scripted_chat_model_is_reexported() -> None:
     from compose.models.scripted import ScriptedChatModel as Original
 
     assert ScriptedChatModel is Original
+
+
+@settings(max_examples=30, deadline=None)
+@given(script=chat_scripts(("echo", "stop"), failures=True))
+def test_chat_scripts_play_their_rounds(script: ChatScript) -> None:
+    async def main() -> None:
+        model = script.model()
+        for r in range(len(script.rounds) + 1):
+            streaming = r % 2 == 1
+            failing = script.fail_at_call == r or (
+                streaming and script.fail_at_chunk is not None and script.fail_at_chunk[0] == r
+            )
+            try:
+                if streaming:
+                    answer = await concat(await model.stream([user_message("go")]))
+                else:
+                    answer = await model.generate([user_message("go")])
+            except ModelServerError:
+                assert failing or script.fail_at_chunk is not None
+                return
+            if r < len(script.rounds):
+                assert [c.id for c in answer.tool_calls] == script.call_ids(r)
+                assert [c.function.name for c in answer.tool_calls] == list(script.rounds[r])
+            else:
+                assert answer.content == script.final and not answer.tool_calls
+        assert script.fail_at_call is None  # a scripted call failure always fires
+
+    anyio.run(main)

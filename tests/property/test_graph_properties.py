@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from hypothesis import given, note
+from hypothesis import event, given, note
 from hypothesis import strategies as st
 
 from compose.errors import MaxStepsExceededError
@@ -60,8 +60,6 @@ async def run(
             reader = await runnable.transform(StreamReader.from_iterable(chunked(x, cuts or [])), **opts)
         return await concat(reader), None, executed  # concat reads to the end (or the error) and closes
     except Exception as exc:
-        while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:  # TEMP-UNWRAP
-            exc = exc.exceptions[0]  # TEMP-UNWRAP
         return None, exc, executed
 
 
@@ -78,17 +76,18 @@ def check(paradigm: str, got: tuple[Any, BaseException | None, list[str]], ref: 
             assert Counter(executed) <= Counter(ref.executed), f"ran {executed}, reference ran {ref.executed}"
 
 
-@given(spec=graphs(failures=False), x=graph_inputs(), cuts=st.lists(st.integers(0, 7), max_size=3))
+@given(spec=graphs(), x=graph_inputs(), cuts=st.lists(st.integers(0, 7), max_size=3))
 async def test_engine_matches_reference_in_four_paradigms(spec: GraphSpec, x: dict[str, str], cuts: list[int]) -> None:
     note(spec.to_python())
     ref = reference_trace(spec, x)
     note(f"reference: {ref}")
+    event(f"{spec.mode}: {type(ref.error).__name__ if ref.error else 'output'}")
     async with assert_no_leaks():
         for paradigm in PARADIGMS:
             check(paradigm, await run(spec, x, paradigm, cuts=cuts), ref)
 
 
-@given(spec=graphs("any_predecessor", duplicate_keys=True, failures=False), x=graph_inputs())  # TEMP-MODE
+@given(spec=graphs(duplicate_keys=True), x=graph_inputs())
 async def test_fan_in_with_clashing_keys_matches_reference(spec: GraphSpec, x: dict[str, str]) -> None:
     """Clashing output keys: invoke runs fail with FanInMergeError exactly where the reference does."""
     note(spec.to_python())
@@ -118,7 +117,7 @@ async def test_step_limit_is_hit_exactly_when_the_reference_needs_more_steps(
 
 
 @given(
-    spec=graphs(failures=False),
+    spec=graphs(),
     x=graph_inputs(),
     paradigm=st.sampled_from(PARADIGMS),
     cancel_after=st.integers(0, 12),

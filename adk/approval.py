@@ -1,0 +1,144 @@
+"""The approval guard (seed 000): a tool call that needs approval suspends the run until someone decides.
+
+``ChatModelAgent(approval=predicate)`` puts :func:`approval_middleware` right inside the agent's tool-result
+collector. For every tool call it asks ``predicate(tool_name, arguments)`` (the raw JSON argument string); when
+that says the call needs approval, the call does not run: it interrupts with an :class:`ApprovalRequest`, and the
+run pauses (the runner saves a checkpoint and yields an interrupt event). Resuming with an
+:class:`ApprovalDecision` for that interrupt's id decides it, in code, not by the model:
+
+* approved: the tool runs, and its result goes to the model as usual;
+* rejected: the tool does not run; the model receives a tool message saying the call was rejected, and why.
+
+Calls that need no approval run normally in the same round, and on resume they are not run again (their
+results were saved). Several calls needing approval interrupt together; resuming some of them leaves the
+others pending, each under the **same interrupt id** as before, so they can be decided one by one.
+
+Example::
+
+    agent = ChatModelAgent(
+        "ops", "runs operations", model=model, tools=[pay, delete, lookup],
+        approval=lambda name, args: name in {"pay", "delete"},  # per tool; inspect args for per-call rules
+    )
+    runner = Runner(agent, checkpoint_store=SQLiteCheckPointStore("runs.db"))
+    async for event in runner.query("pay invoice 7", checkpoint_id="job-7"):
+        if event.action is not None and event.action.interrupted is not None:
+            (ctx,) = event.action.interrupted.interrupt_contexts
+            request = ctx.info  # ApprovalRequest(tool_name="pay", arguments='{"invoice": 7}', call_id=...)
+    async for event in runner.resume("job-7", targets={ctx.id: ApprovalDecision(approved=False, reason="over budget")}):
+        ...
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from compose.interrupt import InterruptSignal, get_interrupt_state, get_resume_context
+from compose.stream import StreamReader
+from compose.tool_node import (
+    InvokableToolEndpoint,
+    StreamableToolEndpoint,
+    StreamToolOutput,
+    ToolInput,
+    ToolMiddleware,
+    ToolOutput,
+)
+
+__all__ = ["ApprovalDecision", "ApprovalPredicate", "ApprovalRequest", "approval_middleware", "rejection_message"]
+
+ApprovalPredicate = Callable[[str, str], bool]
+"""``(tool_name, arguments) -> bool``: does this call need approval? ``arguments`` is the raw JSON string."""
+
+
+class ApprovalRequest(BaseModel):
+    """The interrupt info of a tool call waiting for approval."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool_name: str
+    arguments: str
+    call_id: str
+
+
+class ApprovalDecision(BaseModel):
+    """Resume data deciding an :class:`ApprovalRequest`: ``approved``, and optionally why (shown to the model
+    on a rejection). A mapping with the same fields is accepted too (e.g. decoded from an HTTP request)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    approved: bool
+    reason: str | None = None
+
+
+def rejection_message(tool_name: str, reason: str | None) -> str:
+    """The tool message the model receives for a rejected call."""
+    why = f": {reason}" if reason else " (no reason given)"
+    return f"The call to tool '{tool_name}' was rejected by the user and was not executed{why}"
+
+
+def as_approval_request(info: Any) -> Any:
+    """``info`` as an :class:`ApprovalRequest` when it is one in its saved (JSON) form, else unchanged."""
+    if isinstance(info, dict) and info.keys() == ApprovalRequest.model_fields.keys():
+        try:
+            return ApprovalRequest.model_validate(info)
+        except ValidationError:
+            return info
+    return info
+
+
+def _decision(data: Any) -> ApprovalDecision:
+    if isinstance(data, ApprovalDecision):
+        return data
+    try:
+        return ApprovalDecision.model_validate(data)
+    except ValidationError as e:
+        raise TypeError(
+            f"resume data for an approval request must be an ApprovalDecision (or a mapping with 'approved' and "
+            f"'reason'), got {data!r}"
+        ) from e
+
+
+def _decide(needs_approval: ApprovalPredicate, inp: ToolInput) -> ApprovalDecision | None:
+    """None when the call needs no approval; the decision when the resume carries one; else interrupt."""
+    if not needs_approval(inp.name, inp.arguments):
+        return None
+    resume = get_resume_context()
+    if resume.is_target and resume.has_data:
+        return _decision(resume.data)
+    # not decided yet: pause (again). A call that was already waiting keeps its interrupt id (saved as the
+    # interrupt's state), so a caller deciding pending calls one by one can keep using the ids it was shown.
+    was_interrupted, has_state, saved = get_interrupt_state()
+    interrupt_id = saved if was_interrupted and has_state and isinstance(saved, str) else str(uuid.uuid4())
+    request = ApprovalRequest(tool_name=inp.name, arguments=inp.arguments, call_id=inp.call_id)
+    raise InterruptSignal(request, state=interrupt_id, has_state=True, id=interrupt_id)
+
+
+def approval_middleware(needs_approval: ApprovalPredicate) -> ToolMiddleware:
+    """The approval guard as a ToolsNode middleware (see the module docstring).
+
+    Put it inside the agent's tool-result collector, so a rejection still produces a tool event and a tool
+    message for the model.
+    """
+
+    def invokable(next_: InvokableToolEndpoint) -> InvokableToolEndpoint:
+        async def endpoint(inp: ToolInput) -> ToolOutput:
+            decision = _decide(needs_approval, inp)
+            if decision is None or decision.approved:
+                return await next_(inp)
+            return ToolOutput(rejection_message(inp.name, decision.reason))
+
+        return endpoint
+
+    def streamable(next_: StreamableToolEndpoint) -> StreamableToolEndpoint:
+        async def endpoint(inp: ToolInput) -> StreamToolOutput:
+            decision = _decide(needs_approval, inp)
+            if decision is None or decision.approved:
+                return await next_(inp)
+            return StreamToolOutput(StreamReader.from_iterable((rejection_message(inp.name, decision.reason),)))
+
+        return endpoint
+
+    return ToolMiddleware(invokable=invokable, streamable=streamable)

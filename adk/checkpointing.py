@@ -1,0 +1,198 @@
+"""Agent checkpoints: how a paused agent run is saved in the runner's store and continued from it
+(eino-semantics 4.5-4.6).
+
+**One key per run.** As in Eino, the agent's ReAct graph is compiled with a private in-memory *bridge* store
+(one per agent, each run under its own random id). When the graph pauses, it writes its own checkpoint there;
+the runner wraps those bytes, with everything else it needs to continue, in an :class:`AgentCheckpoint` and
+writes that, once, under exactly the caller's ``checkpoint_id`` in the runner's store, **before** the interrupt
+event is yielded. So a checkpoint is one value: no sibling keys to keep in step, ``prune`` and ``list`` see one
+id per paused run.
+
+The envelope is compose's (:func:`~compose.checkpoint.encode_checkpoint`: JSON through pydantic, a digest, an
+optional HMAC key, never pickle) with kind ``"agent-run"`` and the agent's name as fingerprint, around:
+
+* the graph's checkpoint bytes (conversation, ReAct state, finished tool results, pending interrupts), checked
+  again by the graph with its own kind and fingerprint on resume;
+* the run's context: agent name, run path, streaming mode, session values, model-call count, token usage and
+  recent tool names (so ``tool_choice``, the token budget and stall detection continue where they were);
+* the interrupt ids and their addresses, so resuming with an unknown id fails clearly.
+
+**Resume** claims the checkpoint (:func:`~compose.checkpoint.claim_checkpoint`): of concurrent resumes exactly
+one gets it, the others raise ``CheckpointError(reason="claimed")``. The claim ends when the resumed run pauses
+again (a new checkpoint is written under the same id), completes (the checkpoint is **deleted**: retention by
+default) or fails or is closed early (the claim is released, so the checkpoint can be resumed again).
+
+Errors of a resume that cannot start (no store, no such checkpoint, claimed, corrupted, foreign, another agent's
+or an unknown interrupt id) are raised by the first ``__anext__`` of the returned run, as exceptions: no agent
+ran, so there is no event to carry them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+
+from adk._run import RunContext
+from adk.approval import as_approval_request
+from adk.errors import CheckpointNotFoundError
+from compose.checkpoint import (
+    CheckPointStore,
+    ClaimableCheckPointStore,
+    InMemoryCheckPointStore,
+    claim_checkpoint,
+    decode_checkpoint,
+    encode_checkpoint,
+)
+from compose.interrupt import InterruptCtx
+
+__all__ = ["AGENT_CHECKPOINT_KIND", "AgentCheckpoint", "CheckpointBinding", "agent_contexts"]
+
+AGENT_CHECKPOINT_KIND = "agent-run"
+
+
+class AgentCheckpoint(BaseModel):
+    """What the runner stores for a paused agent run (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent_name: str
+    run_path: list[str]
+    enable_streaming: bool
+    session_values: dict[str, Any]
+    model_calls: int
+    total_tokens: int
+    tool_history: list[str]
+    interrupts: dict[str, str]
+    """interrupt id -> address, as shown on the interrupt event."""
+    graph: str
+    """The agent graph's own checkpoint envelope (JSON text)."""
+
+
+def _segments(address: str) -> list[str]:
+    return [s for s in address.split(";") if s.startswith("tool:")]
+
+
+def agent_contexts(contexts: list[InterruptCtx], run_path: tuple[str, ...]) -> list[InterruptCtx]:
+    """The graph's interrupt contexts as the agent's caller sees them: the same ids, addresses made of agent
+    and tool segments only (``agent:<name>`` for each agent on the run path, then the tool segments), and the
+    parent chain keeping only contexts at a tool (the ToolsNode's composite interrupt is an engine detail).
+    Infos saved as JSON that are approval requests come back as :class:`~adk.approval.ApprovalRequest`."""
+    prefix = [f"agent:{name}" for name in run_path]
+    converted: dict[int, InterruptCtx | None] = {}
+
+    def convert(ctx: InterruptCtx | None) -> InterruptCtx | None:
+        if ctx is None:
+            return None
+        if id(ctx) in converted:
+            return converted[id(ctx)]
+        parent = convert(ctx.parent)
+        tools = _segments(ctx.address)
+        if not ctx.is_root_cause and not tools:
+            converted[id(ctx)] = parent
+            return parent
+        out = InterruptCtx(
+            ctx.id,
+            ";".join([*prefix, *tools]),
+            as_approval_request(ctx.info),
+            is_root_cause=ctx.is_root_cause,
+            parent=parent,
+        )
+        converted[id(ctx)] = out
+        return out
+
+    return [c for c in map(convert, contexts) if c is not None]
+
+
+@dataclass(slots=True, eq=False)
+class CheckpointBinding:
+    """One agent run's link to the runner's store: where it saves when it pauses, what it resumes from.
+
+    ``bridge`` is the agent's private store its graph was compiled with; ``graph_id`` the run's key in it.
+    With ``resuming`` set, :meth:`load` claims and reads ``checkpoint_id`` before the run starts.
+    """
+
+    store: CheckPointStore
+    checkpoint_id: str
+    bridge: InMemoryCheckPointStore
+    resuming: bool = False
+    targets: Mapping[str, Any] = field(default_factory=dict)
+    graph_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    owner: str = ""
+
+    def __repr__(self) -> str:
+        mode = "resume" if self.resuming else "run"
+        return f"CheckpointBinding({self.checkpoint_id!r}, {mode}, claimed={bool(self.owner)})"
+
+    async def load(self, ctx: RunContext) -> bool:
+        """Claim and read the checkpoint, restore ``ctx`` from it and put the graph's bytes in the bridge.
+
+        Returns the run's streaming mode (the checkpoint's, not the runner's).
+
+        Raises:
+            CheckpointNotFoundError: nothing is stored under ``checkpoint_id``.
+            CheckpointError: claimed by another resume, corrupted, foreign, or another agent's.
+            ValueError: a target id is not one of the checkpoint's interrupts.
+        """
+        self.owner = uuid.uuid4().hex
+        try:
+            data = await claim_checkpoint(self.store, self.checkpoint_id, self.owner)
+            if data is None:
+                raise CheckpointNotFoundError(self.checkpoint_id)
+            saved = decode_checkpoint(data, AgentCheckpoint, kind=AGENT_CHECKPOINT_KIND, fingerprint=ctx.agent_name)
+            unknown = sorted(set(self.targets) - saved.interrupts.keys())
+            if unknown:
+                raise ValueError(
+                    f"cannot resume checkpoint {self.checkpoint_id!r}: {unknown} are not among its interrupt ids "
+                    f"{sorted(saved.interrupts)}"
+                )
+        except BaseException:
+            await self.release()  # a no-op unless the claim is ours (also when cancelled mid-claim)
+            raise
+        ctx.run_path = tuple(saved.run_path)
+        ctx.session_values.update(saved.session_values)
+        ctx.model_calls = saved.model_calls
+        ctx.total_tokens = saved.total_tokens
+        ctx.tool_history = list(saved.tool_history)
+        await self.bridge.set(self.graph_id, saved.graph.encode())
+        return saved.enable_streaming
+
+    async def save(self, ctx: RunContext, streaming: bool, contexts: list[InterruptCtx]) -> None:
+        """Write the paused run under ``checkpoint_id`` (clearing this run's claim, if it resumed)."""
+        graph = await self.bridge.get(self.graph_id)
+        assert graph is not None, "the graph writes its checkpoint to the bridge before raising the interrupt"
+        await self.bridge.delete(self.graph_id)
+        saved = AgentCheckpoint(
+            agent_name=ctx.agent_name,
+            run_path=list(ctx.run_path),
+            enable_streaming=streaming,
+            session_values=dict(ctx.session_values),
+            model_calls=ctx.model_calls,
+            total_tokens=ctx.total_tokens,
+            tool_history=list(ctx.tool_history),
+            interrupts={c.id: c.address for c in contexts},
+            graph=graph.decode(),
+        )
+        data = encode_checkpoint(saved, kind=AGENT_CHECKPOINT_KIND, fingerprint=ctx.agent_name)
+        await self.store.set(self.checkpoint_id, data)
+        self.owner = ""
+
+    async def finish(self) -> None:
+        """The resumed run completed: its checkpoint is not kept."""
+        if self.owner:
+            with anyio.CancelScope(shield=True):
+                await self.store.delete(self.checkpoint_id)
+                await self.bridge.delete(self.graph_id)
+            self.owner = ""
+
+    async def release(self) -> None:
+        """The resumed run failed or was closed: give the checkpoint back, resumable again."""
+        with anyio.CancelScope(shield=True):
+            await self.bridge.delete(self.graph_id)
+            if self.owner and isinstance(self.store, ClaimableCheckPointStore):
+                await self.store.release(self.checkpoint_id, self.owner)
+        self.owner = ""
