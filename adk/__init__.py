@@ -28,6 +28,7 @@ from adk.react import ChatModelAgentState, ChatModelHook, State
 from adk.retry import ModelRetryConfig, default_backoff
 from adk.runner import Agent, AgentRun, Runner
 from adk.telemetry import TELEMETRY_EVENT_NAMES, JSONLTraceWriter, TelemetryEvent, TelemetryHandler
+from compose.models import JSONActionChatModel
 
 __all__ = [
     "TELEMETRY_EVENT_NAMES",
@@ -50,6 +51,7 @@ __all__ = [
     "ChatModelHook",
     "CheckpointNotFoundError",
     "ExceedMaxIterationsError",
+    "JSONActionChatModel",
     "JSONLTraceWriter",
     "MessageVariant",
     "ModelRetryConfig",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -91,6 +92,12 @@ def build_tables(
             preds[e].add(si)
 
     out_types = tuple([types[k][1] for k in keys] + [graph.output_type, graph.input_type])
+    # a node declaring no input type takes the one its predecessors agree on (for its zero value)
+    for i, node in enumerate(nodes):
+        if node.input_type is Any and not node.input_key:
+            seen = {out_types[p] for p in preds[i]} - {Any}
+            if len(seen) == 1:
+                nodes[i] = dataclasses.replace(node, input_type=seen.pop())
     checks = {
         (index[a], index[b]): EdgeCheck(fn, a, b, graph.output_type if b == END else types[b][0])
         for (a, b), fn in edge_checks.items()

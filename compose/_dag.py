@@ -43,6 +43,10 @@ async def run_dag(self: GraphRun) -> Any:
     # nodes restored from a checkpoint run without re-checking interrupt_before
     unchecked = set(ready) if self.skip_before else set()
     self.skip_before = False
+    # an external interrupt pauses the run once the running tasks finish (the grace period is Pregel-only)
+    external = self.options.external_interrupt
+    done_by_external = False
+    finished: list[int] = []
     send, recv = anyio.create_memory_object_stream[tuple[int, Any, BaseException | None]](math.inf)
     running = 0
     error: BaseException | None = None
@@ -70,6 +74,7 @@ async def run_dag(self: GraphRun) -> Any:
             await self._finish(j, out)
         except Exception as exc2:
             return exc2
+        finished.append(j)
         if j in t.interrupt_after:
             after.append(j)
         return None
@@ -78,7 +83,9 @@ async def run_dag(self: GraphRun) -> Any:
         async with anyio.create_task_group() as tg:
             try:
                 while result is _NOTHING and error is None:
-                    pausing = bool(before or after or signals)
+                    if external is not None and external.requested and not done_by_external:
+                        done_by_external = True
+                    pausing = bool(before or after or signals or done_by_external)
                     while ready and result is _NOTHING and not pausing:
                         j = ready.popleft()
                         if j == end:
@@ -94,7 +101,8 @@ async def run_dag(self: GraphRun) -> Any:
                             except Exception as exc:
                                 out, failure = None, exc
                             error = await completed(j, out, failure)
-                            pausing = bool(before or after or signals)
+                            done_by_external = external is not None and external.requested
+                            pausing = bool(before or after or signals or done_by_external)
                             if error is not None:
                                 break
                         else:
@@ -124,6 +132,8 @@ async def run_dag(self: GraphRun) -> Any:
         raise error
     if result is _NOTHING:
         ready.extendleft(reversed(before))
+        if done_by_external:
+            after = after or finished[-1:]
         raise await pause(self, before=before, after=after, reruns=signals)
     await self._close_all()
     return result

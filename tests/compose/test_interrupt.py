@@ -425,3 +425,62 @@ async def test_failed_resume_leaves_the_checkpoint_resumable(anyio_backend: Any)
         await r.invoke("", checkpoint_id="k")
     fail[0] = False
     assert await r.invoke("", checkpoint_id="k") == ">aok"
+
+
+async def test_external_interrupt_in_dag_mode_pauses_after_running_nodes(anyio_backend: Any) -> None:
+    import anyio
+
+    from compose.interrupt import ExternalInterrupt
+
+    started = anyio.Event()
+    release = anyio.Event()
+
+    async def slow(x: str) -> str:
+        started.set()
+        await release.wait()
+        return x + "s"
+
+    g = Graph[str, str]()
+    g.add_lambda_node("slow", slow)
+    g.add_lambda_node("next", lambda x: x + "n")
+    g.add_edge(START, "slow")
+    g.add_edge("slow", "next")
+    g.add_edge("next", END)
+    store = InMemoryCheckPointStore()
+    r = g.compile(trigger_mode="all_predecessor", checkpoint_store=store)
+    stop = ExternalInterrupt()
+    caught: list[GraphInterrupt] = []
+
+    async def run() -> None:
+        try:
+            await r.invoke(">", checkpoint_id="d1", external_interrupt=stop)
+        except GraphInterrupt as exc:
+            caught.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await started.wait()
+        stop.interrupt(grace_period=10)  # DAG: the running node finishes either way
+        release.set()
+    assert caught[0].info.after_nodes == ["slow"]
+    assert await r.invoke("", checkpoint_id="d1") == ">sn"
+
+
+async def test_pre_handler_interrupt_reruns_the_node_with_zero_input(anyio_backend: Any) -> None:
+    # Eino's TestPreHandlerInterrupt: the re-run node gets the zero value of its input, not the original
+    async def pre(x: str, st: St) -> str:
+        if not get_resume_context().is_target:
+            raise interrupt("check input")
+        return x + "1"
+
+    g = Graph[str, str](state=St)
+    g.add_lambda_node("a", lambda x: x, pre_handler=pre)
+    g.add_edge(START, "a")
+    g.add_edge("a", END)
+    store = InMemoryCheckPointStore()
+    r = g.compile(checkpoint_store=store)
+    with pytest.raises(GraphInterrupt) as info:
+        await r.invoke("input", checkpoint_id="p")
+    assert info.value.info.rerun_nodes == ["a"]
+    cid = info.value.info.interrupt_contexts[0].id
+    assert await r.invoke("", checkpoint_id="p", resume={cid: None}) == "1"

@@ -65,7 +65,7 @@ async def run(
 
 def check(paradigm: str, got: tuple[Any, BaseException | None, list[str]], ref: Trace) -> None:
     out, err, executed = got
-    assert same_outcome(err, ref.error), f"{paradigm}: engine {err!r}, reference {ref.error!r}"
+    assert same_outcome(err, ref), f"{paradigm}: engine {err!r}, reference {ref.errors!r}"
     if err is None:
         assert out == ref.output, f"{paradigm}: engine {out!r}, reference {ref.output!r}"
     assert not set(executed) & ref.skipped, f"{paradigm}: skipped nodes ran: {set(executed) & ref.skipped}"
