@@ -366,7 +366,7 @@ async def test_state_lock_serialises_parallel_nodes_and_survives_cancellation(an
     async def bump(x: str) -> str:
         async with process_state(St) as st:
             st.log.append(f"{x}<")
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
             st.log.append(f">{x}")
         return x
 
