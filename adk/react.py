@@ -32,7 +32,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from adk._run import RunContext, current_run
 from adk.errors import ExceedMaxIterationsError, StallDetectedError, TokenBudgetExceededError
@@ -299,6 +299,23 @@ def _tool_chunk(call_id: str, name: str, chunk: str) -> Message:
     return tool_message(chunk, call_id, tool_name=name)
 
 
+T = TypeVar("T")
+
+
+async def _observed(run: RunContext, inp: ToolInput, call: Awaitable[T]) -> T:
+    """Await a tool call, reporting its start and failure to telemetry (an interrupt is a pause, not a failure:
+    no event until the call runs on resume)."""
+    if run.telemetry:
+        run.emit("tool.call.started", tool=inp.name, call_id=inp.call_id, arguments=inp.arguments)
+    try:
+        return await call
+    except GraphInterrupt:
+        raise
+    except Exception as exc:
+        run.emit("tool.call.failed", tool=inp.name, call_id=inp.call_id, error=repr(exc))
+        raise
+
+
 def tool_result_collector() -> ToolMiddleware:
     """The collector middleware (seed 004): put it first in the ToolsNode's middlewares.
 
@@ -313,15 +330,7 @@ def tool_result_collector() -> ToolMiddleware:
             run = current_run.get()
             if run is None:
                 return await next_(inp)
-            if run.telemetry:
-                run.emit("tool.call.started", tool=inp.name, call_id=inp.call_id, arguments=inp.arguments)
-            try:
-                out = await next_(inp)
-            except GraphInterrupt:  # a pause, not a failure: no event until the call runs on resume
-                raise
-            except Exception as exc:
-                run.emit("tool.call.failed", tool=inp.name, call_id=inp.call_id, error=repr(exc))
-                raise
+            out = await _observed(run, inp, next_(inp))
             action, held = await _pop_action(run, inp.name)
             if run.telemetry:
                 run.emit("tool.call.completed", tool=inp.name, call_id=inp.call_id, result=out.result)
@@ -337,15 +346,7 @@ def tool_result_collector() -> ToolMiddleware:
             run = current_run.get()
             if run is None:
                 return await next_(inp)
-            if run.telemetry:
-                run.emit("tool.call.started", tool=inp.name, call_id=inp.call_id, arguments=inp.arguments)
-            try:
-                out = await next_(inp)
-            except GraphInterrupt:  # a pause, not a failure: no event until the call runs on resume
-                raise
-            except Exception as exc:
-                run.emit("tool.call.failed", tool=inp.name, call_id=inp.call_id, error=repr(exc))
-                raise
+            out = await _observed(run, inp, next_(inp))
             action, held = await _pop_action(run, inp.name)
             if run.telemetry:
                 run.emit("tool.call.completed", tool=inp.name, call_id=inp.call_id, streaming=True)
