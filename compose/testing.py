@@ -18,18 +18,24 @@ The value rules, shared by the built graph and the reference:
   a stream branch reads only the first chunk) or ``"length"`` (``targets[1]`` once the text is at least
   ``threshold`` long, else ``targets[0]``: the bounded loops of Pregel mode).
 
-Example, a user's property test::
+Example, a differential test of the engine (the package's own suite is ``tests/property``)::
 
-    from hypothesis import given, settings
-    from compose.stream import concat
-    from compose.testing import build, graphs, reference_run, same_outcome
+    from hypothesis import given
+    from compose.testing import build, graph_inputs, graphs, reference_trace, same_outcome
 
-    @settings(max_examples=50, deadline=None)
-    @given(spec=graphs())
-    async def test_my_engine_agrees(spec):
+    @given(spec=graphs(), x=graph_inputs())
+    async def test_engine_against_the_reference(spec, x):
+        expected = reference_trace(spec, x)
         runnable = build(spec).compile(**spec.compile_options())
-        expected = reference_run(spec, {"in": "x"})
-        assert await runnable.invoke({"in": "x"}) == expected
+        try:
+            result, error = await runnable.invoke(x), None
+        except Exception as exc:
+            result, error = None, exc
+        assert same_outcome(error, expected), spec.to_python()
+        assert result == expected.output, spec.to_python()
+
+``assert_no_leaks()`` and ``ScriptedChatModel`` serve users' tests of their own graphs and agents;
+``chat_scripts()`` generates scripted model runs for agent properties.
 """
 
 from __future__ import annotations
@@ -292,7 +298,7 @@ def branch(b: BranchSpec) -> Any:
 class Trace:
     """What the reference saw: the output, or the errors the engine may raise (several when nodes that run
     concurrently fail: any one may surface first); the supersteps the top graph ran (Pregel); the lambda nodes
-    run (in order, sub-graphs' included); the nodes skipped (DAG)."""
+    run (in order, sub-graphs' included); the nodes skipped (DAG; in sub-graphs that run at most once)."""
 
     output: Any = None
     errors: list[GraphRunError] = field(default_factory=list)
@@ -326,7 +332,7 @@ def reference_trace(spec: GraphSpec, value: Any, *, max_run_steps: int | None = 
     """Interpret ``spec`` on ``value`` and record what happened (see :class:`Trace`)."""
     trace = Trace()
     try:
-        trace.output = _run_graph(spec, value, max_run_steps, trace, top=True)
+        trace.output = _run_graph(spec, value, max_run_steps, trace, top=True, once=True)
     except _Failed as failed:
         trace.errors = failed.errors
     except GraphRunError as exc:
@@ -334,18 +340,19 @@ def reference_trace(spec: GraphSpec, value: Any, *, max_run_steps: int | None = 
     return trace
 
 
-def _run_graph(spec: GraphSpec, value: Any, max_run_steps: int | None, trace: Trace, *, top: bool) -> Any:
+def _run_graph(spec: GraphSpec, value: Any, max_run_steps: int | None, trace: Trace, *, top: bool, once: bool) -> Any:
+    """``once``: this graph runs at most once in the top graph's run (its skips are recorded)."""
     if spec.mode == "all_predecessor":
-        return _run_dag(spec, value, trace)
+        return _run_dag(spec, value, trace, once=once)
     limit = max_run_steps if max_run_steps is not None else spec.step_limit()
     return _run_pregel(spec, value, limit, trace, top=top)
 
 
-def _run_node(node: NodeSpec, value: Any, trace: Trace) -> dict[str, Any]:
+def _run_node(node: NodeSpec, value: Any, trace: Trace, *, once: bool = False) -> dict[str, Any]:
     """A node's output; raises ``_Failed`` with the errors it may fail with."""
     if node.sub is not None:
         try:
-            out = _run_graph(node.sub, value, node.sub.max_run_steps, trace, top=False)
+            out = _run_graph(node.sub, value, node.sub.max_run_steps, trace, top=False, once=once)
         except (_Failed, GraphRunError) as exc:  # a node path grows as the error leaves the sub-graph
             errors = exc.errors if isinstance(exc, _Failed) else [exc]
             raise _Failed([e.with_parent(node.key) if isinstance(e, NodeRunError) else e for e in errors]) from None
@@ -416,7 +423,7 @@ def _run_pregel(spec: GraphSpec, value: Any, limit: int, trace: Trace, *, top: b
             trace.steps = step
 
 
-def _run_dag(spec: GraphSpec, value: Any, trace: Trace) -> Any:
+def _run_dag(spec: GraphSpec, value: Any, trace: Trace, *, once: bool) -> Any:
     """All-predecessor mode: a node runs once every predecessor has delivered or been skipped, with at least
     one value; a node all of whose predecessors were skipped is skipped too (no step limit). Nodes run eagerly
     and concurrently, so after a failure the others go on: every failure they reach may surface first."""
@@ -446,7 +453,8 @@ def _run_dag(spec: GraphSpec, value: Any, trace: Trace) -> Any:
         skip = [k for k in preds if k not in resolved and preds[k] <= skipped_by[k]]
         if skip:  # a skipped node skips its successors: repeated until nothing changes
             resolved.add(skip[0])
-            trace.skipped.add(skip[0])
+            if once:
+                trace.skipped.add(skip[0])
             for t in successors(skip[0]):
                 skipped_by[t].add(skip[0])
             continue
@@ -460,7 +468,7 @@ def _run_dag(spec: GraphSpec, value: Any, trace: Trace) -> Any:
         key = ready[0]
         resolved.add(key)
         try:
-            deliver(key, _run_node(spec.node(key), _merge(key, list(got[key].values())), trace))
+            deliver(key, _run_node(spec.node(key), _merge(key, list(got[key].values())), trace, once=once))
         except FanInMergeError as exc:
             failures.append(exc)
         except _Failed as failed:

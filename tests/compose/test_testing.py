@@ -149,6 +149,38 @@ def test_reference_errors() -> None:
     assert isinstance(info.value.__cause__, ValueError)
 
 
+def test_reference_allows_every_failure_of_one_step() -> None:
+    # a and b run in the same superstep and both fail: the engine may report either
+    spec = GraphSpec(
+        "any_predecessor",
+        (NodeSpec("a", fails_on="x"), NodeSpec("b", fails_on="x")),
+        ((START, "a"), (START, "b"), ("a", END), ("b", END)),
+    )
+    trace = reference_trace(spec, X)
+    assert [e.node_path for e in trace.errors if isinstance(e, NodeRunError)] == [["a"], ["b"]]
+    assert same_outcome(NodeRunError(["b"], ValueError("node b fails on 'x'")), trace)
+    assert not same_outcome(NodeRunError(["c"], ValueError("boom")), trace)
+    assert not same_outcome(None, trace)
+
+
+def test_reference_records_skips_only_of_graphs_that_run_once() -> None:
+    inner = GraphSpec(
+        "all_predecessor",
+        (NodeSpec("s_a"), NodeSpec("s_b")),
+        ((START, "s_a"), ("s_a", END), ("s_b", END)),
+        (BranchSpec(START, ("s_b",), "first", multi=True),),  # ord("x") & 1 == 0: s_b is skipped
+    )
+    once = GraphSpec("all_predecessor", (NodeSpec("s", sub=inner),), ((START, "s"), ("s", END)))
+    assert reference_trace(once, X).skipped == {"s_b"}
+    looped = GraphSpec(
+        "any_predecessor",
+        (NodeSpec("s", sub=inner),),
+        ((START, "s"),),
+        (BranchSpec("s", ("s", END), "length", threshold=4),),
+    )
+    assert reference_trace(looped, X).skipped == set()
+
+
 async def test_engine_agrees_on_hand_written_specs() -> None:
     specs = [
         chain("a", "b"),
