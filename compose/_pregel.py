@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from compose._resume import pause
+from compose._resume import RERUN_SOURCE, pause
 from compose._tables import NOTHING as _NOTHING
 from compose.errors import GraphInterrupt, GraphRunError, MaxStepsExceededError
 from compose.interrupt import ExternalInterrupt
@@ -46,28 +46,33 @@ async def pregel_step(self: GraphRun) -> Any:
         except BaseException:
             await _close(out)
             raise
-    if t.end in inbox:
-        result = self._take(t.end)
-        await self._close_all()
-        return result
     if not inbox:
         names = [t.keys[i] for i in self.last]
         raise GraphRunError(f"no tasks to execute, last completed nodes: {names}")
-    external = self.options.external_interrupt
-    if external is not None and external.requested:
-        raise await pause(self, after=self.last)
-    if self.skip_before:
-        self.skip_before = False  # tasks restored from a checkpoint run without re-checking interrupt_before
-    elif t.interrupt_before:
-        hit = sorted(j for j in inbox if j in t.interrupt_before)
-        if hit:
-            raise await pause(self, before=hit)
-    # reading the inboxes (fan-in merges) belongs to computing the next tasks, before the step limit (as Eino)
+    # As Eino computes the next tasks: read every ready inbox (fan-in merges may fail here), then END wins, then
+    # interrupts before nodes, then the step limit.
     ready = [next(iter(inbox))] if len(inbox) == 1 else sorted(inbox)
     batch: list[tuple[int, Any]] = []
     try:
         for j in ready:
             batch.append((j, self._take(j)))
+        if ready[-1] == t.end:  # END has the highest index
+            result = batch.pop()[1]
+            for _, x in batch:
+                await _close(x)
+            await self._close_all()
+            return result
+        external = self.options.external_interrupt
+        if external is not None and external.requested:
+            _put_back(self, batch)
+            raise await pause(self, after=self.last)
+        if self.skip_before:
+            self.skip_before = False  # tasks restored from a checkpoint run without re-checking interrupt_before
+        elif t.interrupt_before:
+            hit = [j for j in ready if j in t.interrupt_before]
+            if hit:
+                _put_back(self, batch)
+                raise await pause(self, before=hit)
         max_steps = self.max_steps
         assert max_steps is not None
         if self.steps >= max_steps:
@@ -100,6 +105,13 @@ async def pregel_step(self: GraphRun) -> Any:
         if hit:
             raise await pause(self, after=hit)
     return _NOTHING
+
+def _put_back(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
+    """Return inputs already read (and merged) to their inboxes, for a checkpoint taken before they run."""
+    for j, x in batch:
+        self.inbox[j] = {RERUN_SOURCE: x}
+    batch.clear()
+
 
 async def run_batch(
     self: GraphRun, batch: list[tuple[int, Any]]

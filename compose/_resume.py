@@ -67,7 +67,9 @@ async def pause(
     inbox: dict[str, dict[str, Any]] = {}
     for j, box in run.inbox.items():
         inbox[keys[j]] = {
-            (keys[p] if p >= 0 else "__rerun__"): dump_value(out_type[p] if p >= 0 else Any, await _plain(run, v))
+            (keys[p] if p >= 0 else "__rerun__"): dump_value(
+                out_type[p] if p >= 0 else t.nodes[j].inbox_type, await _plain(run, v)
+            )
             for p, v in box.items()
         }
     pending = [(keys[src], dump_value(out_type[src], await _plain(run, v))) for src, v in run.pending]
@@ -144,7 +146,7 @@ def restore(
         j = index[key]
         run.inbox[j] = {
             (index[p] if p != "__rerun__" else RERUN_SOURCE): value(
-                t.out_types[index[p]] if p != "__rerun__" else Any, v
+                t.out_types[index[p]] if p != "__rerun__" else t.nodes[j].inbox_type, v
             )
             for p, v in box.items()
         }
