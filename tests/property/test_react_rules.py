@@ -82,16 +82,15 @@ async def test_react_follows_the_rules(script: ChatScript, max_iterations: int, 
         max_iterations=max_iterations,
     )
     errors: list[BaseException] = []
-    async with assert_no_leaks():
-        async with Runner(agent, enable_streaming=streaming).query("go") as run:
-            async for event in run:
-                if event.error is not None:
-                    errors.append(event.error)
-                elif event.output is not None and event.output.message_output is not None:
-                    try:
-                        await event.output.message_output.get_message()
-                    except ModelServerError:
-                        pass  # the failing attempt's stream carries the injected failure
+    async with assert_no_leaks(), Runner(agent, enable_streaming=streaming).query("go") as run:
+        async for event in run:
+            if event.error is not None:
+                errors.append(event.error)
+            elif event.output is not None and event.output.message_output is not None:
+                try:
+                    await event.output.message_output.get_message()
+                except ModelServerError:
+                    pass  # the failing attempt's stream carries the injected failure
     calls, kind, detail = expected_outcome(script, max_iterations, streaming)
     assert len(model.calls) == calls
     if kind == "max_iterations":
