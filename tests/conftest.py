@@ -59,7 +59,8 @@ def pg_server() -> Iterator[Any]:
 
     dsn = os.environ.get("PYEINO_TEST_PG_DSN")
     if dsn:
-        yield PgServer(dsn)
+        # a server started by .ci/postgres.sh: with its state directory the tests may restart it too
+        yield PgServer(dsn, os.environ.get("PYEINO_PG_DIR"))
         return
     try:
         server = start_pg_server()

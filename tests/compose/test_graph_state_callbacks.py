@@ -355,6 +355,7 @@ async def test_state_lock_serialises_parallel_nodes_and_survives_cancellation(an
             cancelled.cancel()
             await waiter("never")  # cancelled while waiting: leaves the queue
         tg.start_soon(waiter, "w1")
+        await anyio.wait_all_tasks_blocked()  # w1 queues first (trio schedules new tasks in any order)
         tg.start_soon(waiter, "w2")
         await anyio.wait_all_tasks_blocked()
         release.set()
