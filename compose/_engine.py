@@ -150,6 +150,7 @@ class GraphRun:
         "address",
         "cb",
         "frame",
+        "gated",
         "inbox",
         "info",
         "last",
@@ -208,7 +209,9 @@ class GraphRun:
             if options.max_run_steps < 1:
                 raise GraphRunError("max run steps limit must be at least 1")
             max_steps = options.max_run_steps
-        self.max_steps = max_steps
+        self.max_steps: int = max_steps if max_steps is not None else 0  # 0: no limit (DAG)
+        # whether a step must pass _gate (interrupts before nodes, external interrupts, a restored run)
+        self.gated = bool(tables.interrupt_before or options.external_interrupt is not None)
 
     def __repr__(self) -> str:
         waiting = [self.t.keys[i] for i in self.inbox]

@@ -51,60 +51,89 @@ async def pregel_step(self: GraphRun) -> Any:
         raise GraphRunError(f"no tasks to execute, last completed nodes: {names}")
     # As Eino computes the next tasks: read every ready inbox (fan-in merges may fail here), then END wins, then
     # interrupts before nodes, then the step limit.
-    ready = [next(iter(inbox))] if len(inbox) == 1 else sorted(inbox)
-    batch: list[tuple[int, Any]] = []
-    try:
-        for j in ready:
-            batch.append((j, self._take(j)))
+    if len(inbox) == 1:  # the hot path: one node this step
+        j = next(iter(inbox))
+        x = self._take(j)
+        if j == t.end:
+            await self._close_all()
+            return x
+        batch = [(j, x)]
+        if self.gated or self.steps >= self.max_steps:
+            await _gate(self, batch)
+        if deferred or self.options.external_interrupt is not None:
+            signals, abandoned, done = await _run(self, batch, deferred)
+        else:
+            try:
+                pending.append((j, await self._exec(j, x)))
+                signals, abandoned, done = [], [], []
+            except GraphInterrupt as sig:
+                signals, abandoned, done = [(j, sig)], [], []
+        ready = [j]
+    else:
+        ready = sorted(inbox)
+        batch = []
+        try:
+            for j in ready:
+                batch.append((j, self._take(j)))
+        except BaseException:
+            for _, x in batch:
+                await _close(x)
+            raise
         if ready[-1] == t.end:  # END has the highest index
             result = batch.pop()[1]
             for _, x in batch:
                 await _close(x)
             await self._close_all()
             return result
-        external = self.options.external_interrupt
-        if external is not None and external.requested:
-            _put_back(self, batch)
-            raise await pause(self, after=self.last)
-        if self.skip_before:
-            self.skip_before = False  # tasks restored from a checkpoint run without re-checking interrupt_before
-        elif t.interrupt_before:
-            hit = [j for j in ready if j in t.interrupt_before]
-            if hit:
-                _put_back(self, batch)
-                raise await pause(self, before=hit)
-        max_steps = self.max_steps
-        assert max_steps is not None
-        if self.steps >= max_steps:
-            raise MaxStepsExceededError(max_steps)
-    except BaseException:
-        for _, x in batch:
-            await _close(x)
-        raise
-    signals: list[tuple[int, GraphInterrupt]] = []
-    abandoned: list[tuple[int, Any]] = []
-    outputs: list[tuple[int, Any]] = []
-    if len(batch) == 1 and external is None:
-        j, x = batch[0]
-        try:
-            pending.append((j, await self._exec(j, x)))
-        except GraphInterrupt as sig:
-            signals.append((j, sig))
-    else:
-        outputs, signals, abandoned = await run_batch(self, batch)
-        pending.extend(outputs)
-    if deferred:
-        pending.extendleft(reversed(deferred))
+        if self.gated or self.steps >= self.max_steps:
+            await _gate(self, batch)
+        signals, abandoned, done = await _run(self, batch, deferred)
     self.last = ready
     self.steps += 1
     if signals or abandoned:
-        done = [j for j, _ in outputs] if abandoned else []
         raise await pause(self, after=done, reruns=signals, abandoned=abandoned)
     if t.interrupt_after:
         hit = [j for j in ready if j in t.interrupt_after]
         if hit:
             raise await pause(self, after=hit)
     return _NOTHING
+
+
+async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
+    """Before a step runs: an external interrupt, then interrupts before nodes, then the step limit. Whatever
+    stops the step gets the inputs back (into the inboxes for a checkpoint, else closed)."""
+    t = self.t
+    try:
+        external = self.options.external_interrupt
+        if external is not None and external.requested:
+            _put_back(self, batch)
+            raise await pause(self, after=self.last)
+        if self.skip_before:
+            self.skip_before = False  # tasks restored from a checkpoint run without re-checking interrupt_before
+            self.gated = bool(t.interrupt_before or external is not None)
+        elif t.interrupt_before:
+            hit = [j for j, _ in batch if j in t.interrupt_before]
+            if hit:
+                _put_back(self, batch)
+                raise await pause(self, before=hit)
+        if self.steps >= self.max_steps:
+            raise MaxStepsExceededError(self.max_steps)
+    except BaseException:
+        for _, x in batch:
+            await _close(x)
+        raise
+
+
+async def _run(
+    self: GraphRun, batch: list[tuple[int, Any]], deferred: list[tuple[int, Any]]
+) -> tuple[list[tuple[int, GraphInterrupt]], list[tuple[int, Any]], list[int]]:
+    """Run the step's tasks together; queue their outputs (after the deferred ones of a resumed step)."""
+    outputs, signals, abandoned = await run_batch(self, batch)
+    self.pending.extend(deferred)
+    self.pending.extend(outputs)
+    done = [j for j, _ in outputs] if abandoned else []
+    return signals, abandoned, done
+
 
 def _put_back(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
     """Return inputs already read (and merged) to their inboxes, for a checkpoint taken before they run."""

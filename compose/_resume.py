@@ -176,4 +176,5 @@ def restore(
         if t.dag:
             run.ready.append(j)
     run.skip_before = True
+    run.gated = True
     run.rerun_restored = bool(snap.reruns)
