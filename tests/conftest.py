@@ -50,6 +50,12 @@ async def no_task_leaks() -> AsyncIterator[None]:
     assert not after, f"tasks left running: {[t.name for t in after]}"
 
 
+@pytest.fixture
+async def task_leak_check(no_task_leaks: None) -> AsyncIterator[None]:
+    """The same check as ``no_task_leaks`` (the name the stream tests use)."""
+    yield
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[Any]:
     """$PYEINO_TEST_PG_DSN, else a server started (and stopped at the end) through .ci/postgres.sh."""

@@ -26,24 +26,6 @@ PROPERTY = settings(
 )
 
 
-@pytest.fixture
-async def task_leak_check() -> AsyncIterator[None]:
-    """Fail if the test leaves a task running (any live task descending from the test's task)."""
-    yield
-    await anyio.wait_all_tasks_blocked()
-    me = anyio.get_current_task().id
-    tasks = anyio.get_running_tasks()
-    parents = {t.id: t.parent_id for t in tasks}
-
-    def descends(task_id: int | None) -> bool:
-        while task_id is not None:
-            task_id = parents.get(task_id)
-            if task_id == me:
-                return True
-        return False
-
-    leaked = [t.name for t in tasks if t.id != me and descends(t.id)]
-    assert not leaked, f"tasks left running: {leaked}"
 
 
 @dataclass(frozen=True)
