@@ -102,6 +102,17 @@ def build_tables(
         (index[a], index[b]): EdgeCheck(fn, a, b, graph.output_type if b == END else types[b][0])
         for (a, b), fn in edge_checks.items()
     }
+    direct = []
+    for si in range(n + 2):
+        node_rt = nodes[si] if si < n else None
+        trivial = (
+            not dag
+            and len(succ[si]) == 1
+            and not branches[si]
+            and (node_rt is None or (node_rt.post is None and node_rt.stream_post is None))
+            and (si, succ[si][0]) not in checks
+        )
+        direct.append(succ[si][0] if trivial else -1)
     return Tables(
         name=name,
         keys=(*keys, END, START),
@@ -123,4 +134,5 @@ def build_tables(
         interrupt_after=frozenset(index[k] for k in interrupt_after),
         checkpoint_store=checkpoint_store,
         fingerprint=fingerprint(tuple(keys), list(graph._edges), [types[k] for k in keys], name),
+        direct=tuple(direct),
     )

@@ -39,8 +39,17 @@ async def pregel_step(self: GraphRun) -> Any:
         # that superstep are routed together with theirs (as if the run had never paused)
         deferred = list(pending)
         pending.clear()
+    direct = t.direct
     while pending:
         src, out = pending.popleft()
+        dst = direct[src]
+        if dst >= 0:  # one plain edge: deliver without the general routing
+            box = inbox.get(dst)
+            if box is None:
+                inbox[dst] = {src: out}
+            else:
+                box[src] = out
+            continue
         try:
             await self._finish(src, out)
         except BaseException:
@@ -57,17 +66,23 @@ async def pregel_step(self: GraphRun) -> Any:
         if j == t.end:
             await self._close_all()
             return x
-        batch = [(j, x)]
         if self.gated or self.steps >= self.max_steps:
-            await _gate(self, batch)
+            await _gate(self, [(j, x)])
         if deferred or self.options.external_interrupt is not None:
-            signals, abandoned, done = await _run(self, batch, deferred)
+            signals, abandoned, done = await _run(self, [(j, x)], deferred)
         else:
             try:
                 pending.append((j, await self._exec(j, x)))
-                signals, abandoned, done = [], [], []
             except GraphInterrupt as sig:
-                signals, abandoned, done = [(j, sig)], [], []
+                self.last = [j]
+                self.steps += 1
+                raise await pause(self, reruns=[(j, sig)]) from None
+            self.steps += 1
+            if t.interrupt_after and j in t.interrupt_after:
+                self.last = [j]
+                raise await pause(self, after=[j])
+            self.last = [j]
+            return _NOTHING
         ready = [j]
     else:
         ready = sorted(inbox)

@@ -88,6 +88,9 @@ class Tables:
     interrupt_after: frozenset[int] = frozenset()
     checkpoint_store: Any = None
     fingerprint: str = ""
+    # per source (len n + 2): the one successor its output goes to when routing is trivial (a single plain edge,
+    # no branch, no post handler, no runtime check), else -1: the Pregel hot path delivers these directly
+    direct: tuple[int, ...] = ()
 
     n: int = field(init=False)
     end: int = field(init=False)  # == n
