@@ -303,10 +303,13 @@ class ChatModelAgent:
         *,
         telemetry: Sequence[TelemetryHandler] = (),
         session_values: dict[str, Any] | None = None,
+        claim_stale_after: float | None = None,
     ) -> AgentRun:
         """Continue the run saved under ``checkpoint_id`` in ``store`` (see ``Runner.resume``); the checkpoint is
         read when the iteration starts."""
-        binding = CheckpointBinding(store, checkpoint_id, self._bridge, resuming=True, targets=dict(targets))
+        binding = CheckpointBinding(
+            store, checkpoint_id, self._bridge, resuming=True, targets=dict(targets), stale_after=claim_stale_after
+        )
         return AgentRun(
             self.runnable,
             [],

@@ -123,6 +123,7 @@ class CheckpointBinding:
     targets: Mapping[str, Any] = field(default_factory=dict)
     graph_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     owner: str = ""
+    stale_after: float | None = None  # take over a claim older than this (its worker died mid-resume)
 
     def __repr__(self) -> str:
         mode = "resume" if self.resuming else "run"
@@ -140,7 +141,7 @@ class CheckpointBinding:
         """
         self.owner = uuid.uuid4().hex
         try:
-            data = await claim_checkpoint(self.store, self.checkpoint_id, self.owner)
+            data = await claim_checkpoint(self.store, self.checkpoint_id, self.owner, stale_after=self.stale_after)
             if data is None:
                 raise CheckpointNotFoundError(self.checkpoint_id)
             saved = decode_checkpoint(data, AgentCheckpoint, kind=AGENT_CHECKPOINT_KIND, fingerprint=ctx.agent_name)

@@ -70,6 +70,7 @@ class Agent(Protocol):
         *,
         telemetry: Sequence[TelemetryHandler] = (),
         session_values: dict[str, Any] | None = None,
+        claim_stale_after: float | None = None,
     ) -> AgentRun: ...
 
 
@@ -301,6 +302,8 @@ class Runner:
         checkpoint_store: where paused runs are saved (any ``CheckPointStore``: in memory, SQLite,
             PostgreSQL); needed for ``checkpoint_id=`` and ``resume``.
         telemetry: handlers receiving the runtime events (see ``adk.telemetry``).
+        claim_stale_after: ``resume`` takes over a claim on the checkpoint older than this many seconds (the
+            worker that held it died mid-resume); None (default) never does.
 
     ``session_values`` persists across the runner's runs (``output_key`` writes into it); a resumed run
     gets the values saved with its checkpoint on top.
@@ -330,6 +333,7 @@ class Runner:
         enable_streaming: bool = False,
         checkpoint_store: CheckPointStore | None = None,
         telemetry: Sequence[TelemetryHandler] = (),
+        claim_stale_after: float | None = None,
     ) -> None:
         if checkpoint_store is not None and not isinstance(checkpoint_store, CheckPointStore):
             raise TypeError("checkpoint_store must implement the CheckPointStore protocol (get/set/delete/list)")
@@ -337,6 +341,8 @@ class Runner:
         self.enable_streaming = enable_streaming
         self.checkpoint_store = checkpoint_store
         self.telemetry = tuple(telemetry)
+        # a resume claim older than this (seconds) is taken over: its worker died mid-resume
+        self.claim_stale_after = claim_stale_after
         self.session_values: dict[str, Any] = {}
 
     def __repr__(self) -> str:
@@ -391,4 +397,5 @@ class Runner:
             dict(targets or {}),
             telemetry=self.telemetry,
             session_values=self.session_values,
+            claim_stale_after=self.claim_stale_after,
         )

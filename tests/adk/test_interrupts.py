@@ -412,6 +412,22 @@ async def test_a_claimed_checkpoint_is_refused_while_its_resume_runs() -> None:
     assert [s.content for s in rest] == ["paid 5", "All paid."]
 
 
+async def test_a_stale_claim_of_a_dead_worker_is_taken_over() -> None:
+    runner, _, ledger = make(PAY_ONE)
+    _, paused = await drain(runner.query("pay", checkpoint_id="j"))
+    assert paused is not None
+    store = runner.checkpoint_store
+    assert await store.claim("j", "worker-that-died")  # type: ignore[union-attr]
+    decision = {paused.ids[0]: ApprovalDecision(approved=True)}
+    with pytest.raises(CheckpointError) as info:
+        await drain(runner.resume("j", targets=decision))
+    assert info.value.reason == "claimed"  # by default a claim is never taken over
+    runner.claim_stale_after = 0.0
+    seen, again = await drain(runner.resume("j", targets=decision))
+    assert again is None and [s.content for s in seen] == ["paid 5", "All paid."]
+    assert ledger.ran == ["pay 5"]
+
+
 async def test_corrupted_and_foreign_checkpoints_are_rejected() -> None:
     runner, _, ledger = make(PAY_ONE)
     store = runner.checkpoint_store
