@@ -17,20 +17,14 @@ from compose._resume import pause
 from compose._tables import NOTHING as _NOTHING
 from compose._types import zero_value
 from compose.errors import GraphInterrupt, GraphRunError
-from compose.stream import StreamReader
+from compose.stream import close_if_stream as _close
+from compose.stream import one_chunk as _one
 
 if TYPE_CHECKING:
     from compose._engine import GraphRun
 
 
 
-async def _close(value: Any) -> None:
-    if isinstance(value, StreamReader):
-        await value.aclose()
-
-
-def _one(value: Any) -> StreamReader[Any]:
-    return StreamReader.from_iterable((value,))
 
 
 async def run_dag(self: GraphRun) -> Any:

@@ -52,7 +52,9 @@ from compose.interrupt import ExternalInterrupt, _resumed
 from compose.lambdas import Paradigms, derive
 from compose.merge import merge_stream_values, merge_values
 from compose.state import _current_frame, _StateFrame, call_handler
-from compose.stream import SKIP, StreamReader, concat
+from compose.stream import SKIP, concat
+from compose.stream import close_if_stream as _close
+from compose.stream import one_chunk as _one
 
 _EMPTY: Mapping[str, Any] = {}
 
@@ -85,13 +87,6 @@ _DEFAULT_OPTIONS = CallOptions()
 _OPTION_NAMES = frozenset(CallOptions.__dataclass_fields__)
 
 
-def _one(value: Any) -> StreamReader[Any]:
-    return StreamReader.from_iterable((value,))
-
-
-async def _close(value: Any) -> None:
-    if isinstance(value, StreamReader):
-        await value.aclose()
 
 
 def _pick(key: str, chunk: Any) -> Any:

@@ -17,15 +17,11 @@ from compose._resume import RERUN_SOURCE, pause
 from compose._tables import NOTHING as _NOTHING
 from compose.errors import GraphInterrupt, GraphRunError, MaxStepsExceededError
 from compose.interrupt import ExternalInterrupt
-from compose.stream import StreamReader
+from compose.stream import close_if_stream as _close
 
 if TYPE_CHECKING:
     from compose._engine import GraphRun
 
-
-async def _close(value: Any) -> None:
-    if isinstance(value, StreamReader):
-        await value.aclose()
 
 
 async def pregel_step(self: GraphRun) -> Any:

@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar, cast
 from compose._types import stream_item_type
 from compose.errors import GraphBuildError
 from compose.stream import StreamReader, concat
+from compose.stream import one_chunk as _one
 
 __all__ = ["Lambda"]
 
@@ -34,9 +35,6 @@ StreamFn = Callable[..., Awaitable[StreamReader[Any]]]  # (value, **opts) -> rea
 CollectFn = Callable[..., Awaitable[Any]]  # (reader, **opts) -> value
 TransformFn = Callable[..., Awaitable[StreamReader[Any]]]  # (reader, **opts) -> reader
 
-
-def _one(value: Any) -> StreamReader[Any]:
-    return StreamReader.from_iterable((value,))
 
 
 @dataclass(frozen=True, slots=True)

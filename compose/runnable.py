@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 import anyio
 import anyio.from_thread
 
-from compose._engine import CallOptions, GraphRun, _close
+from compose._engine import CallOptions, GraphRun
 from compose._snapshot import RunSnapshot
 from compose._types import runtime_checker, type_name
 from compose.callbacks import RunInfo
 from compose.checkpoint import ClaimableCheckPointStore, claim_checkpoint, decode_checkpoint, encode_checkpoint
 from compose.errors import GraphInterrupt, GraphRunError, RuntimeTypeError, StreamEnd
 from compose.stream import StreamReader, concat
+from compose.stream import close_if_stream as _close
 
 if TYPE_CHECKING:
     from compose._tables import Tables

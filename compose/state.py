@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -131,8 +131,3 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
         target = call
     return inspect.iscoroutinefunction(target)
 
-
-async def maybe_await(value: Awaitable[Any] | Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value

@@ -34,6 +34,8 @@ async-iterator readers, leak tracking), ``_stream_pipe``, ``_stream_copy`` (copy
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from compose._stream_concat import concat, concat_items, register_concat
 from compose._stream_copy import SKIP, SkipType
 from compose._stream_core import StreamReader
@@ -42,6 +44,8 @@ from compose._stream_core import _reset_leak_tracking as _reset_leak_tracking
 from compose._stream_merge import SourceEOF, merge_named_streams, merge_streams
 from compose._stream_pipe import StreamWriter, pipe
 from compose.errors import ConcatError, EmptyStreamError, StreamEnd, StreamError
+
+T = TypeVar("T")
 
 __all__ = [
     "SKIP",
@@ -60,3 +64,17 @@ __all__ = [
     "pipe",
     "register_concat",
 ]
+
+
+# Internal helpers for the engine (not public API).
+
+
+async def close_if_stream(value: object) -> None:
+    """Close ``value`` when it is a stream (values flowing on a graph's edges may be either)."""
+    if isinstance(value, StreamReader):
+        await value.aclose()
+
+
+def one_chunk(value: T) -> StreamReader[T]:
+    """A stream of exactly one chunk (Eino's "wrap")."""
+    return StreamReader.from_iterable((value,))

@@ -216,25 +216,6 @@ class FunctionTool(_FunctionToolBase):
 class StreamingFunctionTool(_FunctionToolBase):
     """A streamable tool built by :func:`tool` from an async generator function; each item is one chunk."""
 
-    def __init__(
-        self,
-        fn: Callable[..., AsyncIterator[Any]],
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        parallel_safe: bool = True,
-        timeout: float | None = None,
-        namespace: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            fn,
-            name=name,
-            description=description,
-            parallel_safe=parallel_safe,
-            timeout=timeout,
-            namespace=namespace,
-        )
-
     async def stream(self, arguments: str) -> StreamReader[str]:
         """Validate ``arguments`` and return a lazy reader of the generator's items (JSON unless strings).
 

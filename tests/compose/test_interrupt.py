@@ -39,14 +39,19 @@ def appender(tag: str) -> Any:
 
 
 def abc_graph() -> Graph[str, str]:
-    g = Graph[str, str](state=St)
-    for k in "abc":
-        g.add_lambda_node(k, appender(k))
-    g.add_edge(START, "a")
-    g.add_edge("a", "b")
-    g.add_edge("b", "c")
-    g.add_edge("c", END)
+    return line(*((k, appender(k)) for k in "abc"), state=St)
+
+def line(*nodes: tuple[str, Any], state: Any = None) -> Graph[str, str]:
+    """START -> each (key, fn) in turn -> END."""
+    g = Graph[str, str](state=state)
+    prev = START
+    for key, fn in nodes:
+        g.add_lambda_node(key, fn)
+        g.add_edge(prev, key)
+        prev = key
+    g.add_edge(prev, END)
     return g
+
 
 
 @pytest.mark.parametrize("mode", ["any_predecessor", "all_predecessor"])
@@ -90,12 +95,7 @@ async def test_node_interrupt_rerun_gets_zero_input_and_resume_data(anyio_backen
             raise interrupt({"question": "ok?"})
         return f"{x}[{ctx.data}]"
 
-    g = Graph[str, str]()
-    g.add_lambda_node("a", lambda x: x + "a")
-    g.add_lambda_node("review", review)
-    g.add_edge(START, "a")
-    g.add_edge("a", "review")
-    g.add_edge("review", END)
+    g = line(("a", lambda x: x + "a"), ("review", review))
     store = InMemoryCheckPointStore()
     r = g.compile(name="G", checkpoint_store=store)
     with pytest.raises(GraphInterrupt) as info:
@@ -122,10 +122,7 @@ async def test_stateful_interrupt_and_state_modifier(anyio_backend: Any) -> None
             st.log.append(f"resumed with {saved}")
         return x + str(saved["count"])
 
-    g = Graph[str, str](state=St)
-    g.add_lambda_node("counter", counter)
-    g.add_edge(START, "counter")
-    g.add_edge("counter", END)
+    g = line(("counter", counter), state=St)
     store = InMemoryCheckPointStore()
     r = g.compile(checkpoint_store=store)
     with pytest.raises(GraphInterrupt):
@@ -145,12 +142,7 @@ async def test_resuming_the_graph_interrupt_with_data_replaces_state(anyio_backe
         async with process_state(St) as st:
             return x + "|".join(st.log)
 
-    g = Graph[str, str](state=St)
-    g.add_lambda_node("a", appender("a"))
-    g.add_lambda_node("show", show)
-    g.add_edge(START, "a")
-    g.add_edge("a", "show")
-    g.add_edge("show", END)
+    g = line(("a", appender("a")), ("show", show), state=St)
     store = InMemoryCheckPointStore()
     r = g.compile(interrupt_before=["show"], checkpoint_store=store)
     with pytest.raises(GraphInterrupt) as info:
@@ -166,10 +158,7 @@ async def test_sub_graph_interrupt_and_parallel_interrupts(anyio_backend: Any) -
             raise interrupt(f"ask {x}")
         return f"{x}:{ctx.data}"
 
-    inner = Graph[str, str]()
-    inner.add_lambda_node("ask", ask)
-    inner.add_edge(START, "ask")
-    inner.add_edge("ask", END)
+    inner = line(("ask", ask))
     outer = Graph[str, dict[str, Any]]()
     outer.add_graph_node("sub", inner, output_key="sub")
     outer.add_lambda_node("other", ask, output_key="other")
@@ -213,10 +202,7 @@ async def test_checkpoint_errors(anyio_backend: Any) -> None:
         await r1.invoke("", checkpoint_id="k")
     # a checkpoint written by another graph is rejected
     await store.set("k", data)
-    other = Graph[str, str]()
-    other.add_lambda_node("z", appender("z"))
-    other.add_edge(START, "z")
-    other.add_edge("z", END)
+    other = line(("z", appender("z")))
     r2 = other.compile(checkpoint_store=store)
     with pytest.raises(CheckpointError):
         await r2.invoke("", checkpoint_id="k")
@@ -234,12 +220,7 @@ async def test_stream_lambda_interrupt_in_streaming_run(anyio_backend: Any) -> N
         yield x
         yield str(ctx.data)
 
-    g = Graph[str, str]()
-    g.add_lambda_node("gen", gen)
-    g.add_lambda_node("after", lambda x: x + "!")
-    g.add_edge(START, "gen")
-    g.add_edge("gen", "after")
-    g.add_edge("after", END)
+    g = line(("gen", gen), ("after", lambda x: x + "!"))
     store = InMemoryCheckPointStore()
     r = g.compile(checkpoint_store=store)
     with pytest.raises(GraphInterrupt) as info:
@@ -322,12 +303,7 @@ async def test_external_interrupt_without_and_with_grace_period(anyio_backend: A
             await release.wait()
         return x + "s"
 
-    g = Graph[str, str]()
-    g.add_lambda_node("slow", slow)
-    g.add_lambda_node("next", lambda x: x + "n")
-    g.add_edge(START, "slow")
-    g.add_edge("slow", "next")
-    g.add_edge("next", END)
+    g = line(("slow", slow), ("next", lambda x: x + "n"))
     store = InMemoryCheckPointStore()
     r = g.compile(name="G", checkpoint_store=store)
 
@@ -374,12 +350,7 @@ async def test_concurrent_resumes_of_one_checkpoint_exactly_one_wins(anyio_backe
         await gate.wait()
         return x + "!"
 
-    g = Graph[str, str]()
-    g.add_lambda_node("a", lambda x: x + "a")
-    g.add_lambda_node("slow", slow)
-    g.add_edge(START, "a")
-    g.add_edge("a", "slow")
-    g.add_edge("slow", END)
+    g = line(("a", lambda x: x + "a"), ("slow", slow))
     store = InMemoryCheckPointStore()
     r = g.compile(interrupt_before=["slow"], checkpoint_store=store)
     with pytest.raises(GraphInterrupt):
@@ -409,12 +380,7 @@ async def test_failed_resume_leaves_the_checkpoint_resumable(anyio_backend: Any)
             raise RuntimeError("down")
         return x + "ok"
 
-    g = Graph[str, str]()
-    g.add_lambda_node("a", lambda x: x + "a")
-    g.add_lambda_node("flaky", flaky)
-    g.add_edge(START, "a")
-    g.add_edge("a", "flaky")
-    g.add_edge("flaky", END)
+    g = line(("a", lambda x: x + "a"), ("flaky", flaky))
     store = InMemoryCheckPointStore()
     r = g.compile(interrupt_before=["flaky"], checkpoint_store=store)
     with pytest.raises(GraphInterrupt):
@@ -440,12 +406,7 @@ async def test_external_interrupt_in_dag_mode_pauses_after_running_nodes(anyio_b
         await release.wait()
         return x + "s"
 
-    g = Graph[str, str]()
-    g.add_lambda_node("slow", slow)
-    g.add_lambda_node("next", lambda x: x + "n")
-    g.add_edge(START, "slow")
-    g.add_edge("slow", "next")
-    g.add_edge("next", END)
+    g = line(("slow", slow), ("next", lambda x: x + "n"))
     store = InMemoryCheckPointStore()
     r = g.compile(trigger_mode="all_predecessor", checkpoint_store=store)
     stop = ExternalInterrupt()
