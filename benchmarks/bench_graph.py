@@ -2,6 +2,8 @@
 
 Shapes: a 100-node linear chain, a 2-node loop run 1,000 times, a 1-to-100 fan-out and fan-in, and compile time
 of a 100-node graph. Every node does trivial work (append/increment), so the numbers are scheduler overhead.
+"loop, stepped" drives the same loop one superstep at a time (``start_run``/``step``, as the agent runner does):
+the general path, without the fused loop ``invoke`` uses for stretches of one-node steps over plain nodes.
 
     python benchmarks/bench_graph.py            # pyeino, LangGraph (if installed) and the baseline
     python benchmarks/bench_graph.py --quick    # fewer repetitions
@@ -19,7 +21,7 @@ from typing import Annotated, Any, TypedDict
 
 import anyio
 
-from compose import END, START, Graph, GraphBranch
+from compose import END, START, Graph, GraphBranch, concat
 
 N_CHAIN = 100
 N_LOOP = 1000
@@ -216,7 +218,20 @@ async def plain_fan(x: int) -> int:
     return sum(results.values())
 
 
-async def main(quick: bool) -> None:
+async def _read(opening: Awaitable[Any]) -> Any:
+    return await concat(await opening)
+
+
+async def stepped(runnable: Any, x: Any) -> Any:
+    """Drive a run one superstep at a time (as the agent runner does): the general, unfused path."""
+    handle = await runnable.start_run(x, streaming=False)
+    await handle.begin(x)
+    while not await handle.step():
+        pass
+    return handle.result
+
+
+async def main(quick: bool, backend: str) -> None:
     repeat = 5 if quick else 20
     rows: list[tuple[str, int, float, float | None, float]] = []
 
@@ -225,7 +240,7 @@ async def main(quick: bool) -> None:
     assert await loop.invoke(0) == 2 * N_LOOP
     assert await fan.invoke(0) == sum(range(N_FAN))
 
-    lg = langgraph_available()
+    lg = langgraph_available() and backend == "asyncio"  # LangGraph runs on asyncio only
     if lg:
         lchain, lloop, lfan = lg_chain(), lg_loop(), lg_fan()
         assert (await lchain.ainvoke({"x": 0}))["x"] == N_CHAIN
@@ -237,6 +252,8 @@ async def main(quick: bool) -> None:
          lambda: plain_chain(0)),
         ("loop-2x1000", 2 * N_LOOP, lambda: loop.invoke(0),
          (lambda: lloop.ainvoke({"x": 0}, {"recursion_limit": 10 * N_LOOP})) if lg else None, lambda: plain_loop(0)),
+        ("chain, stream", N_CHAIN, lambda: _read(chain.stream(0)), None, lambda: plain_chain(0)),
+        ("loop, stepped", 2 * N_LOOP, lambda: stepped(loop, 0), None, lambda: plain_loop(0)),
         ("fan-1-100-1", N_FAN + 2, lambda: fan.invoke(0),
          (lambda: lfan.ainvoke({"x": 0, "parts": []})) if lg else None, lambda: plain_fan(0)),
     ]
@@ -274,4 +291,4 @@ if __name__ == "__main__":
     parser.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
     args = parser.parse_args()
     sys.setrecursionlimit(10_000)
-    anyio.run(main, args.quick, backend=args.backend)
+    anyio.run(main, args.quick, args.backend, backend=args.backend)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from compose._snapshot import fingerprint
 from compose._tables import BranchRT, EdgeCheck, NodeRT, Tables
+from compose.branch import GraphBranch
 from compose.callbacks import RunInfo
 from compose.graph import END, START, FanInMergeConfig
 
@@ -102,6 +103,7 @@ def build_tables(
         (index[a], index[b]): EdgeCheck(fn, a, b, graph.output_type if b == END else types[b][0])
         for (a, b), fn in edge_checks.items()
     }
+    interrupt_after_idx = frozenset(index[k] for k in interrupt_after)
     direct = []
     for si in range(n + 2):
         node_rt = nodes[si] if si < n else None
@@ -113,6 +115,21 @@ def build_tables(
             and (si, succ[si][0]) not in checks
         )
         direct.append(succ[si][0] if trivial else -1)
+    fused: list[Callable[[Any], Any] | None] = []
+    route: list[BranchRT | None] = []
+    for si, node_rt in enumerate(nodes):
+        fused.append(None if dag or node_rt.index in interrupt_after_idx else _fused_call(defs[keys[si]], node_rt))
+        node_brs = branches[si]
+        one = node_brs[0] if len(node_brs) == 1 and not succ[si] and not dag else None
+        simple = (
+            one is not None
+            and type(one.branch) is GraphBranch
+            and not one.branch._is_async
+            and node_rt.post is None
+            and node_rt.stream_post is None
+            and not any((si, e) in checks for e in one.ends)
+        )
+        route.append(one if simple else None)
     return Tables(
         name=name,
         keys=(*keys, END, START),
@@ -131,8 +148,28 @@ def build_tables(
         all_succ=tuple(all_succ),
         state_type=graph.state_type if graph.state_factory is not None else None,
         interrupt_before=frozenset(index[k] for k in interrupt_before),
-        interrupt_after=frozenset(index[k] for k in interrupt_after),
+        interrupt_after=interrupt_after_idx,
         checkpoint_store=checkpoint_store,
         fingerprint=fingerprint(tuple(keys), list(graph._edges), [types[k] for k in keys], name),
         direct=tuple(direct),
+        fused=tuple(fused),
+        route=tuple(route),
     )
+
+
+def _fused_call(d: Any, node: NodeRT) -> Callable[[Any], Any] | None:
+    """What a fused invoke run awaits for ``node``: its invoke with a value and no options (the output key
+    applied); None when the node needs the general path (handlers, an input key, a sub-graph)."""
+    handled = d.pre_handler or d.post_handler or d.stream_pre_handler or d.stream_post_handler or d.input_key
+    p = node.paradigms
+    if handled or node.sub is not None or p is None:
+        return None
+    invoke = p.invoke1 or p.invoke
+    key = node.output_key
+    if key is None:
+        return invoke
+
+    async def keyed(x: Any) -> Any:
+        return {key: await invoke(x)}
+
+    return keyed

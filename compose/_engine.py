@@ -293,9 +293,9 @@ class GraphRun:
             if self.t.dag:
                 out = await run_dag(self)
             else:
-                out = await pregel_step(self)
+                out = await pregel_step(self, to_end)
                 while out is _NOTHING and to_end:
-                    out = await pregel_step(self)
+                    out = await pregel_step(self, True)
                 if out is _NOTHING:
                     return False
             handlers = self._handlers()

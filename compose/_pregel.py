@@ -5,6 +5,10 @@ returns END's value if END received one, else runs every node with a non-empty i
 predecessors fan-in merged). The step limit is checked before a step runs, counting from 0 (START's routing is not
 a step). Interrupts: static ones before/after listed nodes, signals raised by nodes (their siblings finish), and an
 external interrupt at a step boundary or, with a grace period, in the middle of a step.
+
+A run driven to its end fuses stretches of one-node steps over plain nodes (an invoke run without callbacks,
+interrupts or per-call node options) into one loop, ``_fused``: same steps, limit and errors, without the per-step
+inbox and gate. The compiled tables say which nodes and routes qualify (``Tables.fused``/``Tables.route``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import anyio
 
 from compose._resume import RERUN_SOURCE, pause
 from compose._tables import NOTHING as _NOTHING
-from compose.errors import GraphInterrupt, GraphRunError, MaxStepsExceededError
+from compose.errors import BranchError, GraphInterrupt, GraphRunError, MaxStepsExceededError, NodeRunError
 from compose.interrupt import ExternalInterrupt
 from compose.stream import close_if_stream as _close
 
@@ -24,8 +28,9 @@ if TYPE_CHECKING:
 
 
 
-async def pregel_step(self: GraphRun) -> Any:
-    """One superstep; END's value when the run is over, else ``_NOTHING``."""
+async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
+    """One superstep; END's value when the run is over, else ``_NOTHING``. With ``fuse`` (a run driven to its
+    end), a stretch of one-node steps over plain nodes runs as one loop (``_fused``)."""
     t = self.t
     inbox = self.inbox
     pending = self.pending
@@ -66,6 +71,11 @@ async def pregel_step(self: GraphRun) -> Any:
             await _gate(self, [(j, x)])
         if deferred or self.options.external_interrupt is not None:
             signals, abandoned, done = await _run(self, [(j, x)], deferred)
+        elif (
+            fuse and t.fused[j] is not None and not self.streaming and self.cb is None and not self.gated
+            and not self.options.node_options and not self.resume_for
+        ):
+            return await _fused(self, j, x)
         else:
             try:
                 pending.append((j, await self._exec(j, x)))
@@ -108,6 +118,62 @@ async def pregel_step(self: GraphRun) -> Any:
         if hit:
             raise await pause(self, after=hit)
     return _NOTHING
+
+
+async def _fused(self: GraphRun, j: int, x: Any) -> Any:
+    """Run one-node supersteps back to back while each node is plain and its routing trivial: a direct edge or
+    one synchronous value branch. Observably the same as stepping (steps counted and limited, errors and
+    interrupts as in ``pregel_step``); what it saves is the per-step inbox, gate and coroutine frames. Leaves
+    at the first node that needs the general path (its input in the inbox, or its output pending), or returns
+    END's value."""
+    t = self.t
+    fused, direct, route, keys = t.fused, t.direct, t.route, t.keys
+    end = t.end
+    limit = self.max_steps
+    steps = self.steps
+    f = fused[j]
+    assert f is not None
+    try:
+        while True:
+            if steps >= limit:
+                await _close(x)
+                raise MaxStepsExceededError(limit)
+            try:
+                out = await f(x)
+            except GraphInterrupt as sig:
+                self.last = [j]
+                self.steps = steps + 1
+                raise await pause(self, reruns=[(j, sig)]) from None
+            except Exception as exc:
+                raise NodeRunError([*self.path, keys[j]], exc) from exc
+            steps += 1
+            nxt = direct[j]
+            if nxt < 0:
+                rt = route[j]
+                if rt is None:
+                    self.pending.append((j, out))
+                    return _NOTHING
+                b = rt.branch
+                try:
+                    chosen = b.condition(out)
+                    nxt = rt.index_of.get(chosen, -1) if type(chosen) is str else -1
+                    if nxt < 0:
+                        nxt = rt.index_of[await b.settle(chosen, keys[j])]
+                except BaseException as exc:
+                    await _close(out)
+                    if isinstance(exc, Exception) and not isinstance(exc, BranchError):
+                        raise b.failed(exc, keys[j]) from exc
+                    raise
+            if nxt == end:
+                return out
+            f = fused[nxt]
+            if f is None:
+                self.inbox[nxt] = {j: out}
+                return _NOTHING
+            j, x = nxt, out
+    finally:
+        self.steps = steps
+        self.last = [j]
 
 
 async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:

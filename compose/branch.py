@@ -75,8 +75,25 @@ class _Branch(Generic[T]):
         except BranchError:
             raise
         except Exception as exc:
-            message = f"branch condition of node '{node}' failed: {type(exc).__name__}: {exc}"
-            raise BranchError(message, node=node) from exc
+            raise self.failed(exc, node) from exc
+
+    def failed(self, exc: Exception, node: str) -> BranchError:
+        """The error for a condition that raised ``exc``."""
+        return BranchError(f"branch condition of node '{node}' failed: {type(exc).__name__}: {exc}", node=node)
+
+    async def settle(self, chosen: Any, node: str) -> str:
+        """The one key a synchronous single-choice condition's result ``chosen`` stands for: awaited if it is
+        awaitable, then checked (raises ``BranchError``). The engine's fused loop calls the condition itself and
+        comes here only when the result is not already one of the end nodes."""
+        try:
+            if inspect.isawaitable(chosen):
+                chosen = await chosen
+        except BranchError:
+            raise
+        except Exception as exc:
+            raise self.failed(exc, node) from exc
+        (key,) = self._check(chosen, node)
+        return key
 
     async def decide_value(self, value: Any, node: str) -> frozenset[str]:
         """Choose successors for a value (an invoke run)."""

@@ -222,6 +222,80 @@ async def test_branches_choose_and_check(anyio_backend: Any) -> None:
         await graph(boom).invoke("")
 
 
+async def test_sync_condition_results_that_need_more_than_a_lookup(anyio_backend: Any) -> None:
+    """A sync condition may return an awaitable (awaited) or a non-key (a BranchError naming the node), in a
+    stretch of the run the scheduler fuses into one loop as well as when driven step by step."""
+    g = Graph[str, str]()
+    g.add_lambda_node("a", appender("a"))
+    g.add_lambda_node("b", appender("b"))
+    g.add_edge(START, "a")
+    choice: list[Any] = []
+
+    async def later() -> str:
+        return "b"
+
+    g.add_branch("a", GraphBranch(lambda x: choice[0](), {"b", END}))
+    g.add_edge("b", END)
+    r = g.compile()
+    choice[:] = [later]
+    assert await r.invoke("") == "ab"
+    choice[:] = [lambda: 3]
+    with pytest.raises(BranchError, match="branch condition of node 'a' must return a node key, got 3"):
+        await r.invoke("")
+
+    async def broken() -> str:
+        raise ValueError("no luck")
+
+    choice[:] = [broken]
+    with pytest.raises(BranchError, match="branch condition of node 'a' failed: ValueError: no luck") as info:
+        await r.invoke("")
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+async def test_runs_mixing_plain_and_handled_nodes(anyio_backend: Any) -> None:
+    """Plain nodes run back to back; a node with a handler, an input key or a sub-graph takes the general path in
+    between, state is shared by both, and the step limit counts every node either way."""
+    from dataclasses import dataclass, field
+
+    from compose.state import process_state
+
+    @dataclass
+    class Seen:
+        items: list[str] = field(default_factory=list)
+
+    async def note(x: str) -> str:
+        async with process_state(Seen) as s:
+            s.items.append(x)
+        return x
+
+    def pre(x: dict[str, str], s: Seen) -> dict[str, str]:
+        s.items.append("pre")
+        return x
+
+    async def report(x: str) -> str:
+        async with process_state(Seen) as s:
+            return x + "|" + ",".join(s.items)
+
+    inner = Graph[str, str]()
+    inner.add_lambda_node("i", appender("i"))
+    inner.add_edge(START, "i")
+    inner.add_edge("i", END)
+    g = Graph[str, dict[str, str]](state=Seen)
+    g.add_lambda_node("a", appender("a"))
+    g.add_lambda_node("n", note, output_key="text")
+    g.add_lambda_node("k", appender("k"), pre_handler=pre, input_key="text")
+    g.add_graph_node("sub", inner)
+    g.add_lambda_node("r", report)
+    g.add_lambda_node("z", appender("z"), output_key="out")
+    for s_, e in [(START, "a"), ("a", "n"), ("n", "k"), ("k", "sub"), ("sub", "r"), ("r", "z"), ("z", END)]:
+        g.add_edge(s_, e)
+    r = g.compile()
+    assert await r.invoke("") == {"out": "aki|a,prez"}
+    assert await r.invoke("x", max_run_steps=6) == {"out": "xaki|xa,prez"}
+    with pytest.raises(MaxStepsExceededError):
+        await r.invoke("", max_run_steps=5)
+
+
 async def test_multi_branch_selects_several(anyio_backend: Any) -> None:
     g = Graph[str, dict[str, Any]]()
     g.add_lambda_node("a", appender("a"))

@@ -160,3 +160,42 @@ async def test_cancellation_at_any_point_leaves_no_stream_and_no_task(
             except Exception as exc:  # the run may end (with its own error) before the cancellation point
                 assert reference_trace(spec, x).error is not None, f"unexpected {exc!r}"
         event("cancelled" if scope.cancelled_caught else "finished first")
+
+
+async def run_stepped(spec: GraphSpec, x: dict[str, str], **opts: Any) -> tuple[Any, BaseException | None, list[str]]:
+    """Run ``spec`` in invoke mode one superstep at a time (as the agent runner drives a graph)."""
+    executed: list[str] = []
+    runnable = build(spec, observer=executed.append).compile(**spec.compile_options())
+    try:
+        handle = await runnable.start_run(x, streaming=False, **opts)
+        await handle.begin(x)
+        try:
+            while not await handle.step():
+                pass
+        finally:
+            await handle.aclose()
+        return handle.result, None, executed
+    except Exception as exc:
+        return None, exc, executed
+
+
+@given(
+    spec=graphs("any_predecessor"),
+    x=graph_inputs(),
+    limit=st.none() | st.integers(1, 12),
+)
+async def test_invoke_agrees_with_a_run_driven_one_superstep_at_a_time(
+    spec: GraphSpec, x: dict[str, str], limit: int | None
+) -> None:
+    """``invoke`` runs stretches of one-node supersteps in one fused loop; driven step by step, the same graph
+    must give the same output or the same kind of error (step limit included) after running the same nodes."""
+    note(spec.to_python())
+    opts = {} if limit is None else {"max_run_steps": limit}
+    async with assert_no_leaks():
+        out, err, executed = await run(spec, x, "invoke", **opts)
+        s_out, s_err, s_executed = await run_stepped(spec, x, **opts)
+    event(f"{type(err).__name__ if err else 'output'}")
+    assert type(err) is type(s_err), f"invoke: {err!r}, stepped: {s_err!r}"
+    assert out == s_out
+    # nodes of one superstep run concurrently (their start order is the event loop's), so compare multisets
+    assert Counter(executed) == Counter(s_executed), f"invoke ran {executed}, stepped ran {s_executed}"
