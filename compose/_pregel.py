@@ -8,7 +8,9 @@ external interrupt at a step boundary or, with a grace period, in the middle of 
 
 A run driven to its end fuses stretches of one-node steps over plain nodes (an invoke run without callbacks,
 interrupts or per-call node options) into one loop, ``_fused``: same steps, limit and errors, without the per-step
-inbox and gate. The compiled tables say which nodes and routes qualify (``Tables.fused``/``Tables.route``).
+inbox and gate. The compiled tables say which nodes and routes qualify (``Tables.fused``/``Tables.route``). Every
+``YIELD_EVERY`` steps a run passes through the event loop, so a loop of nodes that never await still honours
+timeouts and cancellation and shares the loop with other runs.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from compose._resume import RERUN_SOURCE, pause
 from compose._tables import NOTHING as _NOTHING
@@ -26,12 +29,18 @@ from compose.stream import close_if_stream as _close
 if TYPE_CHECKING:
     from compose._engine import GraphRun
 
+# a run passes through the event loop at least every this many steps, even when its nodes never await anything:
+# a deadline or cancellation can fire and other runs make progress
+YIELD_EVERY = 512
+
 
 
 async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
     """One superstep; END's value when the run is over, else ``_NOTHING``. With ``fuse`` (a run driven to its
     end), a stretch of one-node steps over plain nodes runs as one loop (``_fused``)."""
     t = self.t
+    if self.steps and not self.steps % YIELD_EVERY:
+        await anyio.lowlevel.checkpoint()  # nodes that never await must not starve other tasks or a deadline
     inbox = self.inbox
     pending = self.pending
     deferred: list[tuple[int, Any]] = []
@@ -138,6 +147,13 @@ async def _fused(self: GraphRun, j: int, x: Any) -> Any:
             if steps >= limit:
                 await _close(x)
                 raise MaxStepsExceededError(limit)
+            if not steps % YIELD_EVERY and steps:
+                try:
+                    await anyio.lowlevel.checkpoint()
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        await _close(x)
+                    raise
             try:
                 out = await f(x)
             except GraphInterrupt as sig:

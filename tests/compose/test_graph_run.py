@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from compose.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
@@ -598,6 +599,38 @@ async def test_cancelling_a_run_closes_streams_and_ends_tasks(anyio_backend: Any
             await anyio.wait_all_tasks_blocked()
             cs.cancel()
     await out.aclose()
+
+
+@pytest.mark.parametrize("general", [False, True])
+async def test_a_loop_of_nodes_that_never_await_still_times_out(anyio_backend: Any, general: bool) -> None:
+    """A run passes through the event loop every so many steps: a deadline fires and another task runs even
+    when no node ever awaits anything (the fused invoke loop, and the general path a callback handler forces)."""
+    from compose.callbacks import CallbackHandler
+
+    async def inc(x: int) -> int:
+        return x + 1
+
+    g = Graph[int, int]()
+    g.add_lambda_node("a", inc)
+    g.add_lambda_node("b", inc)
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_branch("b", GraphBranch(lambda x: "a", {"a", END}))
+    r = g.compile(max_run_steps=10**9)
+    ticks = 0
+
+    async def other() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.lowlevel.checkpoint()
+
+    with anyio.move_on_after(0.2) as scope:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(other)
+            await r.invoke(0, callbacks=[CallbackHandler()] if general else None)
+    assert scope.cancelled_caught
+    assert ticks > 1
 
 
 async def test_cancellation_note_names_the_graph(anyio_backend: Any) -> None:
