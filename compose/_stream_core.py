@@ -65,20 +65,30 @@ def closed_signal() -> _Signal:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Leak tracking (tests/conftest.py): cost is per reader (one WeakSet insertion), never per item.
+# Leak tracking, off unless a test turns it on (tests/conftest.py, ``compose.testing.assert_no_leaks``): when on,
+# it costs one WeakSet insertion per reader, never per item; when off, nothing is recorded (a long-running
+# service must not accumulate reports of readers its clients abandoned).
 
 
 class _Tracker:
+    enabled = False
     generation = 0
     live: ClassVar[weakref.WeakSet[StreamReader[Any]]] = weakref.WeakSet()
     collected: ClassVar[list[str]] = []
 
 
-def _reset_leak_tracking() -> None:
-    """Forget every reader created so far; readers created from now on are tracked."""
+def _reset_leak_tracking(enabled: bool = True) -> None:
+    """Forget every reader created so far; readers created from now on are tracked if ``enabled``."""
+    _Tracker.enabled = enabled
     _Tracker.generation += 1
     _Tracker.live = weakref.WeakSet()
     _Tracker.collected.clear()
+
+
+def _set_leak_tracking(enabled: bool) -> bool:
+    """Turn tracking of new readers on or off, keeping what was tracked; returns the previous setting."""
+    previous, _Tracker.enabled = _Tracker.enabled, enabled
+    return previous
 
 
 def _open_reader_report() -> list[str]:
@@ -122,7 +132,8 @@ class StreamReader(Generic[T]):
         self._closed = False
         self._done = False  # returned the end to someone: finished even if never closed
         self._gen = _Tracker.generation
-        _Tracker.live.add(self)
+        if _Tracker.enabled:
+            _Tracker.live.add(self)
 
     # -- internal protocol, overridden per kind
 
@@ -266,7 +277,7 @@ class StreamReader(Generic[T]):
     def __del__(self) -> None:
         if getattr(self, "_closed", True):
             return
-        if not self._done and self._gen == _Tracker.generation:
+        if _Tracker.enabled and not self._done and self._gen == _Tracker.generation:
             _Tracker.collected.append(f"{self!r} (garbage-collected while open)")
         self._closed = True
         self._gc_release()
@@ -304,7 +315,8 @@ def detach(reader: StreamReader[T]) -> StreamReader[T]:
     """
     twin: StreamReader[T] = object.__new__(type(reader))
     twin.__dict__ = reader.__dict__
-    _Tracker.live.add(twin)
+    if _Tracker.enabled:
+        _Tracker.live.add(twin)
     become_copied(reader)
     return twin
 

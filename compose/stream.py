@@ -41,6 +41,7 @@ from compose._stream_copy import SKIP, SkipType
 from compose._stream_core import StreamReader
 from compose._stream_core import _open_reader_report as _open_reader_report
 from compose._stream_core import _reset_leak_tracking as _reset_leak_tracking
+from compose._stream_core import _set_leak_tracking as _set_leak_tracking
 from compose._stream_merge import SourceEOF, merge_named_streams, merge_streams
 from compose._stream_pipe import StreamWriter, pipe
 from compose.errors import ConcatError, EmptyStreamError, StreamEnd, StreamError

@@ -40,10 +40,14 @@ async def assert_no_leaks() -> AsyncIterator[None]:
     """
     from compose import stream
 
-    before_readers = Counter(stream._open_reader_report())
-    before_tasks = {t.id for t in anyio.get_running_tasks()}
-    yield
-    await anyio.wait_all_tasks_blocked()
+    tracking = stream._set_leak_tracking(True)
+    try:
+        before_readers = Counter(stream._open_reader_report())
+        before_tasks = {t.id for t in anyio.get_running_tasks()}
+        yield
+        await anyio.wait_all_tasks_blocked()
+    finally:
+        stream._set_leak_tracking(tracking)
     current = anyio.get_current_task().id
     tasks = [t.name for t in anyio.get_running_tasks() if t.id not in before_tasks and t.id != current]
     readers = Counter(stream._open_reader_report()) - before_readers

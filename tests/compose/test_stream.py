@@ -1011,6 +1011,30 @@ async def test_leak_report_lists_open_readers_only() -> None:
     assert stream._open_reader_report() == []
 
 
+async def test_leak_tracking_is_off_outside_tests_and_records_nothing() -> None:
+    """Off (the default in a service), abandoned readers are released without a trace; assert_no_leaks turns it
+    on for its block only."""
+    import gc
+
+    from compose.testing import assert_no_leaks
+
+    stream._reset_leak_tracking(enabled=False)
+    try:
+        for _ in range(3):
+            await filled_pipe([1])  # abandoned open, collected
+        gc.collect()
+        assert stream._open_reader_report() == []
+        with pytest.raises(AssertionError, match="stream readers left open"):
+            async with assert_no_leaks():
+                kept = await filled_pipe([1])
+        await kept.aclose()
+        await filled_pipe([1])  # tracking is off again after the block
+        gc.collect()
+        assert stream._open_reader_report() == []
+    finally:
+        stream._reset_leak_tracking()
+
+
 async def test_reprs_show_kind_and_state() -> None:
     r: StreamReader[int]
     w: StreamWriter[int]
