@@ -3,7 +3,8 @@
 A node becomes ready when every predecessor has delivered or been skipped; a node all of whose predecessors were
 skipped is skipped itself, and the skip propagates. Tasks start as soon as they are ready; the first time END is
 ready its value is returned and anything still running is cancelled. Interrupts: the run stops starting tasks,
-lets the running ones finish, then pauses.
+lets the running ones finish, then pauses; an external interrupt with a grace period cancels the tasks still
+running when it is over, and they re-run on resume with the input they had (kept for that from the start).
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ from compose._resume import pause
 from compose._tables import NOTHING as _NOTHING
 from compose._types import zero_value
 from compose.errors import GraphInterrupt, GraphRunError
+from compose.interrupt import ExternalInterrupt
 from compose.stream import close_if_stream as _close
 from compose.stream import one_chunk as _one
 
 if TYPE_CHECKING:
     from compose._engine import GraphRun
 
-
-
+_ABANDONED: Any = object()  # what a task cut off by an external interrupt's grace period reports
 
 
 async def run_dag(self: GraphRun) -> Any:
@@ -37,7 +38,8 @@ async def run_dag(self: GraphRun) -> Any:
     # nodes restored from a checkpoint run without re-checking interrupt_before
     unchecked = set(ready) if self.skip_before else set()
     self.skip_before = False
-    # an external interrupt pauses the run once the running tasks finish (the grace period is Pregel-only)
+    # an external interrupt pauses the run once the running tasks finish or, with a grace period, once that is
+    # over: the tasks still running then are cancelled and re-run on resume with their kept input
     external = self.options.external_interrupt
     done_by_external = False
     finished: list[int] = []
@@ -48,17 +50,42 @@ async def run_dag(self: GraphRun) -> Any:
     before: list[int] = []
     after: list[int] = []
     signals: list[tuple[int, GraphInterrupt]] = []
+    spares: dict[int, Any] = {}  # with an external interrupt: each running task's input, for a re-run
+    scopes: dict[int, anyio.CancelScope] = {}
+    abandoned: list[tuple[int, Any]] = []
 
     async def task(j: int, x: Any) -> None:
-        try:
-            out = await self._exec(j, x)
-        except Exception as exc:
-            send.send_nowait((j, None, exc))
-        else:
-            send.send_nowait((j, out, None))
+        with scopes.get(j) or anyio.CancelScope():
+            try:
+                out = await self._exec(j, x)
+            except Exception as exc:
+                send.send_nowait((j, None, exc))
+            else:
+                send.send_nowait((j, out, None))
+            return
+        send.send_nowait((j, _ABANDONED, None))  # cut off when the grace period was over
+
+    async def watch(ext: ExternalInterrupt) -> None:
+        await ext._event().wait()
+        if ext.grace_period is None:
+            return
+        await anyio.sleep(max(ext.grace_period, 0))
+        for scope in scopes.values():
+            scope.cancel()
+
+    def start(j: int, x: Any) -> None:
+        if external is not None:
+            x, spares[j] = x.copy(2) if self.streaming else (x, x)
+            scopes[j] = anyio.CancelScope()
+        tg.start_soon(task, j, x)
 
     async def completed(j: int, out: Any, exc: BaseException | None) -> BaseException | None:
         """Route a finished task; an interrupt or after-interrupt makes the run pause once idle."""
+        scopes.pop(j, None)
+        if out is _ABANDONED:
+            abandoned.append((j, spares.pop(j)))
+            return None
+        await _close(spares.pop(j, None))
         if isinstance(exc, GraphInterrupt):
             signals.append((j, exc))
             return None
@@ -75,6 +102,8 @@ async def run_dag(self: GraphRun) -> Any:
 
     try:
         async with anyio.create_task_group() as tg:
+            if external is not None:
+                tg.start_soon(watch, external)
             try:
                 while result is _NOTHING and error is None:
                     if external is not None and external.requested and not done_by_external:
@@ -87,7 +116,7 @@ async def run_dag(self: GraphRun) -> Any:
                         elif j in t.interrupt_before and j not in unchecked:
                             before.append(j)  # its input stays in the inbox for the checkpoint
                             pausing = True
-                        elif running == 0 and not ready:
+                        elif running == 0 and not ready and external is None:
                             x = take_dag(self, j)
                             failure: BaseException | None = None
                             try:
@@ -100,7 +129,7 @@ async def run_dag(self: GraphRun) -> Any:
                             if error is not None:
                                 break
                         else:
-                            tg.start_soon(task, j, take_dag(self, j))
+                            start(j, take_dag(self, j))
                             running += 1
                     if result is not _NOTHING or error is not None:
                         break
@@ -121,6 +150,9 @@ async def run_dag(self: GraphRun) -> Any:
             async with recv:
                 async for _, out, _ in recv:
                     await _close(out)
+            if error is not None or result is not _NOTHING:
+                for spare in (*spares.values(), *(x for _, x in abandoned)):
+                    await _close(spare)
     if error is not None:
         await _close(result)
         raise error
@@ -128,7 +160,7 @@ async def run_dag(self: GraphRun) -> Any:
         ready.extendleft(reversed(before))
         if done_by_external:
             after = after or finished[-1:]
-        raise await pause(self, before=before, after=after, reruns=signals)
+        raise await pause(self, before=before, after=after, reruns=signals, abandoned=abandoned)
     await self._close_all()
     return result
 

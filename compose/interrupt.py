@@ -92,7 +92,7 @@ class ExternalInterrupt:
     Without a grace period the running nodes finish and the run pauses after them (``after_nodes``); with
     ``grace_period=d`` nodes still running after ``d`` seconds are cancelled and re-run on resume with their
     original input (``rerun_nodes``). A run given an external interrupt keeps every running node's input for that.
-    In DAG mode (``all_predecessor``) the grace period does not apply: the run pauses once running nodes finish.
+    Both modes: in DAG mode (``all_predecessor``) the run also stops starting new nodes at once.
 
     Example::
 

@@ -393,7 +393,7 @@ async def test_failed_resume_leaves_the_checkpoint_resumable(anyio_backend: Any)
     assert await r.invoke("", checkpoint_id="k") == ">aok"
 
 
-async def test_external_interrupt_in_dag_mode_pauses_after_running_nodes(anyio_backend: Any) -> None:
+async def test_external_interrupt_in_dag_mode_with_and_without_grace_period(anyio_backend: Any) -> None:
     import anyio
 
     from compose.interrupt import ExternalInterrupt
@@ -412,19 +412,48 @@ async def test_external_interrupt_in_dag_mode_pauses_after_running_nodes(anyio_b
     stop = ExternalInterrupt()
     caught: list[GraphInterrupt] = []
 
-    async def run() -> None:
+    async def run(cid: str) -> None:
         try:
-            await r.invoke(">", checkpoint_id="d1", external_interrupt=stop)
+            await r.invoke(">", checkpoint_id=cid, external_interrupt=stop)
         except GraphInterrupt as exc:
             caught.append(exc)
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(run)
+        tg.start_soon(run, "d1")
         await started.wait()
-        stop.interrupt(grace_period=10)  # DAG: the running node finishes either way
+        stop.interrupt(grace_period=10)  # finishes within the grace period
         release.set()
-    assert caught[0].info.after_nodes == ["slow"]
+    assert caught[0].info.after_nodes == ["slow"] and caught[0].info.rerun_nodes == []
     assert await r.invoke("", checkpoint_id="d1") == ">sn"
+
+    # grace period over: the running node is cancelled and re-runs with its original input on resume
+    caught.clear()
+    started, release, stop = anyio.Event(), anyio.Event(), ExternalInterrupt()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, "d2")
+        await started.wait()
+        stop.interrupt(grace_period=0.01)
+    assert caught[0].info.rerun_nodes == ["slow"] and caught[0].info.after_nodes == []
+    release.set()
+    assert await r.invoke("", checkpoint_id="d2") == ">sn"
+
+    # streaming: the kept input is a copy of the node's input stream
+    caught.clear()
+    started, release, stop = anyio.Event(), anyio.Event(), ExternalInterrupt()
+
+    async def run_stream() -> None:
+        try:
+            await concat(await r.stream(">", checkpoint_id="d3", external_interrupt=stop))
+        except GraphInterrupt as exc:
+            caught.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_stream)
+        await started.wait()
+        stop.interrupt(grace_period=0)
+    assert caught[0].info.rerun_nodes == ["slow"]
+    release.set()
+    assert await concat(await r.stream("", checkpoint_id="d3")) == ">sn"
 
 
 async def test_pre_handler_interrupt_reruns_the_node_with_zero_input(anyio_backend: Any) -> None:
