@@ -124,8 +124,7 @@ async def run_dag(self: GraphRun) -> Any:
                             except Exception as exc:
                                 out, failure = None, exc
                             error = await completed(j, out, failure)
-                            done_by_external = external is not None and external.requested
-                            pausing = bool(before or after or signals or done_by_external)
+                            pausing = bool(before or after or signals)
                             if error is not None:
                                 break
                         else:
