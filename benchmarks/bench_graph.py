@@ -222,10 +222,14 @@ async def _read(opening: Awaitable[Any]) -> Any:
     return await concat(await opening)
 
 
+async def _lg_stream(graph: Any) -> None:
+    async for _ in graph.astream({"x": 0}, stream_mode="updates"):
+        pass
+
+
 async def stepped(runnable: Any, x: Any) -> Any:
     """Drive a run one superstep at a time (as the agent runner does): the general, unfused path."""
     handle = await runnable.start_run(x, streaming=False)
-    await handle.begin(x)
     while not await handle.step():
         pass
     return handle.result
@@ -252,7 +256,8 @@ async def main(quick: bool, backend: str) -> None:
          lambda: plain_chain(0)),
         ("loop-2x1000", 2 * N_LOOP, lambda: loop.invoke(0),
          (lambda: lloop.ainvoke({"x": 0}, {"recursion_limit": 10 * N_LOOP})) if lg else None, lambda: plain_loop(0)),
-        ("chain, stream", N_CHAIN, lambda: _read(chain.stream(0)), None, lambda: plain_chain(0)),
+        ("chain, stream", N_CHAIN, lambda: _read(chain.stream(0)), (lambda: _lg_stream(lchain)) if lg else None,
+         lambda: plain_chain(0)),
         ("loop, stepped", 2 * N_LOOP, lambda: stepped(loop, 0), None, lambda: plain_loop(0)),
         ("fan-1-100-1", N_FAN + 2, lambda: fan.invoke(0),
          (lambda: lfan.ainvoke({"x": 0, "parts": []})) if lg else None, lambda: plain_fan(0)),

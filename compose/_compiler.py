@@ -116,9 +116,13 @@ def build_tables(
         )
         direct.append(succ[si][0] if trivial else -1)
     fused: list[Callable[[Any], Any] | None] = []
+    fused_stream: list[Callable[[Any], Any] | None] = []
     route: list[BranchRT | None] = []
     for si, node_rt in enumerate(nodes):
-        fused.append(None if dag or node_rt.index in interrupt_after_idx else _fused_call(defs[keys[si]], node_rt))
+        call = None if dag or node_rt.index in interrupt_after_idx else _fused_call(defs[keys[si]], node_rt)
+        fused.append(call)
+        p = node_rt.paradigms
+        fused_stream.append(call if p is not None and p.implemented == {"invoke"} else None)
         node_brs = branches[si]
         one = node_brs[0] if len(node_brs) == 1 and not succ[si] and not dag else None
         simple = (
@@ -153,6 +157,7 @@ def build_tables(
         fingerprint=fingerprint(tuple(keys), list(graph._edges), [types[k] for k in keys], name),
         direct=tuple(direct),
         fused=tuple(fused),
+        fused_stream=tuple(fused_stream),
         route=tuple(route),
     )
 

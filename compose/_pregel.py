@@ -6,11 +6,12 @@ predecessors fan-in merged). The step limit is checked before a step runs, count
 a step). Interrupts: static ones before/after listed nodes, signals raised by nodes (their siblings finish), and an
 external interrupt at a step boundary or, with a grace period, in the middle of a step.
 
-A run driven to its end fuses stretches of one-node steps over plain nodes (an invoke run without callbacks,
-interrupts or per-call node options) into one loop, ``_fused``: same steps, limit and errors, without the per-step
-inbox and gate. The compiled tables say which nodes and routes qualify (``Tables.fused``/``Tables.route``). Every
-``YIELD_EVERY`` steps a run passes through the event loop, so a loop of nodes that never await still honours
-timeouts and cancellation and shares the loop with other runs.
+A run driven to its end fuses stretches of one-node steps over plain nodes (a run without callbacks, interrupts
+or per-call node options; in a streaming run, nodes that implement invoke only) into one loop, ``_fused``: same
+steps, limit and errors, without the per-step inbox and gate. The compiled tables say which nodes and routes
+qualify (``Tables.fused``/``fused_stream``/``route``). Every ``YIELD_EVERY`` steps a run passes through the event
+loop, so a loop of nodes that never await still honours timeouts and cancellation and shares the loop with other
+runs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from compose._tables import NOTHING as _NOTHING
 from compose.errors import BranchError, GraphInterrupt, GraphRunError, MaxStepsExceededError, NodeRunError
 from compose.interrupt import ExternalInterrupt
 from compose.stream import close_if_stream as _close
+from compose.stream import concat
+from compose.stream import one_chunk as _one
 
 if TYPE_CHECKING:
     from compose._engine import GraphRun
@@ -81,8 +84,8 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
         if deferred or self.options.external_interrupt is not None:
             signals, abandoned, done = await _run(self, [(j, x)], deferred)
         elif (
-            fuse and t.fused[j] is not None and not self.streaming and self.cb is None and not self.gated
-            and not self.options.node_options and not self.resume_for
+            fuse and (t.fused_stream if self.streaming else t.fused)[j] is not None and self.cb is None
+            and not self.gated and not self.options.node_options and not self.resume_for
         ):
             return await _fused(self, j, x)
         else:
@@ -134,14 +137,21 @@ async def _fused(self: GraphRun, j: int, x: Any) -> Any:
     one synchronous value branch. Observably the same as stepping (steps counted and limited, errors and
     interrupts as in ``pregel_step``); what it saves is the per-step inbox, gate and coroutine frames. Leaves
     at the first node that needs the general path (its input in the inbox, or its output pending), or returns
-    END's value."""
+    END's value.
+
+    A streaming run fuses nodes that implement invoke only, whose transform is "concatenate the input, invoke,
+    emit one chunk": the loop concatenates the first node's input stream, passes plain values between the nodes
+    and hands one-chunk streams back to the general path."""
     t = self.t
-    fused, direct, route, keys = t.fused, t.direct, t.route, t.keys
+    streaming = self.streaming
+    fused = t.fused_stream if streaming else t.fused
+    direct, route, keys = t.direct, t.route, t.keys
     end = t.end
     limit = self.max_steps
     steps = self.steps
     f = fused[j]
     assert f is not None
+    wrap = _one if streaming else _same
     try:
         while True:
             if steps >= limit:
@@ -155,6 +165,9 @@ async def _fused(self: GraphRun, j: int, x: Any) -> Any:
                         await _close(x)
                     raise
             try:
+                if streaming:
+                    streaming = False  # only the first node's input is a stream
+                    x = await concat(x)
                 out = await f(x)
             except GraphInterrupt as sig:
                 self.last = [j]
@@ -167,7 +180,7 @@ async def _fused(self: GraphRun, j: int, x: Any) -> Any:
             if nxt < 0:
                 rt = route[j]
                 if rt is None:
-                    self.pending.append((j, out))
+                    self.pending.append((j, wrap(out)))
                     return _NOTHING
                 b = rt.branch
                 try:
@@ -181,15 +194,19 @@ async def _fused(self: GraphRun, j: int, x: Any) -> Any:
                         raise b.failed(exc, keys[j]) from exc
                     raise
             if nxt == end:
-                return out
+                return wrap(out)
             f = fused[nxt]
             if f is None:
-                self.inbox[nxt] = {j: out}
+                self.inbox[nxt] = {j: wrap(out)}
                 return _NOTHING
             j, x = nxt, out
     finally:
         self.steps = steps
         self.last = [j]
+
+
+def _same(x: Any) -> Any:
+    return x
 
 
 async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:

@@ -95,6 +95,7 @@ class Tables:
     # invoke, when no interrupt follows it), else None; and its one synchronous single-choice value branch when
     # that branch is all its routing (no edges, no post handler, no runtime checks), else None
     fused: tuple[Callable[[Any], Any] | None, ...] = ()
+    fused_stream: tuple[Callable[[Any], Any] | None, ...] = ()  # the same, for nodes that implement invoke only
     route: tuple[BranchRT | None, ...] = ()
 
     n: int = field(init=False)

@@ -162,19 +162,22 @@ async def test_cancellation_at_any_point_leaves_no_stream_and_no_task(
         event("cancelled" if scope.cancelled_caught else "finished first")
 
 
-async def run_stepped(spec: GraphSpec, x: dict[str, str], **opts: Any) -> tuple[Any, BaseException | None, list[str]]:
-    """Run ``spec`` in invoke mode one superstep at a time (as the agent runner drives a graph)."""
+async def run_stepped(
+    spec: GraphSpec, x: dict[str, str], paradigm: str, **opts: Any
+) -> tuple[Any, BaseException | None, list[str]]:
+    """Run ``spec`` (invoke or stream) one superstep at a time, as the agent runner drives a graph."""
     executed: list[str] = []
     runnable = build(spec, observer=executed.append).compile(**spec.compile_options())
+    streaming = paradigm == "stream"
     try:
-        handle = await runnable.start_run(x, streaming=False, **opts)
-        await handle.begin(x)
+        start = StreamReader.from_iterable([x]) if streaming else x
+        handle = await runnable.start_run(start, streaming=streaming, **opts)
         try:
             while not await handle.step():
                 pass
         finally:
             await handle.aclose()
-        return handle.result, None, executed
+        return (await concat(handle.result) if streaming else handle.result), None, executed
     except Exception as exc:
         return None, exc, executed
 
@@ -183,19 +186,21 @@ async def run_stepped(spec: GraphSpec, x: dict[str, str], **opts: Any) -> tuple[
     spec=graphs("any_predecessor"),
     x=graph_inputs(),
     limit=st.none() | st.integers(1, 12),
+    paradigm=st.sampled_from(["invoke", "stream"]),
 )
-async def test_invoke_agrees_with_a_run_driven_one_superstep_at_a_time(
-    spec: GraphSpec, x: dict[str, str], limit: int | None
+async def test_runs_agree_with_runs_driven_one_superstep_at_a_time(
+    spec: GraphSpec, x: dict[str, str], limit: int | None, paradigm: str
 ) -> None:
-    """``invoke`` runs stretches of one-node supersteps in one fused loop; driven step by step, the same graph
-    must give the same output or the same kind of error (step limit included) after running the same nodes."""
+    """``invoke`` and ``stream`` run stretches of one-node supersteps in one fused loop; driven step by step, the
+    same graph must give the same output or the same kind of error (step limit included) after running the same
+    nodes."""
     note(spec.to_python())
     opts = {} if limit is None else {"max_run_steps": limit}
     async with assert_no_leaks():
-        out, err, executed = await run(spec, x, "invoke", **opts)
-        s_out, s_err, s_executed = await run_stepped(spec, x, **opts)
-    event(f"{type(err).__name__ if err else 'output'}")
-    assert type(err) is type(s_err), f"invoke: {err!r}, stepped: {s_err!r}"
+        out, err, executed = await run(spec, x, paradigm, **opts)
+        s_out, s_err, s_executed = await run_stepped(spec, x, paradigm, **opts)
+    event(f"{paradigm}: {type(err).__name__ if err else 'output'}")
+    assert type(err) is type(s_err), f"fused: {err!r}, stepped: {s_err!r}"
     assert out == s_out
     # nodes of one superstep run concurrently (their start order is the event loop's), so compare multisets
-    assert Counter(executed) == Counter(s_executed), f"invoke ran {executed}, stepped ran {s_executed}"
+    assert Counter(executed) == Counter(s_executed), f"fused ran {executed}, stepped ran {s_executed}"
