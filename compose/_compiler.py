@@ -67,6 +67,8 @@ def build_tables(
                 inbox_type=in_t,
                 output_type=out_t,
                 plain=plain,
+                takes_options=d.component in ("ChatModel", "ToolsNode", "Graph")
+                or (d.component == "Lambda" and d.impl.takes_options),
                 invoke1=d.paradigms.invoke1 if plain and sub is None and d.paradigms is not None else None,
             )
         )

@@ -16,14 +16,14 @@ closed when the run ends, whatever the way it ends.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
 import anyio
 
 from compose._dag import report, run_dag
+from compose._options import CallOptions
 from compose._pregel import pregel_step
 from compose._resume import restore, resumed_for
 from compose._snapshot import RerunRecord, RunSnapshot
@@ -48,7 +48,7 @@ from compose.errors import (
     NodeRunError,
     RuntimeTypeError,
 )
-from compose.interrupt import ExternalInterrupt, _resumed
+from compose.interrupt import _resumed
 from compose.lambdas import Paradigms, derive
 from compose.merge import merge_stream_values, merge_values
 from compose.state import _current_frame, _StateFrame, call_handler
@@ -59,32 +59,6 @@ from compose.stream import one_chunk as _one
 _EMPTY: Mapping[str, Any] = {}
 
 
-@dataclass(frozen=True, slots=True)
-class CallOptions:
-    """Per-call options of a compiled graph (see ``Runnable.invoke``)."""
-
-    max_run_steps: int | None = None
-    callbacks: Sequence[CallbackHandler] | None = None
-    designate: Sequence[str | Sequence[str]] | None = None
-    node_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    checkpoint_id: str | None = None
-    resume: Mapping[str, Any] = field(default_factory=dict)
-    state_modifier: Callable[[list[str], Any], Any] | None = None
-    force_new_run: bool = False
-    external_interrupt: ExternalInterrupt | None = None
-
-    @classmethod
-    def parse(cls, opts: Mapping[str, Any]) -> CallOptions:
-        if not opts:
-            return _DEFAULT_OPTIONS
-        unknown = set(opts) - _OPTION_NAMES
-        if unknown:
-            raise TypeError(f"unknown run option(s) {sorted(unknown)}; expected one of {sorted(_OPTION_NAMES)}")
-        return cls(**opts)
-
-
-_DEFAULT_OPTIONS = CallOptions()
-_OPTION_NAMES = frozenset(CallOptions.__dataclass_fields__)
 
 
 
@@ -205,6 +179,8 @@ class GraphRun:
                 raise GraphRunError("max run steps limit must be at least 1")
             max_steps = options.max_run_steps
         self.max_steps: int = max_steps if max_steps is not None else 0  # 0: no limit (DAG)
+        if options.node_options or options.designate:
+            options.check(tables, top=not path)
         # whether a step must pass _gate (interrupts before nodes, external interrupts, a restored run)
         self.gated = bool(tables.interrupt_before or options.external_interrupt is not None)
 

@@ -44,6 +44,7 @@ class NodeRT:
     output_type: Any  # the type the node emits (after output_key)
 
     plain: bool  # no handler and no key mapping
+    takes_options: bool  # accepts per-call node options (keyword arguments)
     # the node's own single-argument invoke when it is plain and not a sub-graph: the invoke-mode fast path
     invoke1: Callable[[Any], Any] | None
 

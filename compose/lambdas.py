@@ -276,6 +276,8 @@ class Lambda(Generic[I, O]):
                 in_t = a
             if out_t is Any:
                 out_t = r
+        # whether any of its functions takes **opts (per-call node options)
+        self.takes_options = any(_accepts_options(f) for f in (invoke, stream, collect, transform) if f is not None)
         self.input_type: Any = input_type if input_type is not None else in_t
         self.output_type: Any = output_type if output_type is not None else out_t
         self.type_name = next(

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 import anyio
 import anyio.from_thread
 
-from compose._engine import CallOptions, GraphRun
+from compose._engine import GraphRun
+from compose._options import CallOptions
 from compose._snapshot import RunSnapshot
 from compose._types import runtime_checker, type_name
 from compose.callbacks import RunInfo
@@ -124,9 +125,15 @@ class Runnable(Generic[I, O]):
             except BaseException:
                 await _close(x)
                 raise
-        run = GraphRun(
-            t, streaming=streaming, options=options, path=path, info=info, address=address, restore_from=restore
-        )
+        try:
+            run = GraphRun(
+                t, streaming=streaming, options=options, path=path, info=info, address=address, restore_from=restore
+            )
+        except BaseException:
+            await _close(x)
+            if owner and restore is not None:
+                await _release(store, checkpoint_id, owner)
+            raise
         handle = RunHandle(run, store, checkpoint_id, owner, restore is not None, t.fingerprint)
         await handle.begin(x)
         return handle

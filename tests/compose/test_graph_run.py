@@ -469,6 +469,58 @@ async def test_node_options_reach_lambdas(anyio_backend: Any) -> None:
         await r.invoke("", bogus=1)
 
 
+async def test_bad_call_options_fail_at_the_call_naming_the_node(anyio_backend: Any) -> None:
+    """As Eino: options designated to an unknown node, or a sub path into a component, are errors; so are node
+    options a node cannot take. Checked before anything runs; a transform's input stream is closed."""
+    from compose.callbacks import CallbackHandler, RunInfo
+
+    async def inner_fn(x: str, **opts: Any) -> str:
+        return x + str(sorted(opts.items()))
+
+    inner = Graph[str, str]()
+    inner.add_lambda_node("i", inner_fn)
+    inner.add_edge(START, "i")
+    inner.add_edge("i", END)
+    g = Graph[str, str]()
+    g.add_lambda_node("a", appender("a"))
+    g.add_graph_node("sub", inner)
+    g.add_edge(START, "a")
+    g.add_edge("a", "sub")
+    g.add_edge("sub", END)
+    r = g.compile(name="outer")
+    ran: list[str] = []
+
+    class Seen(CallbackHandler):
+        async def on_start(self, run_info: RunInfo, input: Any) -> None:
+            ran.append(run_info.name)
+
+    # what works: options for a node inside a sub-graph, callbacks designated by a path into it
+    assert await r.invoke("", node_options={"sub": {"node_options": {"i": {"k": 1}}}}) == "a[('k', 1)]"
+    assert await r.invoke("", callbacks=[Seen()], designate=[["sub", "i"]]) == "a[]"
+    assert ran == ["i"]
+
+    bad: list[tuple[dict[str, Any], str]] = [
+        ({"node_options": {"nope": {}}}, r"option has designated an unknown node: 'nope' .*nodes: \['a', 'sub'\]"),
+        ({"node_options": {"a": {"k": 1}}}, r"node 'a' takes no options: its function has no \*\*kwargs"),
+        ({"node_options": {"a": 3}}, r"node_options\['a'\] must be a mapping of keyword options, got int"),
+        ({"node_options": {"sub": {"bogus": 1}}}, r"node_options\['sub'\] \(sub-graph\): unknown run option"),
+        ({"node_options": {"sub": {"node_options": {"x": {}}}}}, r"unknown node: 'x' .*nodes: \['i'\]"),
+        ({"callbacks": [Seen()], "designate": ["nope"]}, r"unknown node: 'nope' in designate=\['nope'\]"),
+        ({"callbacks": [Seen()], "designate": [["a", "b"]]}, r"cannot designate sub path of a component: \['a', 'b'\]"),
+        ({"callbacks": [Seen()], "designate": [["sub", "z"]]}, r"unknown node: 'z' in designate=\['sub', 'z'\]"),
+        ({"designate": ["a"]}, "no callbacks were given"),
+    ]
+    ran.clear()
+    for opts, message in bad:
+        with pytest.raises(GraphRunError, match=message):
+            await r.invoke("", **opts)
+        source = StreamReader.from_iterable(["x"])
+        with pytest.raises(GraphRunError, match=message):
+            await r.transform(source, **opts)
+        assert source.closed
+    assert ran == []
+
+
 async def test_runtime_type_check_on_any_edge(anyio_backend: Any) -> None:
     def anything(x: str) -> Any:
         return 42 if x == "bad" else x
