@@ -25,7 +25,7 @@ from adk._run import RunContext
 from adk.actions import send_tool_gen_action
 from adk.approval import ApprovalPredicate, approval_middleware
 from adk.checkpointing import CheckpointBinding
-from adk.events import AgentAction, AgentInput
+from adk.events import AgentAction, AgentInput, checked_messages
 from adk.react import (
     DEFAULT_MAX_ITERATIONS,
     ChatModelHook,
@@ -165,6 +165,11 @@ class ChatModelAgent:
             raise ValueError("agent 'Description' is required")
         if model is None:
             raise ValueError("agent 'Model' is required")
+        if not (callable(getattr(model, "generate", None)) and callable(getattr(model, "stream", None))):
+            raise TypeError(
+                f"agent '{name}': model must be a chat model (async generate() and stream()), got "
+                f"{type(model).__qualname__}"
+            )
         if tool_execution_mode not in ("auto", "serial", "parallel"):
             raise ValueError(f"tool_execution_mode must be 'auto', 'serial' or 'parallel', got {tool_execution_mode!r}")
         if stall_window is not None and stall_window < 1:
@@ -177,6 +182,12 @@ class ChatModelAgent:
             tools = ToolsConfig()
         elif not isinstance(tools, ToolsConfig):
             tools = ToolsConfig(tools=list(tools))
+        for i, t in enumerate(tools.tools):
+            if not callable(getattr(t, "info", None)):
+                raise TypeError(
+                    f"agent '{name}': tools[{i}] is not a tool: {type(t).__qualname__} (build one from a function "
+                    "with @tool)"
+                )
         self.tools_config = tools
         self.max_iterations = max_iterations if max_iterations > 0 else DEFAULT_MAX_ITERATIONS
         self.model_retry = model_retry
@@ -284,10 +295,11 @@ class ChatModelAgent:
 
         ``checkpoint=(store, checkpoint_id)`` saves the run there if it pauses.
         """
+        messages = checked_messages(input.messages, f"agent '{self.name}'")
         binding = CheckpointBinding(checkpoint[0], checkpoint[1], self._bridge) if checkpoint is not None else None
         return AgentRun(
             self.runnable,
-            self.model_input(input),
+            self.model_input(AgentInput(messages, input.enable_streaming)),
             self._context(telemetry, session_values, run_path),
             streaming=input.enable_streaming,
             timeout=self.timeout,

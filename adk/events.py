@@ -181,3 +181,20 @@ class AgentInput:
 
     messages: Sequence[Message] = field(default_factory=list)
     enable_streaming: bool = False
+
+
+def checked_messages(messages: Any, where: str) -> list[Message]:
+    """``messages`` as a list, or a ``TypeError`` naming ``where`` and the first item that is not a ``Message``."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise TypeError(
+            f"{where}: messages must be a list of Message, got {type(messages).__qualname__} "
+            "(Runner.query(text) runs one user message)"
+        )
+    for i, m in enumerate(messages):
+        if not isinstance(m, Message):
+            raise TypeError(
+                f"{where}: messages[{i}] is {type(m).__qualname__}, not a Message (build one with user_message(), "
+                "assistant_message(), ... or Message(role=, content=))"
+            )
+    return list(messages)
+

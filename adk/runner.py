@@ -35,7 +35,7 @@ import anyio
 from adk._run import RunContext, current_run
 from adk.checkpointing import CheckpointBinding, agent_contexts
 from adk.errors import AgentError, AgentTimeoutError
-from adk.events import AgentAction, AgentEvent, AgentInput, AgentInterruptInfo
+from adk.events import AgentAction, AgentEvent, AgentInput, AgentInterruptInfo, checked_messages
 from adk.telemetry import TelemetryHandler
 from compose.checkpoint import CheckPointStore
 from compose.errors import GraphInterrupt
@@ -366,7 +366,7 @@ class Runner:
         """
         checkpoint = (self._store("checkpoint a run"), checkpoint_id) if checkpoint_id is not None else None
         return self.agent.run(
-            AgentInput(list(messages), self.enable_streaming),
+            AgentInput(checked_messages(messages, "Runner.run"), self.enable_streaming),
             telemetry=self.telemetry,
             session_values=self.session_values,
             checkpoint=checkpoint,

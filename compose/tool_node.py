@@ -155,8 +155,14 @@ class ToolsNode:
         self._tools = tuple(tools)
         self._infos: list[ToolInfo] = []
         self._endpoints: dict[str, _Endpoints] = {}
-        for t in self._tools:
-            info = t.info()
+        for i, t in enumerate(self._tools):
+            info_fn = getattr(t, "info", None)
+            info = info_fn() if callable(info_fn) else None
+            if not isinstance(info, ToolInfo):
+                raise TypeError(
+                    f"tools[{i}] is not a tool: {type(t).__qualname__} (a tool has info() -> ToolInfo and an async "
+                    "run(arguments) or stream(arguments); build one from a function with @tool)"
+                )
             if info.name in self._endpoints:
                 raise ValueError(
                     f"two tools are named {info.name!r}; tool names must be unique in a ToolsNode"

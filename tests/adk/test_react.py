@@ -411,6 +411,20 @@ def test_configuration_errors() -> None:
         agent.runnable  # noqa: B018
     with pytest.raises(TypeError, match="CheckPointStore protocol"):
         Runner(agent, checkpoint_store=object())
+    with pytest.raises(TypeError, match=r"agent 'a': model must be a chat model .*got str"):
+        ChatModelAgent("a", "d", model="gpt-4o")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"agent 'a': tools\[1\] is not a tool: function .*@tool"):
+        ChatModelAgent("a", "d", model=model, tools=[add, lambda x: x])  # type: ignore[list-item]
+
+
+def test_run_input_errors_name_the_bad_message() -> None:
+    runner = Runner(ChatModelAgent("a", "d", model=ScriptedChatModel([])))
+    with pytest.raises(TypeError, match=r"Runner.run: messages must be a list of Message, got str .*query\(text\)"):
+        runner.run("hello")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"Runner.run: messages\[1\] is dict, not a Message"):
+        runner.run([user_message("hi"), {"role": "user", "content": "x"}])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"agent 'a': messages\[0\] is int"):
+        runner.agent.run(AgentInput([1]))  # type: ignore[list-item]
 
 
 @pytest.mark.parametrize("streaming", [False, True])

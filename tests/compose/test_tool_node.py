@@ -238,6 +238,8 @@ def test_construction_errors() -> None:
         ToolsNode([upper, tool(lambda: "", name="upper")])
     with pytest.raises(ValueError, match="max_concurrency must be at least 1, got 0"):
         ToolsNode([upper], max_concurrency=0)
+    with pytest.raises(TypeError, match=r"tools\[1\] is not a tool: function .*@tool"):
+        ToolsNode([upper, lambda: ""])  # a bare function, not wrapped with @tool
 
 
 async def test_unknown_options_are_ignored() -> None:
