@@ -193,7 +193,7 @@ class GraphRun:
 
     async def run(self, value: Any) -> Any:
         """Run to the end and return END's value (a stream in a streaming run)."""
-        tokens = self._enter()
+        tokens = await self._enter_or_close(value)
         try:
             await self._begin(value)
             await self._step(to_end=True)
@@ -204,7 +204,7 @@ class GraphRun:
     async def begin(self, value: Any) -> None:
         """Start a run that the caller drives with ``step()`` (the agent runner does, to emit events between
         supersteps). Context (state, callbacks) is entered and left around each call."""
-        tokens = self._enter()
+        tokens = await self._enter_or_close(value)
         try:
             await self._begin(value)
         finally:
@@ -223,10 +223,23 @@ class GraphRun:
         with anyio.CancelScope(shield=True):
             await self._close_all()
 
+    async def _enter_or_close(self, value: Any) -> tuple[Any, Any]:
+        try:
+            return self._enter()
+        except BaseException:
+            await _close(value)
+            raise
+
     def _enter(self) -> tuple[Any, Any]:
         t = self.t
         if self.frame is None and t.state_factory is not None:
-            self.frame = _StateFrame(t.state_factory(), _current_frame.get())
+            try:
+                state = t.state_factory()
+            except Exception as exc:
+                raise GraphRunError(
+                    f"state factory of graph '{t.name}' failed: {type(exc).__name__}: {exc}"
+                ) from exc
+            self.frame = _StateFrame(state, _current_frame.get())
         tok_frame = _current_frame.set(self.frame) if self.frame is not None else None
         parent_cb = _current_config.get()
         if self.cb is _NOTHING:

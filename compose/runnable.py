@@ -150,6 +150,8 @@ class Runnable(Generic[I, O]):
 
         This is how the agent runner interleaves events with the run without a background task.
         """
+        if streaming:
+            _check_reader(x, "start_run")
         return await self._open(x, streaming=streaming, options=CallOptions.parse(opts), path=(), info=self._info)
 
     async def invoke(self, x: I, **opts: Any) -> O:
@@ -176,6 +178,7 @@ class Runnable(Generic[I, O]):
 
     async def transform(self, reader: StreamReader[I], **opts: Any) -> StreamReader[O]:
         """Run in streaming mode with a stream; returns END's stream. Takes ownership of ``reader``."""
+        _check_reader(reader, "transform")
         try:
             options = CallOptions.parse(opts)
         except BaseException:
@@ -188,6 +191,7 @@ class Runnable(Generic[I, O]):
 
     async def collect(self, reader: StreamReader[I], **opts: Any) -> O:
         """Run in streaming mode with a stream and concatenate END's stream into one value."""
+        _check_reader(reader, "collect")
         return cast(O, await concat(await self.transform(reader, **opts)))
 
     def invoke_sync(self, x: I, **opts: Any) -> O:
@@ -210,6 +214,14 @@ class Runnable(Generic[I, O]):
                         return
             finally:
                 portal.call(reader.aclose)
+
+
+def _check_reader(reader: Any, method: str) -> None:
+    if not isinstance(reader, StreamReader):
+        raise TypeError(
+            f"Runnable.{method}() takes a StreamReader, got {type(reader).__qualname__} (invoke()/stream() take a "
+            "value; StreamReader.from_iterable(items) makes a stream)"
+        )
 
 
 async def _release(store: Any, checkpoint_id: str | None, owner: str) -> None:

@@ -107,6 +107,9 @@ def tool_timeout(t: BaseTool) -> float | None:
 # @tool
 
 
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what the OpenAI API (and most others) accept
+
+
 class _FunctionToolBase:
     """What the two function tools share: the schema, argument validation and the declared attributes."""
 
@@ -120,7 +123,12 @@ class _FunctionToolBase:
         timeout: float | None,
         namespace: Mapping[str, Any] | None,
     ) -> None:
-        self.name = name or fn.__name__
+        self.name: str = name or str(getattr(fn, "__name__", ""))
+        if not _TOOL_NAME.fullmatch(self.name):
+            raise ValueError(
+                f"tool name {self.name!r} is not a valid tool name (letters, digits, '_' and '-', at most 64): "
+                "pass tool(fn, name=...)"
+            )
         summary, param_docs = _parse_docstring(fn.__doc__ or "")
         self.description = summary if description is None else description
         self.parallel_safe = parallel_safe
@@ -323,6 +331,8 @@ def tool(
     """
 
     def build(f: Callable[..., Any], namespace: Mapping[str, Any]) -> _AnyTool:
+        if not callable(f):
+            raise TypeError(f"tool() needs a function, got {type(f).__qualname__}")
         if inspect.isasyncgenfunction(f):
             if run_in_thread:
                 raise TypeError(f"tool {name or f.__name__}: run_in_thread applies to plain functions only")

@@ -469,6 +469,16 @@ async def test_node_options_reach_lambdas(anyio_backend: Any) -> None:
         await r.invoke("", bogus=1)
 
 
+async def test_stream_methods_reject_values_at_the_call(anyio_backend: Any) -> None:
+    r = chain("a")
+    with pytest.raises(TypeError, match=r"Runnable.transform\(\) takes a StreamReader, got list"):
+        await r.transform(["x"])
+    with pytest.raises(TypeError, match=r"Runnable.collect\(\) takes a StreamReader, got str"):
+        await r.collect("x")
+    with pytest.raises(TypeError, match=r"Runnable.start_run\(\) takes a StreamReader, got str"):
+        await r.start_run("x", streaming=True)
+
+
 async def test_bad_call_options_fail_at_the_call_naming_the_node(anyio_backend: Any) -> None:
     """As Eino: options designated to an unknown node, or a sub path into a component, are errors; so are node
     options a node cannot take. Checked before anything runs; a transform's input stream is closed."""

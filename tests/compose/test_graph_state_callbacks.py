@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from compose.callbacks import CallbackHandler, RunInfo, append_global_callbacks, clear_global_callbacks
-from compose.errors import MaxStepsExceededError, NodeRunError, StateError
+from compose.errors import GraphRunError, MaxStepsExceededError, NodeRunError, StateError
 from compose.graph import END, START, Graph
 from compose.lambdas import Lambda
 from compose.state import process_state
@@ -59,6 +59,24 @@ async def test_state_factory_runs_once_per_run_and_handlers_see_it(anyio_backend
     assert len(made) == 2
     assert made[0].log == ["pre:x", "node:x<", "post:x<n"]
     assert made[1].log == made[0].log
+
+
+async def test_a_failing_state_factory_is_a_run_error_naming_the_graph(anyio_backend: Any) -> None:
+    def broken() -> dict[str, int]:
+        raise KeyError("config")
+
+    g = Graph[str, str](state=broken)
+    g.add_lambda_node("a", Lambda(invoke=lambda x: x, input_type=str, output_type=str))
+    g.add_edge(START, "a")
+    g.add_edge("a", END)
+    r = g.compile(name="stateful")
+    with pytest.raises(GraphRunError, match="state factory of graph 'stateful' failed: KeyError: 'config'") as info:
+        await r.invoke("x")
+    assert isinstance(info.value.__cause__, KeyError)
+    source = StreamReader.from_iterable(["x"])
+    with pytest.raises(GraphRunError, match="state factory"):
+        await r.transform(source)
+    assert source.closed  # the input stream is not leaked
 
 
 async def test_non_stream_handlers_on_streaming_node_see_concatenated_value(anyio_backend: Any) -> None:

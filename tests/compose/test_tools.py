@@ -118,6 +118,16 @@ def test_name_description_and_declarations_override() -> None:
     assert tool_timeout(t) == 2.5
 
 
+def test_what_cannot_be_a_tool_fails_at_the_call() -> None:
+    with pytest.raises(ValueError, match=r"tool name '<lambda>' is not a valid tool name .*tool\(fn, name=\.\.\.\)"):
+        tool(lambda x: x)
+    assert tool(lambda x: x, name="echo").info().name == "echo"
+    with pytest.raises(ValueError, match="tool name 'two words' is not a valid tool name"):
+        tool(lambda x: x, name="two words")
+    with pytest.raises(TypeError, match=r"tool\(\) needs a function, got int"):
+        tool(3)  # type: ignore[call-overload]
+
+
 def test_decorator_with_options_and_no_parameters() -> None:
     @tool(name="now")
     def clock() -> str:
