@@ -217,8 +217,12 @@ class AgentRun(AsyncIterator[AgentEvent]):
                     opts["resume"] = dict(cp.targets)
                     opts["state_modifier"] = self._capture_state
             self._run = await self._runnable.start_run(x, streaming=self._streaming, **opts)
-            return False
-        return await self._run.step()
+        # supersteps that produce no event run back to back: there is nothing to hand out between them
+        return await self._run.step(until=self._has_events)
+
+    def _has_events(self) -> bool:
+        ctx = self._ctx
+        return bool(ctx.events) or ctx.held is not None
 
     def _flush_held(self) -> None:
         ctx = self._ctx

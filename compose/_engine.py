@@ -16,7 +16,7 @@ closed when the run ends, whatever the way it ends.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -210,11 +210,12 @@ class GraphRun:
         finally:
             self._exit(tokens)
 
-    async def step(self, to_end: bool = False) -> bool:
-        """Run one superstep (Pregel) or the whole run (DAG); True once ``result`` is set."""
+    async def step(self, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
+        """Run one superstep (Pregel) or the whole run (DAG); True once ``result`` is set. With ``until``, keep
+        running supersteps until it returns True after one (the agent runner stops when there are events)."""
         tokens = self._enter()
         try:
-            return await self._step(to_end)
+            return await self._step(to_end, until)
         finally:
             self._exit(tokens)
 
@@ -277,14 +278,14 @@ class GraphRun:
             await self._fail(exc)
             raise
 
-    async def _step(self, to_end: bool = False) -> bool:
+    async def _step(self, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
         try:
             if self.t.dag:
                 out = await run_dag(self)
             else:
                 out = await pregel_step(self, to_end)
-                while out is _NOTHING and to_end:
-                    out = await pregel_step(self, True)
+                while out is _NOTHING and (to_end or (until is not None and not until())):
+                    out = await pregel_step(self, to_end)
                 if out is _NOTHING:
                     return False
             handlers = self._handlers()

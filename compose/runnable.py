@@ -9,7 +9,7 @@ soon as END has a stream; the rest of the work happens lazily as the caller read
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import anyio
@@ -257,9 +257,10 @@ class RunHandle:
     async def begin(self, x: Any) -> None:
         await self._guard(self._run.begin(x))
 
-    async def step(self, *, to_end: bool = False) -> bool:
-        """Run one superstep (or, with ``to_end``, all of them); True once ``result`` is set."""
-        done: bool = await self._guard(self._run.step(to_end=to_end))
+    async def step(self, *, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
+        """Run one superstep (or, with ``to_end``, all of them; with ``until``, as many as it takes for it to
+        return True after one); True once ``result`` is set."""
+        done: bool = await self._guard(self._run.step(to_end, until))
         if done and self._checkpoint_id is not None and self._restored:
             await self._store.delete(self._checkpoint_id)  # retention: a finished run's checkpoint is not kept
         return done

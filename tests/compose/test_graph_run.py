@@ -469,6 +469,38 @@ async def test_node_options_reach_lambdas(anyio_backend: Any) -> None:
         await r.invoke("", bogus=1)
 
 
+async def test_a_run_driven_superstep_by_superstep(anyio_backend: Any) -> None:
+    """``start_run`` + ``step()``: one superstep per call (END's value arrives at the step after the last node);
+    ``step(until=...)`` runs supersteps until the predicate holds after one; ``to_end`` runs them all."""
+    seen: list[str] = []
+
+    def record(tag: str) -> Any:
+        async def f(x: str) -> str:
+            seen.append(tag)
+            return x + tag
+
+        return f
+
+    g = Graph[str, str]()
+    for k in "abcd":
+        g.add_lambda_node(k, record(k))
+    for s_, e in [(START, "a"), ("a", "b"), ("b", "c"), ("c", "d"), ("d", END)]:
+        g.add_edge(s_, e)
+    r = g.compile()
+    handle = await r.start_run(">", streaming=False)
+    assert not await handle.step()
+    assert seen == ["a"]
+    assert not await handle.step(until=lambda: "c" in seen)
+    assert seen == ["a", "b", "c"]
+    assert not await handle.step()  # d runs
+    assert await handle.step()  # END
+    assert handle.result == ">abcd"
+    seen.clear()
+    handle = await r.start_run(">", streaming=False)
+    assert await handle.step(until=lambda: False)  # never satisfied: runs to the end
+    assert (handle.result, seen) == (">abcd", ["a", "b", "c", "d"])
+
+
 async def test_stream_methods_reject_values_at_the_call(anyio_backend: Any) -> None:
     r = chain("a")
     with pytest.raises(TypeError, match=r"Runnable.transform\(\) takes a StreamReader, got list"):
