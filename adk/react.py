@@ -218,7 +218,9 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
         return msg
 
     g.add_tools_node(TOOL_NODE, config.tools_node, pre_handler=tool_pre_handle)
-    g.add_branch(CHAT_MODEL_NODE, StreamGraphBranch(tool_call_check, {END, TOOL_NODE}))
+    g.add_branch(
+        CHAT_MODEL_NODE, StreamGraphBranch(tool_call_check, {END, TOOL_NODE}, value_condition=_tool_call_check_value)
+    )
     if not return_directly:
         g.add_edge(TOOL_NODE, CHAT_MODEL_NODE)
     else:
@@ -242,6 +244,11 @@ async def tool_call_check(reader: StreamReader[Message]) -> str:
         return END
     finally:
         await reader.aclose()
+
+
+def _tool_call_check_value(message: Message) -> str:
+    """``tool_call_check`` for an invoke run's whole message."""
+    return TOOL_NODE if message.tool_calls else END
 
 
 async def _check_return_directly(reader: StreamReader[list[Message | None]]) -> str:

@@ -2,8 +2,10 @@
 
 ``GraphBranch(condition, end_nodes)``: ``condition(value) -> key``. ``StreamGraphBranch``: ``condition(reader) ->
 key``; it receives its own copy of the node's output stream and may decide on a prefix (the engine closes the copy
-afterwards if the condition forgot). The multi variants return a set of keys, possibly empty. A condition may be
-sync or async. Returning a key outside ``end_nodes`` raises ``BranchError``.
+afterwards if the condition forgot); with ``value_condition=`` (a pyeino extension), an invoke run calls that
+equivalent condition on the whole value instead of wrapping the value in a one-chunk stream. The multi variants
+return a set of keys, possibly empty. A condition may be sync or async. Returning a key outside ``end_nodes``
+raises ``BranchError``.
 
 Paradigm crossing, as in Eino: a value branch on a streaming node sees the concatenated stream (it waits for the
 stream to end); a stream branch in an invoke run receives a one-chunk stream.
@@ -32,10 +34,21 @@ class _Branch(Generic[T]):
     _stream = False
     _multi = False
 
-    def __init__(self, condition: Callable[[Any], Any], end_nodes: Iterable[str]) -> None:
+    def __init__(
+        self,
+        condition: Callable[[Any], Any],
+        end_nodes: Iterable[str],
+        *,
+        value_condition: Callable[[Any], Any] | None = None,
+    ) -> None:
         if not callable(condition):
             raise TypeError(f"a branch condition must be callable, got {type(condition).__qualname__}")
+        if value_condition is not None and not self._stream:
+            raise TypeError("value_condition= is for stream branches (a value branch's condition takes values)")
         self.condition = condition
+        # a stream branch's equivalent condition on a whole value: an invoke run calls it instead of wrapping
+        # the value in a one-chunk stream for ``condition``
+        self.value_condition = value_condition
         self.end_nodes: frozenset[str] = frozenset(end_nodes)
         if not self.end_nodes:
             raise BranchError("a branch needs at least one end node")
@@ -66,10 +79,10 @@ class _Branch(Generic[T]):
                 )
         return keys
 
-    async def _call(self, arg: Any, node: str) -> Any:
+    async def _call(self, arg: Any, node: str, condition: Callable[[Any], Any] | None = None) -> Any:
         try:
-            chosen = self.condition(arg)
-            if self._is_async or inspect.isawaitable(chosen):
+            chosen = (condition or self.condition)(arg)
+            if (self._is_async and condition is None) or inspect.isawaitable(chosen):
                 chosen = await chosen
             return chosen
         except BranchError:
@@ -99,6 +112,8 @@ class _Branch(Generic[T]):
         """Choose successors for a value (an invoke run)."""
         if not self._stream:
             return self._check(await self._call(value, node), node)
+        if self.value_condition is not None:
+            return self._check(await self._call(value, node, self.value_condition), node)
         reader = StreamReader.from_iterable((value,))
         try:
             return self._check(await self._call(reader, node), node)

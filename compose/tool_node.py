@@ -198,6 +198,8 @@ class ToolsNode:
         message, executed, resumed = _restore_rerun(message)
         calls = await self._prepare(message)
         results: list[str | Exception | None] = [None] * len(calls)
+        # a tool sees its own saved interrupt, never its node's: needed only inside a resumed run
+        isolate = resumed is not None or _resumed.get() is not None
 
         async def run_one(i: int) -> None:
             call = calls[i]
@@ -205,7 +207,7 @@ class ToolsNode:
                 results[i] = executed[call.call_id]
                 return
             token = _tool_call_id.set(call.call_id)
-            rtoken = _resumed.set(_child_resumed(resumed, call))
+            rtoken = _resumed.set(_child_resumed(resumed, call)) if isolate else None
             try:
                 if call.endpoints is None:
                     results[i] = await self._unknown(call)
@@ -216,12 +218,14 @@ class ToolsNode:
             except Exception as exc:  # a failed call is a result; the node decides below
                 results[i] = exc
             finally:
-                _resumed.reset(rtoken)
+                if rtoken is not None:
+                    _resumed.reset(rtoken)
                 _tool_call_id.reset(token)
 
         await self._run_all(run_one, len(calls))
-        _raise_first_failure(calls, results, streaming=False)
-        _raise_interrupts(message, calls, results)
+        if not all(type(r) is str for r in results):
+            _raise_first_failure(calls, results, streaming=False)
+            _raise_interrupts(message, calls, results)
         texts = cast(list[str], results)  # no failure left: every slot holds the call's result
         return [tool_message(text, c.call_id, tool_name=c.name) for c, text in zip(calls, texts, strict=True)]
 

@@ -223,6 +223,37 @@ async def test_branches_choose_and_check(anyio_backend: Any) -> None:
         await graph(boom).invoke("")
 
 
+async def test_a_stream_branch_with_a_value_condition(anyio_backend: Any) -> None:
+    """``value_condition=``: an invoke run decides with it on the whole value; a streaming run still reads the
+    stream with ``condition``."""
+    used: list[str] = []
+
+    async def on_stream(reader: StreamReader[str]) -> str:
+        used.append("stream")
+        first = await reader.recv()
+        await reader.aclose()
+        return "b" if first.startswith("x") else "c"
+
+    def on_value(value: str) -> str:
+        used.append("value")
+        return "b" if value.startswith("x") else "c"
+
+    g = Graph[str, str]()
+    for k in "abc":
+        g.add_lambda_node(k, appender(k))
+    g.add_edge(START, "a")
+    g.add_branch("a", StreamGraphBranch(on_stream, {"b", "c"}, value_condition=on_value))
+    g.add_edge("b", END)
+    g.add_edge("c", END)
+    r = g.compile()
+    assert await r.invoke("x") == "xab"
+    assert await r.invoke("y") == "yac"
+    assert await concat(await r.stream("x")) == "xab"
+    assert used == ["value", "value", "stream"]
+    with pytest.raises(TypeError, match="value_condition= is for stream branches"):
+        GraphBranch(on_value, {"b"}, value_condition=on_value)
+
+
 async def test_sync_condition_results_that_need_more_than_a_lookup(anyio_backend: Any) -> None:
     """A sync condition may return an awaitable (awaited) or a non-key (a BranchError naming the node), in a
     stretch of the run the scheduler fuses into one loop as well as when driven step by step."""
