@@ -137,6 +137,9 @@ def _concat_bytes(items: list[Any]) -> Any:
 
 
 def _last_value(items: list[Any]) -> Any:
+    for x in items:
+        if x is not None and not isinstance(x, (int, float)):  # bool is an int
+            raise ConcatError(f"cannot concat a chunk of type {type(x).__qualname__} with number chunks")
     return next(x for x in reversed(items) if x is not None)
 
 

@@ -225,6 +225,8 @@ class StreamReader(Generic[T]):
         Returns:
             The copies.
         """
+        if type(n) is not int:
+            raise TypeError(f"copy(n) takes an int, got {type(n).__qualname__}")
         if n < 2:
             return [self]
         if self._closed:
@@ -249,6 +251,8 @@ class StreamReader(Generic[T]):
             >>> from compose.stream import SKIP
             >>> evens = StreamReader.from_iterable(range(6)).map(lambda x: x if x % 2 == 0 else SKIP)
         """
+        if not callable(fn):
+            raise TypeError(f"map(fn) takes a function, got {type(fn).__qualname__}")
         if self._closed:
             raise StreamError(f"cannot map a closed stream reader: {self!r}")
         from compose._stream_copy import MapReader

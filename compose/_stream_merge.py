@@ -148,7 +148,11 @@ class _MergeReader(StreamReader[Any]):
         )
 
 
-def _check_sources(readers: Sequence[StreamReader[Any]]) -> None:
+def _check_sources(readers: Sequence[Any], names: Sequence[str] | None = None) -> None:
+    for i, r in enumerate(readers):
+        if not isinstance(r, StreamReader):
+            label = repr(names[i]) if names is not None else str(i)
+            raise TypeError(f"merge: source {label} is {type(r).__qualname__}, not a StreamReader")
     if len({id(r) for r in readers}) != len(readers):
         raise StreamError("cannot merge the same stream reader twice (copy it first)")
     for r in readers:
@@ -173,9 +177,9 @@ def merge_streams(readers: Sequence[StreamReader[T]]) -> StreamReader[T]:
     readers = list(readers)
     if not readers:
         return StreamReader.from_iterable(())
+    _check_sources(readers)
     if len(readers) == 1:
         return readers[0]
-    _check_sources(readers)
     if all(type(r) is _IterReader for r in readers):
         items: list[T] = []
         for r in readers:
@@ -199,5 +203,5 @@ def merge_named_streams(readers: Mapping[str, StreamReader[T]]) -> StreamReader[
     if not readers:
         return StreamReader.from_iterable(())
     sources = list(readers.values())
-    _check_sources(sources)
+    _check_sources(sources, list(readers))
     return _MergeReader(sources, list(readers))

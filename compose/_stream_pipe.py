@@ -241,6 +241,8 @@ def pipe(capacity: int = 0) -> tuple[StreamReader[T], StreamWriter[T]]:
         ``(reader, writer)``. Annotate the variables to fix the chunk type, e.g.
         ``reader: StreamReader[str]; writer: StreamWriter[str]``.
     """
+    if type(capacity) is not int:
+        raise TypeError(f"pipe(capacity) takes an int, got {type(capacity).__qualname__}")
     if capacity < 0:
         raise ValueError(f"capacity must be >= 0, got {capacity}")
     p = _Pipe(capacity)

@@ -486,6 +486,26 @@ async def test_copy_or_map_of_a_closed_reader_raises() -> None:
         reader.map(str)
 
 
+async def test_misused_stream_functions_raise_typed_errors_naming_the_argument() -> None:
+    reader = StreamReader.from_iterable([1, 2])
+    with pytest.raises(TypeError, match=r"copy\(n\) takes an int, got str"):
+        reader.copy("2")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"map\(fn\) takes a function, got int"):
+        reader.map(3)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match=r"pipe\(capacity\) takes an int, got str"):
+        pipe("a")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="merge: source 1 is int, not a StreamReader"):
+        merge_streams([reader, 3])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="merge: source 0 is str, not a StreamReader"):
+        merge_streams(["x"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="merge: source 'b' is int, not a StreamReader"):
+        merge_named_streams({"a": reader, "b": 3})  # type: ignore[dict-item]
+    with pytest.raises(ConcatError, match="cannot concat a chunk of type str with number chunks"):
+        concat_items([1, "a"])
+    assert concat_items([1, 2.5, True]) is True  # numbers: the last value
+    await reader.aclose()
+
+
 async def test_iterable_copies_are_independent_cursors() -> None:
     reader = StreamReader.from_iterable([1, 2, 3])
     assert await reader.recv() == 1
