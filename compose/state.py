@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import inspect
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import anyio
 
@@ -41,6 +41,13 @@ class _StateLock:
 
     def __repr__(self) -> str:
         return f"_StateLock(locked={self._locked}, waiters={len(self._waiters)})"
+
+    def acquire_nowait(self) -> bool:
+        """Take the lock if it is free (never touches the event loop); False if it is held."""
+        if self._locked:
+            return False
+        self._locked = True
+        return True
 
     async def __aenter__(self) -> None:
         if not self._locked:
@@ -97,8 +104,30 @@ def _find_frame(state_type: type[Any]) -> _StateFrame:
     )
 
 
-@asynccontextmanager
-async def process_state(state_type: type[S]) -> AsyncIterator[S]:
+class _StateAccess(Generic[S]):
+    """What ``process_state`` returns: finds the state when entered, holds its graph's lock until left."""
+
+    __slots__ = ("_lock", "_type")
+
+    def __init__(self, state_type: type[S]) -> None:
+        self._type = state_type
+        self._lock: _StateLock | None = None
+
+    async def __aenter__(self) -> S:
+        frame = _find_frame(self._type)
+        lock = frame.lock
+        if not lock.acquire_nowait():
+            await lock.__aenter__()
+        self._lock = lock
+        return frame.state  # type: ignore[no-any-return]
+
+    async def __aexit__(self, *exc: object) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock._release()
+
+
+def process_state(state_type: type[S]) -> AbstractAsyncContextManager[S]:
     """Use the nearest enclosing graph state of type ``state_type``, under that graph's lock.
 
     Example::
@@ -108,19 +137,22 @@ async def process_state(state_type: type[S]) -> AsyncIterator[S]:
                 st.seen.append(x)
             return x
     """
-    frame = _find_frame(state_type)
-    async with frame.lock:
-        yield frame.state
+    return _StateAccess(state_type)
 
 
 async def call_handler(
     handler: Callable[[Any, Any], Any], value: Any, frame: _StateFrame
 ) -> Any:
     """Run a state handler under its graph's lock (sync or async handler)."""
-    async with frame.lock:
+    lock = frame.lock
+    if not lock.acquire_nowait():
+        await lock.__aenter__()
+    try:
         result = handler(value, frame.state)
         if inspect.isawaitable(result):
             result = await result
+    finally:
+        lock._release()
     return result
 
 
