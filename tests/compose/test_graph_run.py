@@ -550,17 +550,7 @@ async def test_bad_call_options_fail_at_the_call_naming_the_node(anyio_backend: 
     async def inner_fn(x: str, **opts: Any) -> str:
         return x + str(sorted(opts.items()))
 
-    inner = Graph[str, str]()
-    inner.add_lambda_node("i", inner_fn)
-    inner.add_edge(START, "i")
-    inner.add_edge("i", END)
-    g = Graph[str, str]()
-    g.add_lambda_node("a", appender("a"))
-    g.add_graph_node("sub", inner)
-    g.add_edge(START, "a")
-    g.add_edge("a", "sub")
-    g.add_edge("sub", END)
-    r = g.compile(name="outer")
+    r = a_then_sub(inner_fn).compile(name="outer")
     ran: list[str] = []
 
     class Seen(CallbackHandler):
@@ -633,9 +623,10 @@ async def test_sub_graph_error_path_and_cause(anyio_backend: Any) -> None:
     assert "node path: [sub, inner]" in str(info.value)
 
 
-async def test_sub_graph_runs_in_all_paradigms(anyio_backend: Any) -> None:
+def a_then_sub(inner_fn: Any) -> Graph[str, str]:
+    """START -> a -> sub -> END, where ``sub`` is a one-node graph (node ``i``) running ``inner_fn``."""
     inner = Graph[str, str]()
-    inner.add_lambda_node("i", appender("i"))
+    inner.add_lambda_node("i", inner_fn)
     inner.add_edge(START, "i")
     inner.add_edge("i", END)
     outer = Graph[str, str]()
@@ -644,7 +635,11 @@ async def test_sub_graph_runs_in_all_paradigms(anyio_backend: Any) -> None:
     outer.add_edge(START, "a")
     outer.add_edge("a", "sub")
     outer.add_edge("sub", END)
-    r = outer.compile()
+    return outer
+
+
+async def test_sub_graph_runs_in_all_paradigms(anyio_backend: Any) -> None:
+    r = a_then_sub(appender("i")).compile()
     assert await r.invoke("") == "ai"
     assert await concat(await r.stream("")) == "ai"
 
