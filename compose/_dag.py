@@ -50,6 +50,7 @@ async def run_dag(self: GraphRun) -> Any:
     before: list[int] = []
     after: list[int] = []
     signals: list[tuple[int, GraphInterrupt]] = []
+    pausing = False
     spares: dict[int, Any] = {}  # with an external interrupt: each running task's input, for a re-run
     scopes: dict[int, anyio.CancelScope] = {}
     abandoned: list[tuple[int, Any]] = []
@@ -142,16 +143,16 @@ async def run_dag(self: GraphRun) -> Any:
             except Exception as exc:  # the task group's body must not raise: it would wrap the error
                 error = exc
             tg.cancel_scope.cancel()
-
+        pausing = error is None and result is _NOTHING
     finally:
         send.close()
         with anyio.CancelScope(shield=True):
             async with recv:
                 async for _, out, _ in recv:
                     await _close(out)
-            if error is not None or result is not _NOTHING:
-                for spare in (*spares.values(), *(x for _, x in abandoned)):
-                    await _close(spare)
+            # kept inputs: those of abandoned tasks go into the checkpoint when the run pauses, else are closed
+            for spare in (*spares.values(), *(() if pausing else (x for _, x in abandoned))):
+                await _close(spare)
     if error is not None:
         await _close(result)
         raise error

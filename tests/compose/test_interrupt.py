@@ -456,6 +456,44 @@ async def test_external_interrupt_in_dag_mode_with_and_without_grace_period(anyi
     assert await concat(await r.stream("", checkpoint_id="d3")) == ">sn"
 
 
+@pytest.mark.parametrize("mode", ["any_predecessor", "all_predecessor"])
+async def test_cancelling_a_run_with_an_external_interrupt_closes_the_kept_inputs(
+    anyio_backend: Any, mode: str
+) -> None:
+    """A run given an external interrupt keeps a copy of each running node's input stream; cancelled from outside
+    (no interrupt), the run closes them all (the autouse leak check fails otherwise)."""
+    import anyio
+
+    from compose.interrupt import ExternalInterrupt
+
+    started = anyio.Event()
+
+    async def slow(x: str) -> str:
+        started.set()
+        await anyio.sleep_forever()
+        return x
+
+    async def fast(x: str) -> str:
+        return x + "f"
+
+    g = Graph[str, dict[str, Any]]()
+    g.add_lambda_node("slow", slow, output_key="s")
+    g.add_lambda_node("fast", fast, output_key="f")
+    for s_, e in [(START, "slow"), (START, "fast"), ("slow", END), ("fast", END)]:
+        g.add_edge(s_, e)
+    r = g.compile(trigger_mode=mode)
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                await concat(await r.stream(">", external_interrupt=ExternalInterrupt()))
+
+            tg.start_soon(run)
+            await started.wait()
+            scope.cancel()
+    assert scope.cancelled_caught
+
+
 async def test_pre_handler_interrupt_reruns_the_node_with_zero_input(anyio_backend: Any) -> None:
     # Eino's TestPreHandlerInterrupt: the re-run node gets the zero value of its input, not the original
     async def pre(x: str, st: St) -> str:
