@@ -31,6 +31,8 @@ class CallOptions:
     state_modifier: Callable[[list[str], Any], Any] | None = None
     force_new_run: bool = False
     external_interrupt: ExternalInterrupt | None = None
+    # resuming: take over a claim on the checkpoint older than this many seconds (its worker died mid-resume)
+    claim_stale_after: float | None = None
 
     @classmethod
     def parse(cls, opts: Mapping[str, Any]) -> CallOptions:

@@ -43,7 +43,13 @@ class Runnable(Generic[I, O]):
     * ``callbacks``: ``CallbackHandler``s for this run (the graph and every node, nested graphs included);
     * ``designate``: restrict ``callbacks`` to these node keys or paths into sub-graphs (``("sub", "inner")``);
     * ``node_options``: ``{"node_key": {...}}`` keyword options for one node (a chat model receives them as model
-      options; a lambda as keyword arguments if it accepts ``**opts``; a sub-graph as its own call options).
+      options; a lambda as keyword arguments if it accepts ``**opts``; a sub-graph as its own call options);
+    * checkpoints: ``checkpoint_id`` (save a pause there; resume from it when it exists), ``resume={interrupt_id:
+      data}``, ``state_modifier``, ``force_new_run``, ``claim_stale_after`` (seconds: a resume takes over a claim
+      on the checkpoint older than that, left by a worker that died mid-resume; default never);
+    * ``external_interrupt``: an ``ExternalInterrupt`` to pause the run from outside.
+
+    Options naming nodes are checked before the run starts (``GraphRunError`` naming the unknown node).
     """
 
     def __init__(self, tables: Tables) -> None:
@@ -102,7 +108,7 @@ class Runnable(Generic[I, O]):
         if checkpoint_id is not None and restore is None and not options.force_new_run:
             owner = uuid.uuid4().hex
             try:
-                data = await claim_checkpoint(store, checkpoint_id, owner)
+                data = await claim_checkpoint(store, checkpoint_id, owner, stale_after=options.claim_stale_after)
                 if data is not None:
                     try:
                         snap = decode_checkpoint(data, RunSnapshot, kind=_KIND, fingerprint=t.fingerprint)

@@ -372,6 +372,22 @@ async def test_concurrent_resumes_of_one_checkpoint_exactly_one_wins(anyio_backe
     assert await store.get("k") is None
 
 
+async def test_a_stale_claim_is_taken_over_only_when_asked(anyio_backend: Any) -> None:
+    g = line(("a", lambda x: x + "a"), ("b", lambda x: x + "b"))
+    store = InMemoryCheckPointStore()
+    r = g.compile(interrupt_before=["b"], checkpoint_store=store)
+    with pytest.raises(GraphInterrupt):
+        await r.invoke(">", checkpoint_id="k")
+    assert await store.claim("k", "a-worker-that-died")
+    with pytest.raises(CheckpointError) as info:
+        await r.invoke("", checkpoint_id="k")
+    assert info.value.reason == "claimed"
+    with pytest.raises(CheckpointError):
+        await r.invoke("", checkpoint_id="k", claim_stale_after=3600)  # the claim is younger than that
+    assert await r.invoke("", checkpoint_id="k", claim_stale_after=0) == ">ab"
+    assert await store.get("k") is None
+
+
 async def test_failed_resume_leaves_the_checkpoint_resumable(anyio_backend: Any) -> None:
     fail = [True]
 
