@@ -28,7 +28,6 @@ The seeds' limits are checked in the model pre handler, before each model call: 
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -44,7 +43,7 @@ from compose.lambdas import Lambda
 from compose.models.base import ChatModel
 from compose.runnable import Runnable
 from compose.schema import Message, tool_message
-from compose.state import process_state
+from compose.state import is_awaitable, process_state
 from compose.stream import SKIP, SkipType, StreamReader
 from compose.tool_node import (
     InvokableToolEndpoint,
@@ -124,7 +123,7 @@ async def _run_hooks(hooks: Sequence[ChatModelHook], messages: list[Message]) ->
     s = ChatModelAgentState(messages)
     for hook in hooks:
         result = hook(s)
-        if inspect.isawaitable(result):
+        if is_awaitable(result):
             await result
     return s.messages
 

@@ -13,14 +13,13 @@ stream to end); a stream branch in an invoke run receives a one-chunk stream.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from compose._types import stream_item_type
 from compose.errors import BranchError
 from compose.lambdas import _hints
-from compose.state import is_async_callable
+from compose.state import is_async_callable, is_awaitable
 from compose.stream import StreamReader, concat
 
 __all__ = ["GraphBranch", "GraphMultiBranch", "StreamGraphBranch", "StreamGraphMultiBranch"]
@@ -82,7 +81,7 @@ class _Branch(Generic[T]):
     async def _call(self, arg: Any, node: str, condition: Callable[[Any], Any] | None = None) -> Any:
         try:
             chosen = (condition or self.condition)(arg)
-            if (self._is_async and condition is None) or inspect.isawaitable(chosen):
+            if (self._is_async and condition is None) or is_awaitable(chosen):
                 chosen = await chosen
             return chosen
         except BranchError:
@@ -99,7 +98,7 @@ class _Branch(Generic[T]):
         awaitable, then checked (raises ``BranchError``). The engine's fused loop calls the condition itself and
         comes here only when the result is not already one of the end nodes."""
         try:
-            if inspect.isawaitable(chosen):
+            if is_awaitable(chosen):
                 chosen = await chosen
         except BranchError:
             raise

@@ -266,7 +266,14 @@ class RunHandle:
     async def step(self, *, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
         """Run one superstep (or, with ``to_end``, all of them; with ``until``, as many as it takes for it to
         return True after one); True once ``result`` is set."""
-        done: bool = await self._guard(self._run.step(to_end, until))
+        try:  # _guard, inlined: this is once per superstep of an agent run
+            done = await self._run.step(to_end, until)
+        except GraphInterrupt as exc:
+            await self._save(exc)
+            raise
+        except BaseException:
+            await self._release_claim()
+            raise
         if done and self._checkpoint_id is not None and self._restored:
             await self._store.delete(self._checkpoint_id)  # retention: a finished run's checkpoint is not kept
         return done
@@ -281,14 +288,22 @@ class RunHandle:
         try:
             return await work
         except GraphInterrupt as exc:
-            if self._checkpoint_id is not None:
-                paused = getattr(exc, "snapshot", None)
-                assert isinstance(paused, RunSnapshot)
-                data = encode_checkpoint(paused, kind=_KIND, fingerprint=self._fingerprint)
-                await self._store.set(self._checkpoint_id, data)
-                exc.checkpoint_id = self._checkpoint_id
+            await self._save(exc)
             raise
         except BaseException:
-            if self._owner and self._restored:
-                await _release(self._store, self._checkpoint_id, self._owner)  # the checkpoint stays resumable
+            await self._release_claim()
             raise
+
+    async def _save(self, exc: GraphInterrupt) -> None:
+        """The run paused: store its snapshot under the checkpoint id (if it has one)."""
+        if self._checkpoint_id is not None:
+            paused = getattr(exc, "snapshot", None)
+            assert isinstance(paused, RunSnapshot)
+            data = encode_checkpoint(paused, kind=_KIND, fingerprint=self._fingerprint)
+            await self._store.set(self._checkpoint_id, data)
+            exc.checkpoint_id = self._checkpoint_id
+
+    async def _release_claim(self) -> None:
+        """The run failed: a resumed run's checkpoint stays resumable."""
+        if self._owner and self._restored:
+            await _release(self._store, self._checkpoint_id, self._owner)

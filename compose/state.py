@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import inspect
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from types import CoroutineType, GeneratorType
+from typing import Any, Generic, TypeGuard, TypeVar
 
 import anyio
 
@@ -149,11 +150,17 @@ async def call_handler(
         await lock.__aenter__()
     try:
         result = handler(value, frame.state)
-        if inspect.isawaitable(result):
+        if is_awaitable(result):
             result = await result
     finally:
         lock._release()
     return result
+
+
+def is_awaitable(x: Any) -> TypeGuard[Awaitable[Any]]:
+    """``inspect.isawaitable``, answering the common cases (a coroutine, a plain value) without its ABC check."""
+    cls = x.__class__
+    return cls is CoroutineType or hasattr(cls, "__await__") or (cls is GeneratorType and inspect.isawaitable(x))
 
 
 def is_async_callable(fn: Callable[..., Any]) -> bool:
