@@ -44,16 +44,16 @@ def assignable(out: Any, in_: Any) -> Assignable:
         return Assignable.YES
     if out is Any or out is object:
         return Assignable.MAY
-    if _is_union(in_):
-        results = [assignable(out, member) for member in get_args(in_)]
-        if Assignable.YES in results:
-            return Assignable.YES
-        return Assignable.MAY if Assignable.MAY in results else Assignable.NO
-    if _is_union(out):
+    if _is_union(out):  # every member must fit (checked first: int | str fits int | str | bytes)
         results = [assignable(member, in_) for member in get_args(out)]
         if all(r is Assignable.YES for r in results):
             return Assignable.YES
         return Assignable.NO if all(r is Assignable.NO for r in results) else Assignable.MAY
+    if _is_union(in_):  # one member must fit
+        results = [assignable(out, member) for member in get_args(in_)]
+        if Assignable.YES in results:
+            return Assignable.YES
+        return Assignable.MAY if Assignable.MAY in results else Assignable.NO
     out_origin, in_origin = get_origin(out) or out, get_origin(in_) or in_
     if not isinstance(out_origin, type) or not isinstance(in_origin, type):
         return Assignable.MAY  # TypeVars, Protocol aliases, Literal...: only a runtime check can tell

@@ -18,7 +18,6 @@ import networkx as nx
 
 from compose._types import Assignable, assignable, runtime_checker, type_name
 from compose.branch import _Branch
-from compose.callbacks import RunInfo
 from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
 from compose.lambdas import Lambda, Paradigms, _hints, derive
 from compose.schema import Message
@@ -411,8 +410,7 @@ class Graph(Generic[I, O]):
             raise InvalidGraphError(
                 f"nodes {unreachable} cannot be reached from START and would never run; add an edge or remove them"
             )
-        if END not in reachable:
-            raise InvalidGraphError("END cannot be reached from START")
+        # END is reachable here: some node (or START) has an edge or branch to END, and every node is reachable
         if dag:
             try:
                 cycle = nx.find_cycle(digraph, source=START)
@@ -504,10 +502,6 @@ class Graph(Generic[I, O]):
                 if verdict is Assignable.MAY:
                     checks[(s, e)] = runtime_checker(in_t)
         return checks
-
-    def run_info(self, key: str) -> RunInfo:
-        node = self._nodes[key]
-        return RunInfo(node.name or key, node.type_name, node.component)
 
     def __repr__(self) -> str:
         state = "compiled" if self._compiled else "building"

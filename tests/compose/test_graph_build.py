@@ -87,6 +87,64 @@ def test_branch_build_errors() -> None:
         g.add_branch("a", GraphBranch(cond, {END}))
 
 
+def _line() -> Graph[str, str]:
+    g = Graph[str, str]()
+    g.add_lambda_node("a", ident_str)
+    g.add_edge(START, "a")
+    g.add_edge("a", END)
+    return g
+
+
+def _handler(x: str, state: Any) -> str:
+    return x
+
+
+MISUSE: list[tuple[str, Any, type[Exception], str]] = [
+    ("unknown node option", lambda g: g.add_lambda_node("b", ident_str, bogus=1), GraphBuildError,
+     r"node 'b': unknown option\(s\) \['bogus'\]"),
+    ("non-string key", lambda g: g.add_lambda_node(3, ident_str), GraphBuildError,
+     "node key must be a non-empty string, got 3"),
+    ("passthrough with a key", lambda g: g.add_passthrough_node("p", input_key="k"), GraphBuildError,
+     "passthrough node 'p' cannot have an input_key or output_key"),
+    ("two pre handlers", lambda g: g.add_lambda_node("b", ident_str, pre_handler=_handler,
+                                                     stream_pre_handler=_handler), GraphBuildError,
+     "node 'b': give pre_handler or stream_pre_handler, not both"),
+    ("two post handlers", lambda g: g.add_lambda_node("b", ident_str, post_handler=_handler,
+                                                      stream_post_handler=_handler), GraphBuildError,
+     "node 'b': give post_handler or stream_post_handler, not both"),
+    ("not a tools node", lambda g: g.add_tools_node("t", object()), GraphBuildError,
+     r"node 't': a tools node needs async invoke\(\) and stream\(\) methods"),
+    ("not a graph", lambda g: g.add_graph_node("s", object()), GraphBuildError,
+     "node 's': add_graph_node needs a Graph or a compiled Runnable"),
+    ("not a branch", lambda g: g.add_branch("a", lambda s: END), GraphBuildError,
+     "add_branch needs a GraphBranch/StreamGraphBranch"),
+    ("branch from END", lambda g: g.add_branch(END, GraphBranch(lambda s: "a", {"a"})), GraphBuildError,
+     "END cannot be a start node"),
+    ("branch to START", lambda g: g.add_branch("a", GraphBranch(lambda s: END, {START, END})), GraphBuildError,
+     "START cannot be an end node"),
+    ("unknown trigger mode", lambda g: g.compile(trigger_mode="eager"), GraphBuildError,
+     "unknown trigger mode 'eager'"),
+    ("step limit below 1", lambda g: g.compile(max_run_steps=0), GraphBuildError,
+     "max run steps limit must be at least 1"),
+    ("unknown interrupt node", lambda g: g.compile(interrupt_before=["x"]), GraphBuildError,
+     "interrupt node 'x' needs to be added to graph first"),
+    ("not a checkpoint store", lambda g: g.compile(checkpoint_store=object()), GraphBuildError,
+     "checkpoint_store must implement the CheckPointStore protocol"),
+    ("unknown fan-in node", lambda g: g.compile(fan_in_merge_config={"x": None}), GraphBuildError,
+     "fan-in merge config names unknown node 'x'"),
+]
+
+
+@pytest.mark.parametrize(("case", "misuse", "error", "message"), MISUSE, ids=[m[0] for m in MISUSE])
+def test_builder_misuse_raises_a_typed_error_at_the_call(
+    case: str, misuse: Any, error: type[Exception], message: str
+) -> None:
+    g = _line()
+    with pytest.raises(error, match=message):
+        misuse(g)
+    assert g.compile() is not None  # not sticky: the graph is still good
+
+
 def test_mutation_after_compile_fails() -> None:
     g = Graph[str, str]()
     g.add_lambda_node("a", ident_str)
