@@ -113,7 +113,7 @@ def _with_callbacks(p: Paradigms, handlers: tuple[CallbackHandler, ...], info: R
 
 
 class GraphRun:
-    """One run of a compiled graph. Not reusable; ``run()`` is called once."""
+    """One run of a compiled graph: ``begin()`` once, then ``step()`` until it returns True (``RunHandle``)."""
 
     __slots__ = (
         "address",
@@ -190,16 +190,6 @@ class GraphRun:
         return f"GraphRun({self.t.name!r}, step={self.steps}, mode={mode}, inbox={waiting})"
 
     # ------------------------------------------------------------------ the run
-
-    async def run(self, value: Any) -> Any:
-        """Run to the end and return END's value (a stream in a streaming run)."""
-        tokens = await self._enter_or_close(value)
-        try:
-            await self._begin(value)
-            await self._step(to_end=True)
-            return self.result
-        finally:
-            self._exit(tokens)
 
     async def begin(self, value: Any) -> None:
         """Start a run that the caller drives with ``step()`` (the agent runner does, to emit events between

@@ -328,6 +328,58 @@ async def test_runs_mixing_plain_and_handled_nodes(anyio_backend: Any) -> None:
         await r.invoke("", max_run_steps=5)
 
 
+async def test_failing_stream_branches_close_every_copy(anyio_backend: Any) -> None:
+    """In a streaming run a node's output is copied for its branches; a condition that raises (or returns a
+    non-key) is a BranchError naming the node, and every copy is closed (the autouse leak check)."""
+
+    async def reads_then_fails(reader: StreamReader[str]) -> str:
+        await reader.recv()
+        raise ValueError("bad stream")
+
+    async def never_called(reader: StreamReader[str]) -> str:
+        raise AssertionError("the first branch failed: this one must not run")
+
+    def graph(first: Any, multi: bool = False) -> Any:
+        g = Graph[str, str]()
+        for k in "abc":
+            g.add_lambda_node(k, appender(k))
+        g.add_edge(START, "a")
+        cls = StreamGraphMultiBranch if multi else StreamGraphBranch
+        g.add_branch("a", cls(first, {"b", "c"}))
+        g.add_branch("a", StreamGraphBranch(never_called, {"b", "c"}))
+        g.add_edge("b", END)
+        g.add_edge("c", END)
+        return g.compile()
+
+    with pytest.raises(BranchError, match="branch condition of node 'a' failed: ValueError: bad stream") as info:
+        await concat(await graph(reads_then_fails).stream("x"))
+    assert isinstance(info.value.__cause__, ValueError)
+
+    async def not_a_set(reader: StreamReader[str]) -> Any:
+        return 3
+
+    with pytest.raises(BranchError, match="multi-branch condition of node 'a' must return a set of node keys"):
+        await concat(await graph(not_a_set, multi=True).stream("x"))
+
+
+def test_branch_construction_errors_and_repr() -> None:
+    with pytest.raises(TypeError, match="a branch condition must be callable, got str"):
+        GraphBranch("b", {"b"})  # type: ignore[arg-type]
+    with pytest.raises(BranchError, match="a branch needs at least one end node"):
+        GraphBranch(lambda x: "b", set())
+    assert repr(GraphMultiBranch(lambda x: {"b"}, {"c", "b"})) == "GraphMultiBranch(end_nodes=['b', 'c'])"
+
+
+async def test_a_node_without_successors_ends_the_run_with_no_tasks(anyio_backend: Any) -> None:
+    g = Graph[str, str]()
+    g.add_lambda_node("a", appender("a"))
+    g.add_lambda_node("dead", appender("d"))
+    g.add_edge(START, "a")
+    g.add_branch("a", GraphBranch(lambda x: "dead", {"dead", END}))
+    with pytest.raises(GraphRunError, match=r"no tasks to execute, last completed nodes: \['dead'\]"):
+        await g.compile().invoke("")
+
+
 async def test_multi_branch_selects_several(anyio_backend: Any) -> None:
     g = Graph[str, dict[str, Any]]()
     g.add_lambda_node("a", appender("a"))

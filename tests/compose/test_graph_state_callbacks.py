@@ -403,3 +403,27 @@ async def test_state_lock_serialises_parallel_nodes_and_survives_cancellation(an
     assert await g.compile().invoke("x") == {"a": "x", "b": "x", "c": "x"}
     log = states[0].log
     assert all(log[i] == "x<" and log[i + 1] == ">x" for i in range(0, len(log), 2)) and len(log) == 6
+
+
+async def test_a_failing_node_fires_its_own_and_the_graphs_on_error(anyio_backend: Any) -> None:
+    async def boom(x: str) -> str:
+        raise ValueError("no")
+
+    g = Graph[str, str]()
+    g.add_lambda_node("ok", Lambda(invoke=lambda x: x + "!", input_type=str, output_type=str))
+    g.add_lambda_node("boom", boom)
+    g.add_edge(START, "ok")
+    g.add_edge("ok", "boom")
+    g.add_edge("boom", END)
+    r = g.compile(name="G")
+    for paradigm in ("invoke", "stream"):
+        log: list[str] = []
+        with pytest.raises(NodeRunError, match="ValueError: no"):
+            if paradigm == "invoke":
+                await r.invoke("x", callbacks=[Recorder("h", log)])
+            else:
+                await concat(await r.stream("x", callbacks=[Recorder("h", log)]))
+        starts = [e for e in log if ":start:" in e or ":stream_start:" in e]
+        assert [e.split(":")[2] for e in starts] == ["G", "ok", "boom"], log
+        assert log[-2:] == ["h:error:boom:ValueError", "h:error:G:NodeRunError"], log
+
