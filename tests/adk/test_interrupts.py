@@ -412,6 +412,42 @@ async def test_a_claimed_checkpoint_is_refused_while_its_resume_runs() -> None:
     assert [s.content for s in rest] == ["paid 5", "All paid."]
 
 
+@pytest.mark.parametrize("approved", [True, False])
+async def test_the_guard_holds_back_streaming_tools_too(approved: bool) -> None:
+    ran: list[str] = []
+
+    @tool
+    async def transfer(amount: int) -> Any:
+        """Transfer an amount, reporting progress.
+
+        Args:
+            amount: how much.
+        """
+        ran.append(f"transfer {amount}")
+        yield "sending "
+        yield f"{amount}"
+
+    script: list[ScriptedResponse] = [calling(call("transfer", '{"amount": 7}', id="t1")), "Done."]
+    agent = ChatModelAgent(
+        "ops", "runs operations", model=ScriptedChatModel(script), tools=[transfer],
+        approval=lambda name, args: name == "transfer",
+    )
+    runner = Runner(agent, enable_streaming=True, checkpoint_store=InMemoryCheckPointStore())
+    _, paused = await drain(runner.query("send 7", checkpoint_id="s"))
+    assert paused is not None and ran == []
+    (ctx,) = paused.interrupt_contexts
+    assert ctx.info == ApprovalRequest(tool_name="transfer", arguments='{"amount": 7}', call_id="t1")
+    decision = ApprovalDecision(approved=approved, reason=None if approved else "over the limit")
+    seen, again = await drain(runner.resume("s", targets={ctx.id: decision}))
+    assert again is None
+    assert [s.kind for s in seen] == ["tool:transfer", "assistant"]
+    assert seen[0].streaming
+    if approved:
+        assert seen[0].content == "sending 7" and ran == ["transfer 7"]
+    else:
+        assert seen[0].content == rejection_message("transfer", "over the limit") and ran == []
+
+
 async def test_a_stale_claim_of_a_dead_worker_is_taken_over() -> None:
     runner, _, ledger = make(PAY_ONE)
     _, paused = await drain(runner.query("pay", checkpoint_id="j"))
