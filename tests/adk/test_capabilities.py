@@ -268,6 +268,21 @@ async def test_telemetry_with_retries_reports_each_attempt() -> None:
     assert "error" in events[3].data
 
 
+async def test_telemetry_reports_a_failing_model_call_without_streaming() -> None:
+    events: list[TelemetryEvent] = []
+    model = ScriptedChatModel(["ok"], fail_at_call={0: ModelServerError("down")})
+    agent = ChatModelAgent("a", "d", model=model, model_retry=ModelRetryConfig(max_retries=1, backoff=lambda a: 0))
+    seen = await collect(Runner(agent, telemetry=[events.append]).query("go"))
+    assert kinds(seen) == ["assistant"] and seen[0].content == "ok"
+    calls = [(e.name, e.data.get("attempt"), "error" in e.data) for e in events if e.name.startswith("model.call")]
+    assert calls == [
+        ("model.call.started", 0, False),
+        ("model.call.completed", 0, True),
+        ("model.call.started", 1, False),
+        ("model.call.completed", 1, False),
+    ]
+
+
 async def test_jsonl_trace_writer(tmp_path: Path) -> None:
     path = tmp_path / "trace.jsonl"
     model = ScriptedChatModel([calling(call("ping")), "done"])
