@@ -266,14 +266,7 @@ class RunHandle:
     async def step(self, *, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
         """Run one superstep (or, with ``to_end``, all of them; with ``until``, as many as it takes for it to
         return True after one); True once ``result`` is set."""
-        try:  # _guard, inlined: this is once per superstep of an agent run
-            done = await self._run.step(to_end, until)
-        except GraphInterrupt as exc:
-            await self._save(exc)
-            raise
-        except BaseException:
-            await self._release_claim()
-            raise
+        done: bool = await self._guard(self._run.step(to_end, until))
         if done and self._checkpoint_id is not None and self._restored:
             await self._store.delete(self._checkpoint_id)  # retention: a finished run's checkpoint is not kept
         return done
@@ -281,8 +274,7 @@ class RunHandle:
     async def aclose(self) -> None:
         """Abandon the run: close every stream it holds (and release a claimed checkpoint)."""
         await self._run.aclose()
-        if self._owner and self._restored:
-            await _release(self._store, self._checkpoint_id, self._owner)
+        await self._release_claim()
 
     async def _guard(self, work: Any) -> Any:
         try:
