@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic_core import PydanticSerializationError
 
 from adk._run import RunContext
 from adk.approval import as_approval_request
@@ -48,6 +49,7 @@ from compose.checkpoint import (
     decode_checkpoint,
     encode_checkpoint,
 )
+from compose.errors import CheckpointError
 from compose.interrupt import InterruptCtx
 
 __all__ = ["AGENT_CHECKPOINT_KIND", "AgentCheckpoint", "CheckpointBinding", "agent_contexts"]
@@ -178,7 +180,18 @@ class CheckpointBinding:
             interrupts={c.id: c.address for c in contexts},
             graph=graph.decode(),
         )
-        data = encode_checkpoint(saved, kind=AGENT_CHECKPOINT_KIND, fingerprint=ctx.agent_name)
+        try:
+            data = encode_checkpoint(saved, kind=AGENT_CHECKPOINT_KIND, fingerprint=ctx.agent_name)
+        except CheckpointError as exc:
+            key = _unsaveable_session_value(ctx.session_values)
+            if key is None:
+                raise
+            value = ctx.session_values[key]
+            raise CheckpointError(
+                f"session value {key!r} ({type(value).__qualname__}) cannot be saved in a checkpoint: keep "
+                "JSON-serialisable data (or pydantic models) in session values",
+                reason="encode",
+            ) from exc
         await self.store.set(self.checkpoint_id, data)
         self.owner = ""
 
@@ -197,3 +210,17 @@ class CheckpointBinding:
             if self.owner and isinstance(self.store, ClaimableCheckPointStore):
                 await self.store.release(self.checkpoint_id, self.owner)
         self.owner = ""
+
+
+def _unsaveable_session_value(values: dict[str, Any]) -> str | None:
+    """The key of the first session value pydantic cannot serialise, if any."""
+    for key, value in values.items():
+        try:
+            _ANY.dump_json(value, warnings="error")
+        except PydanticSerializationError:
+            return key
+    return None
+
+
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)
+

@@ -448,6 +448,19 @@ async def test_the_guard_holds_back_streaming_tools_too(approved: bool) -> None:
         assert seen[0].content == rejection_message("transfer", "over the limit") and ran == []
 
 
+async def test_a_pause_that_cannot_be_saved_fails_naming_the_session_value() -> None:
+    runner, _, ledger = make(PAY_ONE)
+    runner.session_values["db"] = object()  # a live handle: no JSON form
+    run = runner.query("pay", checkpoint_id="j")
+    seen = [await reduce(e) async for e in run]
+    assert [s.kind for s in seen] == ["assistant", "error"]
+    error = seen[-1].error
+    assert isinstance(error, CheckpointError) and error.reason == "encode"
+    assert "session value 'db' (object) cannot be saved in a checkpoint" in str(error)
+    assert run.termination_reason == "error" and ledger.ran == []
+    assert runner.checkpoint_store is not None and await runner.checkpoint_store.list() == []
+
+
 async def test_a_stale_claim_of_a_dead_worker_is_taken_over() -> None:
     runner, _, ledger = make(PAY_ONE)
     _, paused = await drain(runner.query("pay", checkpoint_id="j"))
