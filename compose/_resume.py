@@ -30,9 +30,9 @@ def _record(sig: InterruptSignal) -> SignalRecord:
     return SignalRecord(
         id=sig.id,
         segment=sig.segment,
-        info=dump_value(Any, sig.info),
+        info=dump_value(Any, sig.info, "an interrupt's info"),
         has_state=sig.has_state,
-        state=dump_value(Any, sig.state) if sig.has_state else None,
+        state=dump_value(Any, sig.state, "an interrupt's state") if sig.has_state else None,
         subs=[_record(s) for s in sig.subs],
     )
 
@@ -68,11 +68,16 @@ async def pause(
     for j, box in run.inbox.items():
         inbox[keys[j]] = {
             (keys[p] if p >= 0 else "__rerun__"): dump_value(
-                out_type[p] if p >= 0 else t.nodes[j].inbox_type, await _plain(run, v)
+                out_type[p] if p >= 0 else t.nodes[j].inbox_type,
+                await _plain(run, v),
+                f"the input waiting for node '{keys[j]}'",
             )
             for p, v in box.items()
         }
-    pending = [(keys[src], dump_value(out_type[src], await _plain(run, v))) for src, v in run.pending]
+    pending = [
+        (keys[src], dump_value(out_type[src], await _plain(run, v), f"the output of node '{keys[src]}'"))
+        for src, v in run.pending
+    ]
     state = run.frame.state if run.frame is not None else None
     snap = RunSnapshot(
         streaming=run.streaming,
@@ -80,7 +85,7 @@ async def pause(
         inbox=inbox,
         pending=pending,
         has_state=run.frame is not None,
-        state=dump_value(t.state_type, state) if run.frame is not None else None,
+        state=dump_value(t.state_type, state, f"the state of graph '{t.name}'") if run.frame is not None else None,
         reported={keys[k]: [keys[p] for p in v] for k, v in run.reported.items()},
         skipped={keys[k]: [keys[p] for p in v] for k, v in run.skipped.items()},
         ready=[keys[j] for j in run.ready],
@@ -92,7 +97,7 @@ async def pause(
     )
     for j, x in abandoned:  # cut off by an external interrupt: re-run with the same input
         info.rerun_nodes.append(keys[j])
-        data = dump_value(t.nodes[j].inbox_type, await _plain(run, x))
+        data = dump_value(t.nodes[j].inbox_type, await _plain(run, x), f"the input of node '{keys[j]}'")
         snap.reruns.append(RerunRecord(key=keys[j], has_input=True, input=data))
     if before or after or abandoned:
         snap.self_interrupt_id = str(uuid.uuid4())

@@ -12,8 +12,10 @@ from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, Field, TypeAdapter
+from pydantic_core import PydanticSerializationError
 
 from compose._types import type_name
+from compose.errors import CheckpointError
 
 
 class SignalRecord(BaseModel):
@@ -59,12 +61,20 @@ def _adapter(tp: Any) -> TypeAdapter[Any]:
     return TypeAdapter(tp)
 
 
-def dump_value(tp: Any, value: Any) -> Any:
-    """A JSON-compatible form of ``value`` of declared type ``tp``."""
+def dump_value(tp: Any, value: Any, what: str = "a value") -> Any:
+    """A JSON-compatible form of ``value`` of declared type ``tp``; ``CheckpointError`` naming ``what`` (the graph
+    state, the output of node 'x', ...) when pydantic cannot serialise it."""
     try:
-        return _adapter(tp).dump_python(value, mode="json")
-    except TypeError:  # an unhashable typing construct: no cache
-        return TypeAdapter(tp).dump_python(value, mode="json")
+        try:
+            return _adapter(tp).dump_python(value, mode="json")
+        except TypeError:  # an unhashable typing construct: no cache
+            return TypeAdapter(tp).dump_python(value, mode="json")
+    except PydanticSerializationError as exc:
+        raise CheckpointError(
+            f"cannot save {what} in a checkpoint: {exc}; keep JSON-serialisable data (or pydantic models) there, "
+            "or declare a type pydantic can serialise",
+            reason="encode",
+        ) from exc
 
 
 def load_value(tp: Any, data: Any) -> Any:

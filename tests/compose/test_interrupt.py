@@ -372,6 +372,42 @@ async def test_concurrent_resumes_of_one_checkpoint_exactly_one_wins(anyio_backe
     assert await store.get("k") is None
 
 
+async def test_a_pause_that_cannot_be_saved_names_what_cannot(anyio_backend: Any) -> None:
+    @dataclass
+    class Holds:
+        handle: Any = None
+
+    def grab(x: str, st: Holds) -> str:
+        st.handle = object()  # a live handle: no JSON form
+        return x
+
+    g = Graph[str, str](state=Holds)
+    g.add_lambda_node("a", lambda x: x, pre_handler=grab)
+    g.add_lambda_node("b", lambda x: x)
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", END)
+    store = InMemoryCheckPointStore()
+    r = g.compile(name="G", interrupt_before=["b"], checkpoint_store=store)
+    with pytest.raises(CheckpointError, match="cannot save the state of graph 'G' in a checkpoint") as info:
+        await r.invoke("x", checkpoint_id="k")
+    assert info.value.reason == "encode"
+    assert await store.list() == []
+
+    async def opaque(x: str) -> Any:
+        return object()
+
+    g2 = Graph[str, Any]()
+    g2.add_lambda_node("a", opaque)
+    g2.add_lambda_node("b", lambda x: x)
+    g2.add_edge(START, "a")
+    g2.add_edge("a", "b")
+    g2.add_edge("b", END)
+    r2 = g2.compile(interrupt_after=["a"], checkpoint_store=store)
+    with pytest.raises(CheckpointError, match="cannot save the output of node 'a' in a checkpoint"):
+        await r2.invoke("x", checkpoint_id="k2")
+
+
 async def test_a_stale_claim_is_taken_over_only_when_asked(anyio_backend: Any) -> None:
     g = line(("a", lambda x: x + "a"), ("b", lambda x: x + "b"))
     store = InMemoryCheckPointStore()
