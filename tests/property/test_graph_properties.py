@@ -192,8 +192,8 @@ async def test_runs_agree_with_runs_driven_one_superstep_at_a_time(
     spec: GraphSpec, x: dict[str, str], limit: int | None, paradigm: str
 ) -> None:
     """``invoke`` and ``stream`` run stretches of one-node supersteps in one fused loop; driven step by step, the
-    same graph must give the same output or the same kind of error (step limit included) after running the same
-    nodes."""
+    same graph must give the same output (after running the same nodes) or the same kind of error (step limit
+    included)."""
     note(spec.to_python())
     opts = {} if limit is None else {"max_run_steps": limit}
     async with assert_no_leaks():
@@ -202,5 +202,7 @@ async def test_runs_agree_with_runs_driven_one_superstep_at_a_time(
     event(f"{paradigm}: {type(err).__name__ if err else 'output'}")
     assert type(err) is type(s_err), f"fused: {err!r}, stepped: {s_err!r}"
     assert out == s_out
-    # nodes of one superstep run concurrently (their start order is the event loop's), so compare multisets
-    assert Counter(executed) == Counter(s_executed), f"fused ran {executed}, stepped ran {s_executed}"
+    if err is None:
+        # nodes of one superstep run concurrently (their start order is the event loop's), so compare multisets;
+        # after a failure, how far concurrent siblings got before being cancelled is the event loop's too
+        assert Counter(executed) == Counter(s_executed), f"fused ran {executed}, stepped ran {s_executed}"
