@@ -295,11 +295,11 @@ class ChatModelAgent:
 
         ``checkpoint=(store, checkpoint_id)`` saves the run there if it pauses.
         """
-        messages = checked_messages(input.messages, f"agent '{self.name}'")
+        checked_messages(input.messages, f"agent '{self.name}'")
         binding = CheckpointBinding(checkpoint[0], checkpoint[1], self._bridge) if checkpoint is not None else None
         return AgentRun(
             self.runnable,
-            self.model_input(AgentInput(messages, input.enable_streaming)),
+            self.model_input(input),
             self._context(telemetry, session_values, run_path),
             streaming=input.enable_streaming,
             timeout=self.timeout,

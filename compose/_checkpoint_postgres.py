@@ -6,13 +6,12 @@ import builtins
 import importlib.util
 import threading
 from collections.abc import Callable
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
 
-from compose._checkpoint_sqlite import check_table_name
+from compose._checkpoint_sqlite import ClosingStore, check_table_name
 from compose.errors import CheckpointStoreError
 
 if TYPE_CHECKING:
@@ -25,7 +24,7 @@ __all__ = ["PostgresCheckPointStore"]
 T = TypeVar("T")
 
 
-class PostgresCheckPointStore:
+class PostgresCheckPointStore(ClosingStore):
     """Checkpoints in a PostgreSQL table, for services whose runs resume on other workers.
 
     Uses psycopg 3's connection pool (``pip install "pyeino[postgres]"``) from worker threads, so it runs on
@@ -155,14 +154,6 @@ class PostgresCheckPointStore:
                 pool.close()
 
         await anyio.to_thread.run_sync(close)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     # -----------------------------------------------------------------------------------------------------------
 

@@ -31,7 +31,22 @@ def check_table_name(table: str) -> str:
     return table
 
 
-class SQLiteCheckPointStore:
+class ClosingStore:
+    """``async with store:`` closes the store on exit (every store defines ``aclose()``)."""
+
+    async def aclose(self) -> None:
+        """Release the store's resources (nothing by default)."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class SQLiteCheckPointStore(ClosingStore):
     """Checkpoints in a SQLite file (standard library ``sqlite3``): the embedded default.
 
     The file is in WAL mode with a busy timeout, so several processes (and stores) may use it at once:
@@ -148,14 +163,6 @@ class SQLiteCheckPointStore:
                     self._conn = None
 
         await anyio.to_thread.run_sync(close)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     async def _run(self, op: Callable[[sqlite3.Connection], T]) -> T:
         # not abandoned on cancellation: a statement either completes or never started

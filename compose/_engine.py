@@ -179,8 +179,8 @@ class GraphRun:
                 raise GraphRunError("max run steps limit must be at least 1")
             max_steps = options.max_run_steps
         self.max_steps: int = max_steps if max_steps is not None else 0  # 0: no limit (DAG)
-        if options.node_options or options.designate:
-            options.check(tables, top=not path)
+        if not path and (options.node_options or options.designate):
+            options.check(tables, top=True)  # recurses into sub-graphs: their runs need no check of their own
         # whether a step must pass _gate (interrupts before nodes, external interrupts, a restored run)
         self.gated = bool(tables.interrupt_before or options.external_interrupt is not None)
 

@@ -38,15 +38,14 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Final, Literal, Protocol, Self, TypeVar, runtime_checkable
+from typing import Any, Final, Literal, Protocol, TypeVar, runtime_checkable
 
 import anyio.lowlevel
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from compose._checkpoint_postgres import PostgresCheckPointStore
-from compose._checkpoint_sqlite import SQLiteCheckPointStore
+from compose._checkpoint_sqlite import ClosingStore, SQLiteCheckPointStore
 from compose.errors import CheckpointError, CheckpointStoreError
 
 __all__ = [
@@ -195,7 +194,7 @@ class _Entry:
     claimed_at: float = 0.0
 
 
-class InMemoryCheckPointStore:
+class InMemoryCheckPointStore(ClosingStore):
     """Checkpoints in a dict: for tests, notebooks and runs that need not survive the process.
 
     Thread-safe, so one store may serve several event loops.
@@ -266,17 +265,6 @@ class InMemoryCheckPointStore:
                 return False
             entry.owner = None
             return True
-
-    async def aclose(self) -> None:
-        """Nothing to release; present so all stores close alike."""
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -624,6 +624,7 @@ async def test_bad_call_options_fail_at_the_call_naming_the_node(anyio_backend: 
         ({"callbacks": [Seen()], "designate": [["a", "b"]]}, r"cannot designate sub path of a component: \['a', 'b'\]"),
         ({"callbacks": [Seen()], "designate": [["sub", "z"]]}, r"unknown node: 'z' in designate=\['sub', 'z'\]"),
         ({"designate": ["a"]}, "no callbacks were given"),
+        ({"callbacks": [Seen()], "designate": [[]]}, "designate= has an empty path"),
     ]
     ran.clear()
     for opts, message in bad:
