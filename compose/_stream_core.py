@@ -20,6 +20,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, I
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar, overload
 
+import anyio
+
 from compose.errors import StreamEnd, StreamError
 
 if TYPE_CHECKING:
@@ -275,6 +277,40 @@ class StreamReader(Generic[T]):
         """
         return _AsyncIterReader(ait)
 
+    @classmethod
+    async def from_started(cls, ait: AsyncIterable[T] | AsyncIterator[T]) -> StreamReader[T]:
+        """Drive ``ait`` to its first item now, in the caller's task; return a reader of every item.
+
+        The Python form of a Go function that does its work and *returns* a ``StreamReader``: what an async
+        generator does before its first ``yield`` (fail, interrupt, record something in the caller's context)
+        happens inside this call, and an exception raised there propagates from it (the iterator is closed).
+        The first item is not lost: the reader returns it first, then pulls the rest lazily, like
+        :meth:`from_async_iterator`. An iterator that ends at once gives an empty reader.
+
+        Example:
+            >>> import anyio
+            >>> async def numbers():
+            ...     print("started")
+            ...     yield 1
+            ...     yield 2
+            >>> async def main() -> list[int]:
+            ...     reader = await StreamReader.from_started(numbers())
+            ...     return [x async for x in reader]
+            >>> anyio.run(main)
+            started
+            [1, 2]
+        """
+        it = ait if isinstance(ait, AsyncIterator) else aiter(ait)
+        try:
+            head = await it.__anext__()
+        except StopAsyncIteration:
+            await _aclose_iterator(it)
+            return _IterReader(())
+        except BaseException:
+            await _aclose_iterator(it)
+            raise
+        return _StartedIterReader(it, head)
+
     def __repr__(self) -> str:
         return f"<StreamReader {self._kind} {self._state()}>"
 
@@ -433,3 +469,29 @@ class _AsyncIterReader(StreamReader[T]):
     def __repr__(self) -> str:
         broken = " broken" if self._status == _BROKEN else ""
         return f"<StreamReader async-iterator {self._state()}{broken}>"
+
+
+class _StartedIterReader(_AsyncIterReader[T]):
+    """An async-iterator reader whose first item was pulled when it was made (``from_started``)."""
+
+    def __init__(self, ait: AsyncIterator[T], head: T) -> None:
+        super().__init__(ait)
+        self._head: object = head
+
+    def _poll(self) -> object:
+        head = self._head
+        if head is not _EMPTY and not self._closed:
+            self._head = _EMPTY
+            return head
+        return super()._poll()
+
+    def _release(self) -> None:
+        self._head = _EMPTY
+
+
+async def _aclose_iterator(it: AsyncIterator[Any]) -> None:
+    """Close an iterator that failed or ended while it was being started (shielded: the caller is leaving)."""
+    aclose = getattr(it, "aclose", None)
+    if aclose is not None:
+        with anyio.CancelScope(shield=True):
+            await aclose()

@@ -182,7 +182,8 @@ def _stream_fn(fn: Callable[..., Any], *, input_is_stream: bool) -> StreamFn:
             ait = gen(x, **o) if opts else gen(x)
             if input_is_stream:
                 ait = _closing_input(ait, x)
-            return StreamReader.from_async_iterator(ait)
+            # the body up to the first chunk belongs to the call (Eino's function returns its reader)
+            return await StreamReader.from_started(ait)
 
         return from_gen
     return _value_fn(fn)

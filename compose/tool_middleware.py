@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import anyio
 
+from compose._stream_core import _EMPTY, _END, _Signal
 from compose.errors import GraphInterrupt, StreamEnd, ToolTimeoutError
 from compose.stream import StreamReader
 from compose.tools import BaseTool, InvokableTool, StreamableTool, tool_timeout
@@ -164,25 +165,63 @@ def _guard(
 
     A cancel-safe reader without deadline is returned as it is: it runs no tool code inside ``recv()``. A
     reader that is not cancel-safe (a tool's async generator) runs the tool inside ``recv()``, in whatever
-    task reads it (a merge's fetch task, say), so the call id is set around each ``recv()``.
+    task reads it (a merge's fetch task, say), so the call id is set around each pull.
     """
     if reader.cancel_safe and deadline is None:
         return reader
+    return _GuardedReader(reader, call_id, deadline, name, timeout)
 
-    async def step() -> str:
-        token = _tool_call_id.set(call_id)
+
+class _GuardedReader(StreamReader[str]):
+    """See :func:`_guard`. Chunks its source already holds (the first chunk of a started tool) are visible
+    to ``_poll`` without running tool code, so a merge takes them without waiting on another tool."""
+
+    _kind = "tool-stream"
+
+    def __init__(
+        self, src: StreamReader[str], call_id: str, deadline: float | None, name: str, timeout: float
+    ) -> None:
+        super().__init__()
+        self._src = src
+        self._call_id = call_id
+        self._deadline = deadline
+        self._name = name
+        self._timeout = timeout
+        self._expired = False  # the deadline passed: the timeout error was delivered, the stream ends
+        self._cancel_safe = src.cancel_safe
+
+    def _poll(self) -> object:
+        if self._expired:
+            self._done = True
+            return _END
+        x = self._src._poll()
+        if x is _END:
+            self._done = True
+        return x
+
+    async def _pull(self) -> object:
+        token = _tool_call_id.set(self._call_id)
         try:
-            if deadline is None:
-                return await reader.recv()
-            with anyio.move_on_at(deadline):
-                return await reader.recv()
-            raise ToolTimeoutError(name, timeout)
-        except StreamEnd:
-            raise StopAsyncIteration from None
+            if self._deadline is None:
+                x = await self._src._pull()
+            else:
+                x = _EMPTY
+                with anyio.move_on_at(self._deadline):
+                    x = await self._src._pull()
+                if x is _EMPTY:  # only this scope's own deadline lands here
+                    self._expired = True
+                    return _Signal(ToolTimeoutError(self._name, self._timeout))
         finally:
             _tool_call_id.reset(token)
+        if x is _END:
+            self._done = True
+        return x
 
-    return StreamReader.from_async_iterator(_ReaderIterator(reader, step))
+    async def _aclose_owned(self) -> None:
+        await self._src.aclose()
+
+    def __repr__(self) -> str:
+        return f"<StreamReader tool-stream({self._name}:{self._call_id}) {self._state()} source={self._src!r}>"
 
 
 class _ReaderIterator(AsyncIterator[T]):

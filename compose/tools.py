@@ -225,12 +225,17 @@ class StreamingFunctionTool(_FunctionToolBase):
     """A streamable tool built by :func:`tool` from an async generator function; each item is one chunk."""
 
     async def stream(self, arguments: str) -> StreamReader[str]:
-        """Validate ``arguments`` and return a lazy reader of the generator's items (JSON unless strings).
+        """Validate ``arguments``, run the generator to its first item, and return a reader of its items (JSON
+        unless strings).
 
-        The generator runs as the reader is read, in the reader's task; closing the reader closes it.
+        What the generator does before its first ``yield`` belongs to this call, as the body of an Eino
+        streamable tool runs before it returns its reader: an exception (or an interrupt) raised there is
+        raised here, and :func:`~compose.tool_node.get_tool_call_id` or ``send_tool_gen_action`` see this call.
+        After the first item the generator runs as the reader is read, in the reader's task; closing the reader
+        closes it.
         """
         args, kwargs = self.parse_arguments(arguments)
-        return StreamReader.from_async_iterator(_texts(self._fn(*args, **kwargs)))
+        return await StreamReader.from_started(_texts(self._fn(*args, **kwargs)))
 
 
 _AnyTool = FunctionTool | StreamingFunctionTool

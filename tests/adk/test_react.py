@@ -211,6 +211,55 @@ async def test_concurrent_calls_of_one_tool_carry_their_own_actions(streaming: b
     assert seen[-1].content == "ok"
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_streaming_tool_sends_its_action_before_its_first_chunk(streaming: bool) -> None:
+    both_started = anyio.Event()
+    started = 0
+
+    @tool
+    async def act(tag: str) -> AsyncIterator[str]:
+        """Acts, streaming.
+
+        Args:
+            tag: tag
+        """
+        nonlocal started
+        started += 1
+        if started == 2:
+            both_started.set()
+        await both_started.wait()  # both calls are in flight at the same time
+        await send_tool_gen_action(AgentAction(customized=tag))
+        yield tag
+        yield "."
+
+    model = ScriptedChatModel([calling(call("act", '{"tag": "A"}'), call("act", '{"tag": "B"}')), "ok"])
+    seen = await collect(Runner(agent_with(model, tools=[act]), enable_streaming=streaming).query("go"))
+    tool_events = [s for s in seen if s.role == "tool"]
+    assert sorted((s.content, s.action.customized) for s in tool_events) == [("A.", "A"), ("B.", "B")]  # type: ignore[attr-defined]
+    assert seen[-1].content == "ok"
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_streaming_tool_action_keyed_by_tool_name_without_a_call_id(streaming: bool) -> None:
+    @tool
+    async def act() -> AsyncIterator[str]:
+        """Acts."""
+        await send_tool_gen_action(AgentAction(customized="by-name"), tool_name="act")
+        yield "acted"
+
+    def strip_ids(state: ChatModelAgentState) -> None:
+        last = state.messages[-1]
+        if last.tool_calls:
+            calls = [c.model_copy(update={"id": ""}) for c in last.tool_calls]
+            state.messages[-1] = last.model_copy(update={"tool_calls": calls})
+
+    model = ScriptedChatModel([calling(call("act")), "ok"])
+    agent = agent_with(model, tools=[act], after_chat_model=[strip_ids])
+    seen = await collect(Runner(agent, enable_streaming=streaming).query("go"))
+    assert kinds(seen) == ["assistant", "tool:act", "assistant"]
+    assert seen[1].action == AgentAction(customized="by-name")
+
+
 async def test_action_keyed_by_tool_name_without_a_call_id() -> None:
     @tool
     async def act() -> str:

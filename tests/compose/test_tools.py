@@ -327,7 +327,7 @@ async def test_several_validation_errors_are_all_listed() -> None:
 # Streaming tools
 
 
-async def test_streaming_tool_yields_chunks_lazily() -> None:
+async def test_streaming_tool_starts_in_the_call_and_yields_the_rest_lazily() -> None:
     log: list[str] = []
 
     @tool
@@ -335,15 +335,16 @@ async def test_streaming_tool_yields_chunks_lazily() -> None:
         """Count up to n."""
         log.append("start")
         for i in range(n):
+            log.append(f"yield {i}")
             yield str(i) if i % 2 == 0 else {"i": i}
         log.append("end")
 
     assert count.info().parameters["required"] == ["n"]
     reader = await count.stream('{"n": 3}')
     assert isinstance(reader, StreamReader)
-    assert log == []
+    assert log == ["start", "yield 0"]  # up to the first chunk, inside the call
     assert [chunk async for chunk in reader] == ["0", '{"i":1}', "2"]
-    assert log == ["start", "end"]
+    assert log == ["start", "yield 0", "yield 1", "yield 2", "end"]
 
 
 async def test_closing_a_streaming_tool_reader_closes_the_generator() -> None:
