@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unpack, get_args
 
-import networkx as nx
-
 from compose._types import Assignable, assignable, runtime_checker, type_name
 from compose.branch import _Branch
 from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
@@ -403,6 +401,8 @@ class Graph(Generic[I, O]):
             if key != END and key not in self._nodes:
                 raise GraphBuildError(f"fan-in merge config names unknown node '{key}'")
 
+        import networkx as nx  # here, not at the top: compile is its only user, and it costs a cold start 0.1 s
+
         digraph = self._digraph()
         reachable = nx.descendants(digraph, START) | {START}
         unreachable = sorted(k for k in self._nodes if k not in reachable)
@@ -438,6 +438,8 @@ class Graph(Generic[I, O]):
         return _Runnable(tables)
 
     def _digraph(self) -> Any:
+        import networkx as nx
+
         g = nx.DiGraph()
         g.add_nodes_from([START, END, *self._nodes])
         g.add_edges_from(self._edges)
