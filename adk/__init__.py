@@ -1,5 +1,7 @@
 """pyeino's agent kit: ChatModelAgent on the ReAct graph, Runner and events."""
 
+import typing
+
 from adk.actions import send_tool_gen_action
 from adk.approval import ApprovalDecision, ApprovalPredicate, ApprovalRequest, approval_middleware
 from adk.chat_model_agent import ChatModelAgent, ToolExecutionMode, ToolsConfig, exit_tool
@@ -28,7 +30,12 @@ from adk.react import ChatModelAgentState, ChatModelHook, State
 from adk.retry import ModelRetryConfig, default_backoff
 from adk.runner import Agent, AgentRun, Runner
 from adk.telemetry import TELEMETRY_EVENT_NAMES, JSONLTraceWriter, TelemetryEvent, TelemetryHandler
-from compose.models import JSONActionChatModel
+from compose._lazy import lazy_names as _lazy_names
+
+if typing.TYPE_CHECKING:
+    from compose.models.json_action import JSONActionChatModel
+else:
+    __getattr__, __dir__ = _lazy_names(__name__, {"JSONActionChatModel": "compose.models.json_action"})
 
 __all__ = [
     "TELEMETRY_EVENT_NAMES",

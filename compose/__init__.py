@@ -4,6 +4,9 @@ A Python port of CloudWeGo Eino's ``compose``. Build a :class:`Graph`, join node
 ``compile()`` it into a :class:`Runnable`, and run it with ``invoke``, ``stream``, ``collect`` or ``transform``.
 """
 
+import typing
+
+from compose._lazy import lazy_names as _lazy_names
 from compose.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
 from compose.callbacks import CallbackHandler, RunInfo, append_global_callbacks, clear_global_callbacks
 from compose.checkpoint import (
@@ -63,13 +66,7 @@ from compose.interrupt import (
 )
 from compose.lambdas import Lambda
 from compose.merge import register_values_merge
-from compose.models import (
-    ChatModel,
-    ChatModelOptions,
-    JSONActionChatModel,
-    OpenAIChatModel,
-    ScriptedChatModel,
-)
+from compose.models import ChatModel, ChatModelOptions, ScriptedChatModel
 from compose.runnable import Runnable
 from compose.schema import (
     FunctionCall,
@@ -109,6 +106,16 @@ from compose.tool_node import (
     tool_errors_as_results,
 )
 from compose.tools import BaseTool, InvokableTool, StreamableTool, tool
+
+if typing.TYPE_CHECKING:
+    from compose.models.json_action import JSONActionChatModel
+    from compose.models.openai_model import OpenAIChatModel
+else:
+    # imported on first use: the openai SDK is more than half of a cold start (see compose._lazy)
+    __getattr__, __dir__ = _lazy_names(
+        __name__,
+        {"JSONActionChatModel": "compose.models.json_action", "OpenAIChatModel": "compose.models.openai_model"},
+    )
 
 __all__ = [
     "END",

@@ -5,17 +5,19 @@ from __future__ import annotations
 import builtins
 import os
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar
 
 import anyio
 import anyio.to_thread
 
 from compose.errors import CheckpointStoreError
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["SQLiteCheckPointStore", "check_table_name"]
 
@@ -169,6 +171,7 @@ class SQLiteCheckPointStore(ClosingStore):
         return await anyio.to_thread.run_sync(self._locked, op)
 
     def _locked(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        import sqlite3  # on first use, not when compose is imported
 
         with self._lock:
             if self._closed:
@@ -181,6 +184,8 @@ class SQLiteCheckPointStore(ClosingStore):
                 raise CheckpointStoreError(f"SQLite checkpoint store {self.path!r}: {e}") from e
 
     def _open(self) -> sqlite3.Connection:
+        import sqlite3
+
         # autocommit (isolation_level=None): each statement is its own transaction
         db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
         try:

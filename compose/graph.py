@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unpack, get_args
 
-import networkx as nx
-
 from compose._types import Assignable, assignable, runtime_checker, type_name
 from compose.branch import _Branch
 from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
@@ -403,23 +401,7 @@ class Graph(Generic[I, O]):
             if key != END and key not in self._nodes:
                 raise GraphBuildError(f"fan-in merge config names unknown node '{key}'")
 
-        digraph = self._digraph()
-        reachable = nx.descendants(digraph, START) | {START}
-        unreachable = sorted(k for k in self._nodes if k not in reachable)
-        if unreachable:
-            raise InvalidGraphError(
-                f"nodes {unreachable} cannot be reached from START and would never run; add an edge or remove them"
-            )
-        # END is reachable here: some node (or START) has an edge or branch to END, and every node is reachable
-        if dag:
-            try:
-                cycle = nx.find_cycle(digraph, source=START)
-            except nx.NetworkXNoCycle:
-                cycle = None
-            if cycle:
-                loop = " -> ".join([cycle[0][0], *[v for _, v in cycle]])
-                raise InvalidGraphError(f"DAG is invalid, has loop: {loop}")
-
+        self._check_structure(dag=dag)
         types = self._infer_passthrough_types()
         edge_checks = self._runtime_checks(types)
         tables = build_tables(
@@ -437,14 +419,32 @@ class Graph(Generic[I, O]):
         self._compiled = True
         return _Runnable(tables)
 
-    def _digraph(self) -> Any:
-        g = nx.DiGraph()
-        g.add_nodes_from([START, END, *self._nodes])
-        g.add_edges_from(self._edges)
+    def _check_structure(self, *, dag: bool) -> None:
+        """Every node is reachable from START, and a DAG has no loop (the loop is printed ``a -> b -> a``)."""
+        # imported here, not at the top: compile is its only user, and importing it costs a cold start 0.1 s
+        import networkx as nx
+
+        digraph = nx.DiGraph()
+        digraph.add_nodes_from([START, END, *self._nodes])
+        digraph.add_edges_from(self._edges)
         for start, branches in self._branches.items():
             for b in branches:
-                g.add_edges_from((start, e) for e in b.end_nodes)
-        return g
+                digraph.add_edges_from((start, e) for e in b.end_nodes)
+        reachable = nx.descendants(digraph, START) | {START}
+        unreachable = sorted(k for k in self._nodes if k not in reachable)
+        if unreachable:
+            raise InvalidGraphError(
+                f"nodes {unreachable} cannot be reached from START and would never run; add an edge or remove them"
+            )
+        # END is reachable here: some node (or START) has an edge or branch to END, and every node is reachable
+        if dag:
+            try:
+                cycle = nx.find_cycle(digraph, source=START)
+            except nx.NetworkXNoCycle:
+                cycle = None
+            if cycle:
+                loop = " -> ".join([cycle[0][0], *[v for _, v in cycle]])
+                raise InvalidGraphError(f"DAG is invalid, has loop: {loop}")
 
     def _successors(self, key: str) -> list[str]:
         succ = [e for s, e in self._edges if s == key]

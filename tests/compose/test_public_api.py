@@ -8,14 +8,17 @@ import types
 import pytest
 
 
-@pytest.mark.parametrize("package", ["compose", "adk"])
+@pytest.mark.parametrize("package", ["compose", "adk", "compose.models"])
 def test_all_is_exact_and_importable(package: str) -> None:
     mod = importlib.import_module(package)
     exported = list(mod.__all__)
+    # dir() lists the names a package imports on first use (compose._lazy) as well as those it has imported
     public = {
         name
-        for name, value in vars(mod).items()
-        if not name.startswith("_") and not isinstance(value, types.ModuleType) and name != "annotations"
+        for name in dir(mod)
+        if not name.startswith("_")
+        and not isinstance(getattr(mod, name), types.ModuleType)
+        and name != "annotations"
     }
     assert set(exported) == public
     assert len(exported) == len(set(exported))
@@ -34,3 +37,77 @@ def test_importing_compose_does_not_import_test_dependencies() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_cold_start_imports_no_optional_dependencies() -> None:
+    """Importing compose and adk and building an agent on the scripted model imports neither the openai SDK nor
+    networkx (compile time only) nor psycopg; the names that import them on first use still resolve."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+import compose, adk
+from compose import ScriptedChatModel, tool
+from adk import ChatModelAgent, Runner
+
+async def add_one(x: int) -> int:
+    '''Add one.
+
+    Args:
+        x: the number.
+    '''
+    return x + 1
+
+Runner(ChatModelAgent("a", "an agent", model=ScriptedChatModel(["hi"]), tools=[tool(add_one)]))
+heavy = ("openai", "networkx", "psycopg", "psycopg_pool", "sqlite3", "compose.models.json_action")
+print(sorted(m for m in heavy if m in sys.modules))
+
+import compose.models
+from compose.models.json_action import JSONActionChatModel
+from compose.models.openai_model import OpenAIChatModel, translate_openai_error
+assert compose.OpenAIChatModel is compose.models.OpenAIChatModel is OpenAIChatModel
+assert compose.JSONActionChatModel is adk.JSONActionChatModel is JSONActionChatModel
+assert compose.models.translate_openai_error is translate_openai_error
+assert "OpenAIChatModel" in dir(compose) and "JSONActionChatModel" in dir(adk)
+print("openai" in sys.modules)
+try:
+    compose.NoSuchName
+except AttributeError as e:
+    print(e)
+namespace = {}
+exec("from compose import *; from adk import *; from compose.models import *", namespace)
+assert {*compose.__all__, *adk.__all__, *compose.models.__all__} <= namespace.keys()
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", "True", "module 'compose' has no attribute 'NoSuchName'"]
+
+
+def test_compile_imports_networkx_and_still_checks_the_graph() -> None:
+    import subprocess
+    import sys
+
+    code = """
+import sys
+import compose
+from compose import END, START, Graph, InvalidGraphError
+
+async def step(x: str) -> str:
+    return x
+
+g = Graph(input_type=str, output_type=str)
+g.add_lambda_node("a", step)
+g.add_lambda_node("b", step)
+g.add_edge(START, "a")
+g.add_edge("a", "b")
+g.add_edge("b", "a")
+g.add_edge("b", END)
+print("networkx" in sys.modules)
+try:
+    g.compile(trigger_mode="all_predecessor")
+except InvalidGraphError as e:
+    print(e)
+print("networkx" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["False", "DAG is invalid, has loop: a -> b -> a", "True"]
