@@ -1,9 +1,11 @@
 """The graph builder: nodes, edges, branches and compile-time checks (eino-semantics 1.1-1.5, 1.11).
 
 Every builder call checks what it can at once and raises a ``GraphBuildError`` subclass naming the nodes and types
-at fault (errors are not sticky: a failed call changes nothing). ``compile()`` checks the whole structure with
-networkx (a loop in DAG mode, nodes START cannot reach), infers the types of passthrough nodes, and precompiles
-the integer-indexed tables the scheduler runs on. The graph is frozen afterwards.
+at fault (errors are not sticky: a failed call changes nothing); passthrough types are inferred as edges are
+added, so a mismatch through passthroughs fails at the edge that causes it. ``compile()`` checks the whole
+structure with networkx (a loop in DAG mode, nodes START cannot reach), that every passthrough type was
+inferred, adds runtime checks where types only may fit (edges, branch conditions), and precompiles the
+integer-indexed tables the scheduler runs on. The graph is frozen afterwards.
 """
 
 from __future__ import annotations
