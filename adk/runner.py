@@ -31,6 +31,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 import anyio
+import anyio.lowlevel
 
 from adk._run import RunContext, current_run
 from adk.checkpointing import CheckpointBinding, agent_contexts
@@ -148,6 +149,9 @@ class AgentRun(AsyncIterator[AgentEvent]):
         return self
 
     async def __anext__(self) -> AgentEvent:
+        # a cancellation point before anything (trio's rule for async APIs): in a cancelled scope no checkpoint
+        # is claimed and no node runs; the run is left as it was (close it as usual)
+        await anyio.lowlevel.checkpoint_if_cancelled()
         if not self._loaded:
             await self._load()
         events = self._ctx.events

@@ -24,6 +24,7 @@ def build_tables(
     max_run_steps: int | None,
     types: dict[str, tuple[Any, Any]],
     edge_checks: dict[tuple[str, str], Callable[[Any], bool]],
+    branch_checks: dict[tuple[str, int], Callable[[Any], bool]] | None = None,
     fan_in: dict[str, FanInMergeConfig],
     interrupt_before: Iterable[str] = (),
     interrupt_after: Iterable[str] = (),
@@ -79,9 +80,10 @@ def build_tables(
     for s in sources:
         succ.append(tuple(index[e] for a, e in graph._edges if a == s))
         brs: list[BranchRT] = []
-        for branch in graph._branches.get(s, []):
+        for b_idx, branch in enumerate(graph._branches.get(s, [])):
             ends = sorted(branch.end_nodes, key=lambda e: index[e])
-            brs.append(BranchRT(branch, tuple(index[e] for e in ends), {e: index[e] for e in ends}))
+            check = (branch_checks or {}).get((s, b_idx))
+            brs.append(BranchRT(branch, tuple(index[e] for e in ends), {e: index[e] for e in ends}, b_idx, check))
         branches.append(tuple(brs))
 
     preds: list[set[int]] = [set() for _ in range(n + 1)]
@@ -131,6 +133,7 @@ def build_tables(
             one is not None
             and type(one.branch) is GraphBranch
             and not one.branch._is_async
+            and one.check is None
             and node_rt.post is None
             and node_rt.stream_post is None
             and not any((si, e) in checks for e in one.ends)

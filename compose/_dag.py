@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from compose._pregel import no_tasks
 from compose._resume import pause
 from compose._tables import NOTHING as _NOTHING
 from compose._types import zero_value
-from compose.errors import GraphInterrupt, GraphRunError
+from compose.errors import GraphInterrupt
 from compose.interrupt import ExternalInterrupt
 from compose.stream import close_if_stream as _close
 from compose.stream import one_chunk as _one
@@ -97,6 +98,7 @@ async def run_dag(self: GraphRun) -> Any:
         except Exception as exc2:
             return exc2
         finished.append(j)
+        self.last = [j]  # as Eino's eager mode: the one task its last wait returned
         if j in t.interrupt_after:
             after.append(j)
         return None
@@ -135,7 +137,8 @@ async def run_dag(self: GraphRun) -> Any:
                         break
                     if running == 0:
                         if not pausing:
-                            error = GraphRunError("no tasks to execute: every remaining node was skipped")
+                            # every node left was skipped (a branch chose none of them)
+                            error = no_tasks(self, self.last)
                         break
                     j, out, failure = await recv.receive()
                     running -= 1
@@ -157,6 +160,14 @@ async def run_dag(self: GraphRun) -> Any:
         await _close(result)
         raise error
     if result is _NOTHING:
+        if not signals and not abandoned:
+            # as Eino: a pause (after nodes, before nodes, an external interrupt) also names the ready nodes
+            # listed in interrupt_before, so that a node after an interrupt_after node pauses the run once
+            hit = [j for j in ready if j in t.interrupt_before and j not in unchecked and j not in before]
+            if hit:
+                for j in hit:
+                    ready.remove(j)
+                before.extend(hit)
         ready.extendleft(reversed(before))
         if done_by_external:
             after = after or finished[-1:]

@@ -28,7 +28,7 @@ from compose._pregel import pregel_step
 from compose._resume import restore, resumed_for
 from compose._snapshot import RerunRecord, RunSnapshot
 from compose._tables import NOTHING as _NOTHING
-from compose._tables import EdgeCheck, NodeRT, Tables, branch_targets
+from compose._tables import BranchRT, EdgeCheck, NodeRT, Tables, branch_targets
 from compose._types import type_name
 from compose.callbacks import (
     CallbackConfig,
@@ -82,6 +82,16 @@ def _check_chunk(check: EdgeCheck, chunk: Any) -> Any:
     return chunk
 
 
+def _check_condition_input(key: str, b: BranchRT, chunk: Any) -> Any:
+    assert b.check is not None
+    if not b.check(chunk):
+        raise RuntimeTypeError(
+            f"runtime type check fail on the input of branch[{key}]-[{b.idx}]'s condition: expected type: "
+            f"{type_name(b.branch.input_type)}, actual type: {type(chunk).__qualname__}"
+        )
+    return chunk
+
+
 def _with_callbacks(p: Paradigms, handlers: tuple[CallbackHandler, ...], info: RunInfo) -> Paradigms:
     """Fire callbacks around what the component implements, then derive the rest (eino-semantics 1.8)."""
 
@@ -110,6 +120,35 @@ def _with_callbacks(p: Paradigms, handlers: tuple[CallbackHandler, ...], info: R
         collect=wrap(p.collect, True, False) if "collect" in impl else None,
         transform=wrap(p.transform, True, True) if "transform" in impl else None,
     )
+
+
+def callback_config(options: CallOptions, path: tuple[str, ...]) -> CallbackConfig | None:
+    """The handlers of a run at ``path``: this call's merged with the enclosing run's (a top-level run also
+    picks up the global ones); a nested run without callbacks of its own shares its parent's."""
+    if options.callbacks or not path:
+        return make_config(options.callbacks, options.designate, path)
+    return _current_config.get()
+
+
+async def fail_early(
+    options: CallOptions, path: tuple[str, ...], info: RunInfo, streaming: bool, value: Any, exc: BaseException
+) -> None:
+    """A run failing before it starts (bad options, no checkpoint store, a wrong input, its state factory...)
+    still fires its graph's ``on_start`` and ``on_error`` once each, as Eino's deferred graph callbacks do
+    (``TestEarlyFailCallback``); cancellation and interrupts fire nothing. Closes ``value`` (the run's input)."""
+    with anyio.CancelScope(shield=True):
+        try:
+            if isinstance(exc, Exception) and not isinstance(exc, GraphInterrupt):
+                cb = callback_config(options, path)
+                handlers = cb.for_path(path) if cb is not None else ()
+                if handlers:
+                    if streaming:
+                        value = await fire_start_stream(handlers, info, value)
+                    else:
+                        await fire_start(handlers, info, value)
+                    await fire_error(handlers, info, exc)
+        finally:
+            await _close(value)
 
 
 class GraphRun:
@@ -217,8 +256,8 @@ class GraphRun:
     async def _enter_or_close(self, value: Any) -> tuple[Any, Any]:
         try:
             return self._enter()
-        except BaseException:
-            await _close(value)
+        except BaseException as exc:
+            await fail_early(self.options, self.path, self.info, self.streaming, value, exc)
             raise
 
     def _enter(self) -> tuple[Any, Any]:
@@ -234,8 +273,7 @@ class GraphRun:
         tok_frame = _current_frame.set(self.frame) if self.frame is not None else None
         parent_cb = _current_config.get()
         if self.cb is _NOTHING:
-            o = self.options
-            self.cb = make_config(o.callbacks, o.designate, self.path) if (o.callbacks or not self.path) else parent_cb
+            self.cb = callback_config(self.options, self.path)
         tok_cb = _current_config.set(self.cb) if self.cb is not parent_cb else None
         return tok_frame, tok_cb
 
@@ -467,6 +505,9 @@ class GraphRun:
                 self._deliver(src, s, v)
             conds = copies[len(succ) : -1]
             reserve = copies[-1]
+            for i, b in enumerate(brs):
+                if b.check is not None:  # checked chunk by chunk, as the condition (or its concat) reads
+                    conds[i] = conds[i].map(partial(_check_condition_input, key, b))
             try:
                 for i, b in enumerate(brs):
                     chosen.append(await b.branch.decide_stream(conds[i], key))
@@ -486,6 +527,8 @@ class GraphRun:
             for s in succ:
                 self._deliver(src, s, out)
             for b in brs:
+                if b.check is not None:
+                    _check_condition_input(key, b, out)
                 chosen.append(await b.branch.decide_value(out, key))
             deliver, skipped = branch_targets(t, src, chosen)
             for s in deliver:

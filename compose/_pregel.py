@@ -69,8 +69,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
             await _close(out)
             raise
     if not inbox:
-        names = [t.keys[i] for i in self.last]
-        raise GraphRunError(f"no tasks to execute, last completed nodes: {names}")
+        raise no_tasks(self, self.last)
     # As Eino computes the next tasks: read every ready inbox (fan-in merges may fail here), then END wins, then
     # interrupts before nodes, then the step limit.
     if len(inbox) == 1:  # the hot path: one node this step
@@ -203,6 +202,14 @@ async def _fused(self: GraphRun, j: int, x: Any) -> Any:
     finally:
         self.steps = steps
         self.last = [j]
+
+
+def no_tasks(self: GraphRun, last: list[int]) -> GraphRunError:
+    """Eino's error for a run left with nothing to run and END not reached, naming the nodes that completed
+    last as Eino prints them (``[a, b]``)."""
+    if not last:
+        return GraphRunError("no tasks to execute after graph start")
+    return GraphRunError(f"no tasks to execute, last completed nodes: [{', '.join(self.t.keys[i] for i in last)}]")
 
 
 def _same(x: Any) -> Any:

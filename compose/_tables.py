@@ -50,18 +50,21 @@ class NodeRT:
 
 
 @dataclass(frozen=True, slots=True)
-class BranchRT:
-    branch: _Branch[Any]
-    ends: tuple[int, ...]
-    index_of: dict[str, int]
-
-
-@dataclass(frozen=True, slots=True)
 class EdgeCheck:
     check: Callable[[Any], bool]
     start: str
     end: str
     expected: Any
+
+
+@dataclass(frozen=True, slots=True)
+class BranchRT:
+    branch: _Branch[Any]
+    ends: tuple[int, ...]
+    index_of: dict[str, int]
+    idx: int = 0  # registration order among the node's branches (for messages, as Eino's ``branch[n]-[idx]``)
+    # a runtime check of the condition's input when the node's output type only may fit it, else None
+    check: Callable[[Any], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)

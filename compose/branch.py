@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from compose._types import stream_item_type
-from compose.errors import BranchError
+from compose.errors import BranchError, RuntimeTypeError
 from compose.lambdas import _hints
 from compose.state import is_async_callable, is_awaitable
 from compose.stream import StreamReader, concat
@@ -84,7 +84,7 @@ class _Branch(Generic[T]):
             if (self._is_async and condition is None) or is_awaitable(chosen):
                 chosen = await chosen
             return chosen
-        except BranchError:
+        except (BranchError, RuntimeTypeError):  # a runtime type check on the condition's input stream failed
             raise
         except Exception as exc:
             raise self.failed(exc, node) from exc

@@ -1,9 +1,11 @@
 """The graph builder: nodes, edges, branches and compile-time checks (eino-semantics 1.1-1.5, 1.11).
 
 Every builder call checks what it can at once and raises a ``GraphBuildError`` subclass naming the nodes and types
-at fault (errors are not sticky: a failed call changes nothing). ``compile()`` checks the whole structure with
-networkx (a loop in DAG mode, nodes START cannot reach), infers the types of passthrough nodes, and precompiles
-the integer-indexed tables the scheduler runs on. The graph is frozen afterwards.
+at fault (errors are not sticky: a failed call changes nothing); passthrough types are inferred as edges are
+added, so a mismatch through passthroughs fails at the edge that causes it. ``compile()`` checks the whole
+structure with networkx (a loop in DAG mode, nodes START cannot reach), that every passthrough type was
+inferred, adds runtime checks where types only may fit (edges, branch conditions), and precompiles the
+integer-indexed tables the scheduler runs on. The graph is frozen afterwards.
 """
 
 from __future__ import annotations
@@ -127,6 +129,9 @@ class Graph(Generic[I, O]):
         self._nodes: dict[str, _NodeDef] = {}
         self._edges: list[tuple[str, str]] = []
         self._branches: dict[str, list[_Branch[Any]]] = {}
+        # edges (branch end nodes included) with an end whose type is not known yet: an untyped passthrough
+        # not inferred yet; checked once both ends are known (Eino's toValidateMap)
+        self._unresolved: list[tuple[str, str]] = []
         self._compiled = False
 
     # ------------------------------------------------------------------ types
@@ -175,7 +180,8 @@ class Graph(Generic[I, O]):
         stream_pre_handler, stream_post_handler = options.get("stream_pre_handler"), options.get("stream_post_handler")
         input_key, output_key = options.get("input_key"), options.get("output_key")
         if node.component == "Passthrough" and (input_key or output_key):
-            raise GraphBuildError(f"passthrough node '{key}' cannot have an input_key or output_key")
+            # a keyed side is a dict[str, Any]; the value taken from (or wrapped into) it is of any type
+            node.input_type = node.output_type = Any
         if pre_handler and stream_pre_handler:
             raise GraphBuildError(f"node '{key}': give pre_handler or stream_pre_handler, not both")
         if post_handler and stream_post_handler:
@@ -189,12 +195,12 @@ class Graph(Generic[I, O]):
 
     def _check_handlers(self, node: _NodeDef) -> None:
         handlers = [
-            ("pre", node.pre_handler, node.outer_input_type, False),
-            ("post", node.post_handler, node.outer_output_type, False),
-            ("stream pre", node.stream_pre_handler, node.outer_input_type, True),
-            ("stream post", node.stream_post_handler, node.outer_output_type, True),
+            ("pre", node.pre_handler, node.outer_input_type, False, node.input_key),
+            ("post", node.post_handler, node.outer_output_type, False, node.output_key),
+            ("stream pre", node.stream_pre_handler, node.outer_input_type, True, node.input_key),
+            ("stream post", node.stream_post_handler, node.outer_output_type, True, node.output_key),
         ]
-        for label, handler, node_type, is_stream in handlers:
+        for label, handler, node_type, is_stream, keyed in handlers:
             if handler is None:
                 continue
             if self.state_factory is None:
@@ -211,7 +217,7 @@ class Graph(Generic[I, O]):
                     f"graph[{type_name(self.state_type)}]",
                     end=node.key,
                 )
-            if node.component == "Passthrough":
+            if node.component == "Passthrough" and not keyed:  # a keyed side is a dict, checked as any node's
                 if value_t is not Any:
                     raise TypeMismatchError(f"passthrough node[{node.key}]'s {label} handler type isn't any")
                 continue
@@ -286,7 +292,9 @@ class Graph(Generic[I, O]):
         key: str,
         **options: Unpack[NodeOptions],
     ) -> None:
-        """Add a node that passes its input on unchanged; its type is inferred from its neighbours."""
+        """Add a node that passes its input on unchanged; its type is inferred from its neighbours as edges are
+        added. With ``input_key`` it takes a ``dict[str, Any]`` and passes on ``input[input_key]``; with
+        ``output_key`` it emits ``{output_key: input}`` (its handlers then take the dict)."""
 
         async def identity(x: Any, **_o: Any) -> Any:
             return x
@@ -313,19 +321,53 @@ class Graph(Generic[I, O]):
             raise GraphBuildError(f"edge end node '{end}' needs to be added to graph first")
         if (start, end) in self._edges:
             raise GraphBuildError(f"control edge[{start}]-[{end}] have been added yet")
-        self._check_edge_types(start, end)
+        inferred, unresolved = self._infer([(start, end)])
         self._edges.append((start, end))
+        self._commit(inferred, unresolved)
 
-    def _check_edge_types(self, start: str, end: str) -> None:
-        out_t, in_t = self._out_type(start), self._in_type(end)
-        if out_t is None or in_t is None:  # a passthrough: inferred and checked at compile
-            return
-        if assignable(out_t, in_t) is Assignable.NO:
-            raise TypeMismatchError(
-                f"graph edge[{start}]-[{end}]: start node's output type[{type_name(out_t)}] and end node's "
-                f"input type[{type_name(in_t)}] mismatch",
-                start=start, end=end, output_type=out_t, input_type=in_t,
-            )
+    def _infer(
+        self, new: Iterable[tuple[str, str]], seed: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """Check the types of ``new`` edges and of those waiting for a passthrough's type, inferring
+        passthrough types along them until nothing changes (Eino's ``updateToValidateMap``): an untyped
+        passthrough takes its predecessor's output type or its successor's input type, whichever edge tells
+        first. Returns the inferred types and the edges still waiting, for ``_commit``; changes nothing, so
+        that a ``TypeMismatchError`` (raised at the call whose edge makes the types clash) leaves the graph as
+        it was."""
+        inferred = dict(seed or {})
+
+        def out_of(k: str) -> Any:
+            if k == START:
+                return self.input_type
+            return inferred[k] if k in inferred else self._nodes[k].outer_output_type
+
+        def in_of(k: str) -> Any:
+            if k == END:
+                return self.output_type
+            return inferred[k] if k in inferred else self._nodes[k].outer_input_type
+
+        pending = [*self._unresolved, *new]
+        while True:
+            left = []
+            for s, e in pending:
+                out_t, in_t = out_of(s), in_of(e)
+                if out_t is None and in_t is None:
+                    left.append((s, e))
+                elif in_t is None:
+                    inferred[e] = out_t
+                elif out_t is None:
+                    inferred[s] = in_t
+                else:
+                    _check_edge(s, e, out_t, in_t)
+            if len(left) == len(pending):
+                return inferred, left
+            pending = left
+
+    def _commit(self, inferred: Mapping[str, Any], unresolved: list[tuple[str, str]]) -> None:
+        for k, tp in inferred.items():
+            node = self._nodes[k]
+            node.input_type = node.output_type = tp
+        self._unresolved = unresolved
 
     def add_branch(self, start: str, branch: _Branch[Any]) -> None:
         """Add a branch after ``start``; every end node must exist (or be END)."""
@@ -343,15 +385,18 @@ class Graph(Generic[I, O]):
                 raise GraphBuildError(f"branch end node '{end}' needs to be added to graph first")
         out_t = self._out_type(start)
         cond_t = branch.input_type
+        seed: dict[str, Any] = {}
+        if out_t is None and cond_t is not Any:  # an untyped passthrough takes the condition's type (as Eino)
+            seed[start] = out_t = cond_t
         if out_t is not None and cond_t is not Any and assignable(out_t, cond_t) is Assignable.NO:
             raise TypeMismatchError(
                 f"condition's input type[{type_name(cond_t)}] and start node[{start}]'s output "
                 f"type[{type_name(out_t)}] are mismatched",
                 start=start, output_type=out_t, input_type=cond_t,
             )
-        for end in sorted(branch.end_nodes):
-            self._check_edge_types(start, end)
+        inferred, unresolved = self._infer([(start, end) for end in sorted(branch.end_nodes)], seed)
         self._branches.setdefault(start, []).append(branch)
+        self._commit(inferred, unresolved)
 
     # ------------------------------------------------------------------ compile
 
@@ -404,6 +449,7 @@ class Graph(Generic[I, O]):
         self._check_structure(dag=dag)
         types = self._infer_passthrough_types()
         edge_checks = self._runtime_checks(types)
+        branch_checks = self._branch_checks(types)
         tables = build_tables(
             self,
             name=name or "graph",
@@ -411,6 +457,7 @@ class Graph(Generic[I, O]):
             max_run_steps=max_run_steps,
             types=types,
             edge_checks=edge_checks,
+            branch_checks=branch_checks,
             fan_in=dict(fan_in_merge_config or {}),
             interrupt_before=before,
             interrupt_after=after,
@@ -453,36 +500,14 @@ class Graph(Generic[I, O]):
         return succ
 
     def _infer_passthrough_types(self) -> dict[str, tuple[Any, Any]]:
-        """Fixed-point inference: a passthrough's type is its predecessors' output or successors' input type."""
+        """Every node's (input, output) type; passthrough types were inferred as edges were added (``_infer``),
+        so one still unknown has no typed neighbour to take it from."""
         types: dict[str, tuple[Any, Any]] = {
             k: (n.outer_input_type, n.outer_output_type) for k, n in self._nodes.items()
         }
-        preds: dict[str, list[str]] = {k: [] for k in self._nodes}
-        for s in [START, *self._nodes]:
-            for e in self._successors(s):
-                if e != END:
-                    preds[e].append(s)
-        pending = [k for k, n in self._nodes.items() if n.component == "Passthrough"]
-
-        def out_of(k: str) -> Any:
-            return self.input_type if k == START else types[k][1]
-
-        def in_of(k: str) -> Any:
-            return self.output_type if k == END else types[k][0]
-
-        changed = True
-        while pending and changed:
-            changed = False
-            for k in list(pending):
-                found = next((out_of(p) for p in preds[k] if out_of(p) is not None), None)
-                if found is None:
-                    found = next((in_of(s) for s in self._successors(k) if in_of(s) is not None), None)
-                if found is not None:
-                    types[k] = (found, found)
-                    pending.remove(k)
-                    changed = True
+        pending = sorted(k for k, (in_t, out_t) in types.items() if in_t is None or out_t is None)
         if pending:
-            raise InvalidGraphError(f"some node's input or output types cannot be inferred: {sorted(pending)}")
+            raise InvalidGraphError(f"some node's input or output types cannot be inferred: {pending}")
         return types
 
     def _runtime_checks(self, types: dict[str, tuple[Any, Any]]) -> dict[tuple[str, str], Callable[[Any], bool]]:
@@ -492,15 +517,28 @@ class Graph(Generic[I, O]):
             out_t = self.input_type if s == START else types[s][1]
             for e in self._successors(s):
                 in_t = self.output_type if e == END else types[e][0]
-                verdict = assignable(out_t, in_t)
+                if _check_edge(s, e, out_t, in_t) is Assignable.MAY:
+                    checks[(s, e)] = runtime_checker(in_t)
+        return checks
+
+    def _branch_checks(self, types: dict[str, tuple[Any, Any]]) -> dict[tuple[str, int], Callable[[Any], bool]]:
+        """Check every branch condition's input type against its node's (inferred) output type; a condition
+        that only *may* fit (the node returns ``Any``, the condition takes ``int``) gets a runtime checker, as
+        Eino inserts a converter before the condition (keyed by node and the branch's registration index)."""
+        checks: dict[tuple[str, int], Callable[[Any], bool]] = {}
+        for s, branches in self._branches.items():
+            out_t = self.input_type if s == START else types[s][1]
+            for idx, branch in enumerate(branches):
+                cond_t = branch.input_type
+                verdict = assignable(out_t, cond_t)
                 if verdict is Assignable.NO:
                     raise TypeMismatchError(
-                        f"graph edge[{s}]-[{e}]: start node's output type[{type_name(out_t)}] and end node's "
-                        f"input type[{type_name(in_t)}] mismatch",
-                        start=s, end=e, output_type=out_t, input_type=in_t,
+                        f"condition's input type[{type_name(cond_t)}] and start node[{s}]'s output "
+                        f"type[{type_name(out_t)}] are mismatched",
+                        start=s, output_type=out_t, input_type=cond_t,
                     )
                 if verdict is Assignable.MAY:
-                    checks[(s, e)] = runtime_checker(in_t)
+                    checks[(s, idx)] = runtime_checker(cond_t)
         return checks
 
     def __repr__(self) -> str:
@@ -509,6 +547,18 @@ class Graph(Generic[I, O]):
             f"Graph({type_name(self.input_type)} -> {type_name(self.output_type)}, nodes={list(self._nodes)}, "
             f"edges={len(self._edges)}, branches={sum(map(len, self._branches.values()))}, {state})"
         )
+
+
+def _check_edge(start: str, end: str, out_t: Any, in_t: Any) -> Assignable:
+    """``assignable(out_t, in_t)``; raises ``TypeMismatchError`` naming the edge and both types for NO."""
+    verdict = assignable(out_t, in_t)
+    if verdict is Assignable.NO:
+        raise TypeMismatchError(
+            f"graph edge[{start}]-[{end}]: start node's output type[{type_name(out_t)}] and end node's "
+            f"input type[{type_name(in_t)}] mismatch",
+            start=start, end=end, output_type=out_t, input_type=in_t,
+        )
+    return verdict
 
 
 def _handler_hints(handler: Handler) -> tuple[Any, Any]:

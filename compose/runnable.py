@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 
-from compose._engine import GraphRun
+from compose._engine import GraphRun, fail_early
 from compose._options import CallOptions
 from compose._snapshot import RunSnapshot
 from compose._types import runtime_checker, type_name
@@ -98,47 +99,38 @@ class Runnable(Generic[I, O]):
     ) -> RunHandle:
         """Start a run: resume it from its checkpoint when there is one (claimed, so that exactly one of several
         concurrent resumes gets it), else check the input and begin afresh."""
+        if not path:
+            await _entry_checkpoint(x)
         t = self._tables
         store = t.checkpoint_store
         checkpoint_id = options.checkpoint_id if not path else None
-        if checkpoint_id is not None and store is None:
-            await _close(x)
-            raise GraphRunError("receive checkpoint id but have not set checkpoint store")
         owner = ""
-        if checkpoint_id is not None and restore is None and not options.force_new_run:
-            owner = uuid.uuid4().hex
-            try:
+        claimed = False
+        try:
+            if checkpoint_id is not None and store is None:
+                raise GraphRunError("receive checkpoint id but have not set checkpoint store")
+            if checkpoint_id is not None and restore is None and not options.force_new_run:
+                owner = uuid.uuid4().hex
                 data = await claim_checkpoint(store, checkpoint_id, owner, stale_after=options.claim_stale_after)
                 if data is not None:
-                    try:
-                        snap = decode_checkpoint(data, RunSnapshot, kind=_KIND, fingerprint=t.fingerprint)
-                        if snap.streaming != streaming:
-                            paradigm = "streaming" if snap.streaming else "invoke"
-                            raise GraphRunError(
-                                f"checkpoint '{checkpoint_id}' was written by a {paradigm} run; resume it with the "
-                                "same paradigm"
-                            )
-                    except BaseException:
-                        await _release(store, checkpoint_id, owner)
-                        raise
+                    claimed = True
+                    snap = decode_checkpoint(data, RunSnapshot, kind=_KIND, fingerprint=t.fingerprint)
+                    if snap.streaming != streaming:
+                        paradigm = "streaming" if snap.streaming else "invoke"
+                        raise GraphRunError(
+                            f"checkpoint '{checkpoint_id}' was written by a {paradigm} run; resume it with the "
+                            "same paradigm"
+                        )
                     restore = (snap, options.resume)
-            except BaseException:
-                await _close(x)
-                raise
-        if check is not None and restore is None:
-            try:
+            if check is not None and restore is None:
                 self._check_input(check[0])
-            except BaseException:
-                await _close(x)
-                raise
-        try:
             run = GraphRun(
                 t, streaming=streaming, options=options, path=path, info=info, address=address, restore_from=restore
             )
-        except BaseException:
-            await _close(x)
-            if owner and restore is not None:
+        except BaseException as exc:
+            if claimed:
                 await _release(store, checkpoint_id, owner)
+            await fail_early(options, path, info, streaming, x, exc)
             raise
         handle = RunHandle(run, store, checkpoint_id, owner, restore is not None, t.fingerprint)
         await handle.begin(x)
@@ -220,6 +212,18 @@ class Runnable(Generic[I, O]):
                         return
             finally:
                 portal.call(reader.aclose)
+
+
+async def _entry_checkpoint(x: Any) -> None:
+    """Every public entry point is a cancellation point (trio's rule for async APIs): a call made in a cancelled
+    scope runs nothing and raises the cancellation, even for a graph whose nodes never await. Only a check, not
+    a schedule point: a yield to the event loop per call would cost more than a short graph's whole run."""
+    try:
+        await anyio.lowlevel.checkpoint_if_cancelled()
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await _close(x)
+        raise
 
 
 def _check_reader(reader: Any, method: str) -> None:

@@ -32,6 +32,7 @@ from compose.graph import END, START, Graph
 from compose.interrupt import get_resume_context, interrupt
 from compose.models import ScriptedChatModel
 from compose.models.scripted import ScriptedResponse
+from compose.schema import user_message
 from compose.tools import tool
 from tests.adk.helpers import Seen, call, calling, reduce
 
@@ -626,3 +627,27 @@ def test_resume_in_a_fresh_process_from_sqlite(tmp_path: Path, streaming: bool) 
 
 def test_resume_in_a_fresh_process_from_postgres(tmp_path: Path, pg_server: Any) -> None:
     run_then_resume("postgres", pg_server.dsn, tmp_path / "tools.log", streaming=True)
+
+
+async def test_runner_entry_points_in_a_cancelled_scope_run_nothing() -> None:
+    """Iterating ``run`` / ``query`` / ``resume`` is a cancellation point: in an already-cancelled scope the
+    model is not called, no checkpoint is claimed, and the cancellation is raised; the run is left as it was."""
+    runner, model, ledger = make(PAY_ONE)
+    _, paused = await drain(runner.query("pay 5", checkpoint_id="job"))
+    assert paused is not None and len(model.calls) == 1
+    runs = [
+        runner.query("hello"),
+        runner.run([user_message("hello")]),
+        runner.resume("job", targets={paused.ids[0]: ApprovalDecision(approved=True)}),
+    ]
+    for run in runs:
+        async with run:
+            with anyio.CancelScope() as scope:
+                scope.cancel()
+                await run.__anext__()
+                pytest.fail("the iteration did not raise the cancellation")
+            assert scope.cancelled_caught
+    assert len(model.calls) == 1 and ledger.ran == []
+    # the checkpoint was not claimed: it resumes as usual
+    seen, again = await drain(runner.resume("job", targets={paused.ids[0]: ApprovalDecision(approved=True)}))
+    assert again is None and [s.content for s in seen] == ["paid 5", "All paid."]

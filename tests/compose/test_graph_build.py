@@ -104,8 +104,6 @@ MISUSE: list[tuple[str, Any, type[Exception], str]] = [
      r"node 'b': unknown option\(s\) \['bogus'\]"),
     ("non-string key", lambda g: g.add_lambda_node(3, ident_str), GraphBuildError,
      "node key must be a non-empty string, got 3"),
-    ("passthrough with a key", lambda g: g.add_passthrough_node("p", input_key="k"), GraphBuildError,
-     "passthrough node 'p' cannot have an input_key or output_key"),
     ("two pre handlers", lambda g: g.add_lambda_node("b", ident_str, pre_handler=_handler,
                                                      stream_pre_handler=_handler), GraphBuildError,
      "node 'b': give pre_handler or stream_pre_handler, not both"),
@@ -209,11 +207,9 @@ def test_passthrough_types_are_inferred() -> None:
     bad = Graph[str, str]()
     bad.add_passthrough_node("p")
     bad.add_lambda_node("to_str", to_str)
-    bad.add_edge(START, "p")
-    bad.add_edge("p", "to_str")  # p's type is unknown yet: checked at compile, once inferred
-    bad.add_edge("to_str", END)
+    bad.add_edge(START, "p")  # p is a str now
     with pytest.raises(TypeMismatchError, match=r"graph edge\[p\]-\[to_str\]: start node's output type\[str\]"):
-        bad.compile()
+        bad.add_edge("p", "to_str")
 
 
 @dataclass
@@ -295,3 +291,49 @@ def test_chat_model_and_tools_node_adders_type_their_nodes() -> None:
         g2.add_edge(START, "tools")
     with pytest.raises(GraphBuildError, match="chat model needs"):
         Graph[Any, Any]().add_chat_model_node("m", object())
+
+
+def test_a_mismatch_through_a_passthrough_fails_at_the_edge_that_causes_it() -> None:
+    """Eino's ``TestValidate``: a passthrough's type is inferred as edges are added, in either direction, so
+    the edge that makes two types meet through passthroughs raises; a failed call changes nothing."""
+    g = Graph[str, str]()
+    g.add_lambda_node("1", ident_str)
+    g.add_passthrough_node("2")
+    g.add_passthrough_node("3")
+    g.add_lambda_node("4", to_str)  # int -> str
+    g.add_edge("3", "4")  # 3 is an int now
+    g.add_edge("2", "3")  # and so is 2
+    with pytest.raises(TypeMismatchError, match=r"graph edge\[1\]-\[2\]: start node's output type\[str\] and end "
+                       r"node's input type\[int\] mismatch"):
+        g.add_edge("1", "2")
+    assert ("1", "2") not in g._edges
+    g.add_lambda_node("5", to_int)  # str -> int
+    g.add_edge("1", "5")
+    g.add_edge("5", "2")
+    g.add_edge(START, "1")
+    g.add_edge("4", END)
+    assert g.compile().input_type is str
+
+
+def test_passthrough_with_input_and_output_keys() -> None:
+    """As Eino, a passthrough takes ``input_key`` / ``output_key``: the keyed side is a ``dict[str, Any]``
+    (its handlers take the dict), the other side is of any type."""
+
+    def pre_map(x: dict[str, Any], st: St) -> dict[str, Any]:
+        return x
+
+    def pre_str(x: str, st: St) -> str:
+        return x
+
+    g = Graph[dict[str, Any], dict[str, Any]](state=St)
+    g.add_passthrough_node("in", input_key="q", pre_handler=pre_map)
+    g.add_passthrough_node("out", output_key="r", post_handler=pre_map)
+    with pytest.raises(TypeMismatchError, match=r"node\[x\]'s pre handler type\[str\] is different from its input "
+                       r"type\[dict\[str, Any\]\]"):
+        g.add_passthrough_node("x", input_key="q", pre_handler=pre_str)
+    with pytest.raises(TypeMismatchError, match=r"passthrough node\[y\]'s post handler type isn't any"):
+        g.add_passthrough_node("y", input_key="q", post_handler=pre_str)
+    g.add_edge(START, "in")
+    g.add_edge("in", "out")
+    g.add_edge("out", END)
+    g.compile()

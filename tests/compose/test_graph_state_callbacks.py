@@ -331,6 +331,52 @@ async def test_early_failure_fires_one_start_and_one_error(anyio_backend: Any) -
     assert log == ["h:start:loop:Graph:0", "h:error:loop:MaxStepsExceededError"]
 
 
+async def test_a_run_failing_before_any_node_fires_one_start_and_one_error(anyio_backend: Any) -> None:
+    """Eino's ``TestEarlyFailCallback``: a DAG run given a runtime step limit fails before any node runs, and
+    still fires the graph's on_start and on_error once each (no on_end); so do the other failures found
+    before a run starts (no checkpoint store, a wrong input, a failing state factory), in every paradigm."""
+    from compose.errors import RuntimeTypeError
+
+    async def ident(x: str) -> str:
+        return x
+
+    def line(state: Any = None) -> Graph[str, str]:
+        g = Graph[str, str](state=state)
+        g.add_lambda_node("1", ident)
+        g.add_edge(START, "1")
+        g.add_edge("1", END)
+        return g
+
+    def broken() -> St:
+        raise KeyError("config")
+
+    dag = line().compile(name="dag", trigger_mode="all_predecessor")
+    pregel = line().compile(name="pregel")
+    stateful = line(broken).compile(name="stateful")
+    cases: list[tuple[Any, dict[str, Any], Any, type[Exception]]] = [
+        (dag, {"max_run_steps": 1}, "", GraphRunError),
+        (pregel, {"max_run_steps": 0}, "", GraphRunError),
+        (pregel, {"checkpoint_id": "c"}, "", GraphRunError),
+        (pregel, {}, 3, RuntimeTypeError),
+        (stateful, {}, "", GraphRunError),
+    ]
+    for r, opts, x, error in cases:
+        log: list[str] = []
+        with pytest.raises(error):
+            await r.invoke(x, callbacks=[Recorder("h", log)], **opts)
+        assert log == [f"h:start:{r.name}:Graph:{x!r}", f"h:error:{r.name}:{error.__name__}"]
+        log.clear()
+        with pytest.raises(error):
+            await r.stream(x, callbacks=[Recorder("h", log)], **opts)
+        assert log == [f"h:stream_start:{r.name}:{x!r}", f"h:error:{r.name}:{error.__name__}"]
+    log = []
+    source = StreamReader.from_iterable(["a", "b"])
+    with pytest.raises(GraphRunError):
+        await dag.transform(source, callbacks=[Recorder("h", log)], max_run_steps=1)
+    assert log == ["h:stream_start:dag:'ab'", "h:error:dag:GraphRunError"]
+    assert source.closed
+
+
 async def test_lambda_callbacks_see_collect_and_transform(anyio_backend: Any) -> None:
     async def col(r: StreamReader[str]) -> str:
         return await concat(r)

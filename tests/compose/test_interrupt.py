@@ -564,3 +564,52 @@ async def test_pre_handler_interrupt_reruns_the_node_with_zero_input(anyio_backe
     assert info.value.info.rerun_nodes == ["a"]
     cid = info.value.info.interrupt_contexts[0].id
     assert await r.invoke("", checkpoint_id="p", resume={cid: None}) == "1"
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_dag_interrupt_after_a_node_and_before_its_successor_pauses_once(
+    anyio_backend: Any, streaming: bool
+) -> None:
+    """Eino's ``TestSimpleCheckPoint`` (DAG mode): ``interrupt_after=["1"]`` and ``interrupt_before=["2"]``
+    with 1 -> 2 pause once, reporting both; resuming with the graph's own interrupt id replaces the state,
+    and 2 runs without pausing again."""
+
+    @dataclass
+    class Text:
+        a: str = ""
+
+    async def one(x: str) -> str:
+        return x + "1"
+
+    async def two(x: str) -> str:
+        return x + "2"
+
+    async def pre(x: str, st: Text) -> str:
+        return x + st.a
+
+    g = Graph[str, str](state=Text)
+    g.add_lambda_node("1", one)
+    g.add_lambda_node("2", two, pre_handler=pre)
+    g.add_edge(START, "1")
+    g.add_edge("1", "2")
+    g.add_edge("2", END)
+    store = InMemoryCheckPointStore()
+    r = g.compile(
+        name="root", trigger_mode="all_predecessor", checkpoint_store=store, interrupt_after=["1"],
+        interrupt_before=["2"],
+    )
+
+    async def run(**opts: Any) -> str:
+        if streaming:
+            return await concat(await r.stream("start", checkpoint_id="1", **opts))
+        return await r.invoke("start", checkpoint_id="1", **opts)
+
+    with pytest.raises(GraphInterrupt) as info:
+        await run()
+    ii = info.value.info
+    assert ii.before_nodes == ["2"] and ii.after_nodes == ["1"]
+    assert ii.rerun_nodes == [] and ii.sub_graphs == {}
+    assert ii.state == Text()
+    (ctx,) = ii.interrupt_contexts
+    assert ctx.address == "runnable:root" and ctx.info == Text() and ctx.is_root_cause
+    assert await run(resume={ctx.id: Text(a="state")}) == "start1state2"
