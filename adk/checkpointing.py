@@ -151,9 +151,11 @@ class CheckpointBinding:
             CheckpointError: claimed by another resume, corrupted, foreign, or another agent's.
             InterruptNotFoundError: a target id is not one of the checkpoint's interrupts (a ``ValueError``).
         """
-        self.owner = uuid.uuid4().hex
+        owner = uuid.uuid4().hex
+        # when claim_checkpoint raises, no claim is held (it releases one it took): nothing to release here
+        data = await claim_checkpoint(self.store, self.checkpoint_id, owner, stale_after=self.stale_after)
+        self.owner = owner if data is not None else ""
         try:
-            data = await claim_checkpoint(self.store, self.checkpoint_id, self.owner, stale_after=self.stale_after)
             if data is None:
                 raise CheckpointNotFoundError(self.checkpoint_id)
             saved = decode_checkpoint(data, AgentCheckpoint, kind=AGENT_CHECKPOINT_KIND, fingerprint=ctx.agent_name)
@@ -161,7 +163,7 @@ class CheckpointBinding:
             if unknown:
                 raise InterruptNotFoundError(self.checkpoint_id, unknown, sorted(saved.interrupts))
         except BaseException as exc:
-            await self.release(exc)  # a no-op unless the claim is ours (also when cancelled mid-claim)
+            await self.release(exc)
             raise
         ctx.run_path = tuple(saved.run_path)
         ctx.session_values.update(saved.session_values)

@@ -151,7 +151,7 @@ class SQLiteCheckPointStore(ClosingStore):
             )
             return cur.rowcount == 1
 
-        return await self._run(op)
+        return await self._run(op, deliver=True)
 
     async def release(self, checkpoint_id: str, owner: str) -> bool:
         """Clear the claim on ``checkpoint_id`` if ``owner`` holds it."""
@@ -177,16 +177,19 @@ class SQLiteCheckPointStore(ClosingStore):
 
         await anyio.to_thread.run_sync(close)
 
-    async def _run(self, op: Callable[[sqlite3.Connection], T]) -> T:
+    async def _run(self, op: Callable[[sqlite3.Connection], T], *, deliver: bool = False) -> T:
         # A statement in a worker thread cannot be cancelled, so it never waits long for a lock: SQLite waits at
         # most _LOCK_POLL seconds, and the rest of busy_timeout is waited here, between attempts, where a
         # cancellation ends the wait promptly. A statement either completes or never started (autocommit), so
-        # the connection is fit for the next call either way.
+        # the connection is fit for the next call either way. With ``deliver`` a statement that completed returns
+        # its result even when the call was cancelled meanwhile (the caller sees the cancellation at its next
+        # await), so that a claim that raised was not taken.
         deadline = anyio.current_time() + self.busy_timeout
         pause = _FIRST_PAUSE
         while True:
             try:
-                return await anyio.to_thread.run_sync(self._locked, op)
+                with anyio.CancelScope(shield=deliver):
+                    return await anyio.to_thread.run_sync(self._locked, op)
             except _Busy as busy:
                 left = deadline - anyio.current_time()
                 if left <= 0:

@@ -93,6 +93,13 @@ FINGERPRINT_PARTS = ("structure", "node types", "state type", "sub-graphs")
 
 def _schema_text(tp: Any) -> str:
     """The state type as the checkpoint sees it: its JSON schema (so a changed field changes it), else its name."""
+    try:
+        return _cached_schema_text(tp)
+    except TypeError:  # an unhashable typing construct: no cache
+        return _uncached_schema_text(tp)
+
+
+def _uncached_schema_text(tp: Any) -> str:
     if tp is None:
         return "<no state>"
     try:
@@ -100,6 +107,9 @@ def _schema_text(tp: Any) -> str:
     except Exception:  # a type pydantic cannot describe (arbitrary classes): its name is all we have
         return type_name(tp)
     return f"{type_name(tp)}:{json.dumps(schema, sort_keys=True, default=str)}"
+
+
+_cached_schema_text = lru_cache(maxsize=256)(_uncached_schema_text)  # compiling an agent compiles its graph
 
 
 def fingerprint(

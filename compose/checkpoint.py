@@ -152,7 +152,9 @@ class ClaimableCheckPointStore(CheckPointStore, CheckPointDeleter, Protocol):
         Returns True when ``owner`` holds the claim afterwards: the checkpoint was unclaimed, was already
         claimed by ``owner`` (so retrying after a lost reply is safe), or was claimed by another owner more
         than ``stale_after`` seconds ago (taking over from a worker that died). Returns False when the
-        checkpoint does not exist or another owner holds a live claim.
+        checkpoint does not exist or another owner holds a live claim. A call that raises (cancelled, or the
+        store failed) took no claim: once the claim is made, its result is returned even if the call was
+        cancelled meanwhile.
         """
         ...
 
@@ -249,6 +251,8 @@ async def claim_checkpoint(
     This is how a run resumes: of several concurrent callers with different owners exactly one gets the
     bytes, the others get :class:`CheckpointError` (reason ``"claimed"``). The winner then either writes a
     new checkpoint (``set``, which clears the claim), deletes it on success, or calls ``release`` on failure.
+    When this raises (the store failed, or the call was cancelled) ``owner`` holds no claim: a claim taken
+    before the failure is released here.
     A store without ``claim``/``release`` is simply read (concurrent resumes are then not excluded).
 
     Example:
@@ -268,7 +272,11 @@ async def claim_checkpoint(
     claimable = cast(ClaimableCheckPointStore, store)
     if await claimable.claim(checkpoint_id, owner, stale_after=stale_after):
         # the claim is ours: cooperating writers leave the checkpoint alone until we set, delete or release
-        return await store.get(checkpoint_id)
+        try:
+            return await store.get(checkpoint_id)
+        except BaseException as exc:
+            await _release_claim_after(exc, store, checkpoint_id, owner)
+            raise
     if await store.get(checkpoint_id) is None:
         return None
     raise CheckpointError(

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from adk.approval import ApprovalDecision
@@ -171,3 +172,27 @@ async def test_the_runner_rejects_a_store_missing_what_it_needs() -> None:
         store = type("GetOnly", (), dict.fromkeys(methods, method))()
         with pytest.raises(GraphBuildError, match=message):
             make(store)
+
+
+async def test_cancelling_a_resume_waiting_on_a_locked_sqlite_file_returns_promptly(tmp_path: Path) -> None:
+    path = tmp_path / "cp.db"
+    async with SQLiteCheckPointStore(path, busy_timeout=20) as store:
+        runner, ran = make(store)
+        decision = await pause(runner)
+        db = sqlite3.connect(path, isolation_level=None)
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            run = runner.resume("j", targets=decision)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drain, run)  # waits to claim the checkpoint
+                await anyio.wait_all_tasks_blocked()
+                started = anyio.current_time()
+                tg.cancel_scope.cancel()
+            assert anyio.current_time() - started < 3  # not the lock's 20 s
+            await run.aclose()
+        finally:
+            db.execute("COMMIT")
+            db.close()
+        async with runner.resume("j", targets=decision) as again:
+            seen, _ = await drain(again)
+        assert [s.content for s in seen] == ["paid 5", "All paid."] and ran == ["pay 5"]
