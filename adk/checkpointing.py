@@ -20,7 +20,10 @@ optional HMAC key, never pickle) with kind ``"agent-run"`` and the agent's name 
 **Resume** claims the checkpoint (:func:`~compose.checkpoint.claim_checkpoint`): of concurrent resumes exactly
 one gets it, the others raise ``CheckpointError(reason="claimed")``. The claim ends when the resumed run pauses
 again (a new checkpoint is written under the same id), completes (the checkpoint is **deleted**: retention by
-default) or fails or is closed early (the claim is released, so the checkpoint can be resumed again).
+default) or fails or is closed early (the claim is released, so the checkpoint can be resumed again). A store
+with only ``get``/``set`` (Eino's interface) works too: its checkpoints are not deleted and concurrent resumes
+are not excluded. If deleting fails at the end (the store is down), the run ends with one error event
+(``CheckpointStoreError``) and the claim is released; a release that fails as well is noted on that error.
 
 Errors of a resume that cannot start (no store, no such checkpoint, claimed, corrupted, foreign, another agent's
 or an unknown interrupt id) are raised by the first ``__anext__`` of the returned run, as exceptions: no agent
@@ -43,13 +46,16 @@ from adk.approval import as_approval_request
 from adk.errors import CheckpointNotFoundError
 from compose.checkpoint import (
     CheckPointStore,
-    ClaimableCheckPointStore,
     InMemoryCheckPointStore,
+    _release_claim,
+    _release_claim_after,
+    _retire,
+    check_store,
     claim_checkpoint,
     decode_checkpoint,
     encode_checkpoint,
 )
-from compose.errors import CheckpointError
+from compose.errors import CheckpointError, InterruptNotFoundError
 from compose.interrupt import InterruptCtx
 
 __all__ = ["AGENT_CHECKPOINT_KIND", "AgentCheckpoint", "CheckpointBinding", "agent_contexts"]
@@ -126,6 +132,10 @@ class CheckpointBinding:
     graph_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     owner: str = ""
     stale_after: float | None = None  # take over a claim older than this (its worker died mid-resume)
+    unreleased: BaseException | None = None  # the reported error of a failure whose claim release failed
+
+    def __post_init__(self) -> None:
+        check_store(self.store, where="the agent's checkpoint store")
 
     def __repr__(self) -> str:
         mode = "resume" if self.resuming else "run"
@@ -139,22 +149,21 @@ class CheckpointBinding:
         Raises:
             CheckpointNotFoundError: nothing is stored under ``checkpoint_id``.
             CheckpointError: claimed by another resume, corrupted, foreign, or another agent's.
-            ValueError: a target id is not one of the checkpoint's interrupts.
+            InterruptNotFoundError: a target id is not one of the checkpoint's interrupts (a ``ValueError``).
         """
-        self.owner = uuid.uuid4().hex
+        owner = uuid.uuid4().hex
+        # when claim_checkpoint raises, no claim is held (it releases one it took): nothing to release here
+        data = await claim_checkpoint(self.store, self.checkpoint_id, owner, stale_after=self.stale_after)
+        self.owner = owner if data is not None else ""
         try:
-            data = await claim_checkpoint(self.store, self.checkpoint_id, self.owner, stale_after=self.stale_after)
             if data is None:
                 raise CheckpointNotFoundError(self.checkpoint_id)
             saved = decode_checkpoint(data, AgentCheckpoint, kind=AGENT_CHECKPOINT_KIND, fingerprint=ctx.agent_name)
             unknown = sorted(set(self.targets) - saved.interrupts.keys())
             if unknown:
-                raise ValueError(
-                    f"cannot resume checkpoint {self.checkpoint_id!r}: {unknown} are not among its interrupt ids "
-                    f"{sorted(saved.interrupts)}"
-                )
-        except BaseException:
-            await self.release()  # a no-op unless the claim is ours (also when cancelled mid-claim)
+                raise InterruptNotFoundError(self.checkpoint_id, unknown, sorted(saved.interrupts))
+        except BaseException as exc:
+            await self.release(exc)
             raise
         ctx.run_path = tuple(saved.run_path)
         ctx.session_values.update(saved.session_values)
@@ -196,20 +205,42 @@ class CheckpointBinding:
         self.owner = ""
 
     async def finish(self) -> None:
-        """The resumed run completed: its checkpoint is not kept."""
-        if self.owner:
-            with anyio.CancelScope(shield=True):
-                await self.store.delete(self.checkpoint_id)
-                await self.bridge.delete(self.graph_id)
-            self.owner = ""
+        """The resumed run completed: its checkpoint is not kept (a store without ``delete`` keeps it).
 
-    async def release(self) -> None:
-        """The resumed run failed or was closed: give the checkpoint back, resumable again."""
+        Raises:
+            CheckpointStoreError: the delete failed; the claim is still held, for :meth:`release` to give up.
+        """
         with anyio.CancelScope(shield=True):
             await self.bridge.delete(self.graph_id)
-            if self.owner and isinstance(self.store, ClaimableCheckPointStore):
-                await self.store.release(self.checkpoint_id, self.owner)
-        self.owner = ""
+        owner, self.owner = self.owner, ""
+        if owner:
+            try:
+                await _retire(self.store, self.checkpoint_id, owner)
+            except BaseException:
+                self.owner = owner
+                raise
+
+    async def release(self, error: BaseException | None = None) -> None:
+        """The resumed run failed (with ``error``) or was closed: give the checkpoint back, resumable again.
+
+        On the way out of a failure a release that fails too is added to ``error`` as a note (the run's outcome
+        is reported once) and retried by the next call (``AgentRun.aclose()``), noting a second failure on the
+        same error; without an error (an early close) a failing release raises ``CheckpointStoreError``.
+        """
+        with anyio.CancelScope(shield=True):
+            await self.bridge.delete(self.graph_id)
+        owner, self.owner = self.owner, ""
+        if not owner:
+            return
+        reported = error if error is not None else self.unreleased
+        if reported is None:
+            await _release_claim(self.store, self.checkpoint_id, owner)
+        elif await _release_claim_after(reported, self.store, self.checkpoint_id, owner):
+            self.unreleased = None
+        elif self.unreleased is None:  # retried once more, by aclose()
+            self.owner, self.unreleased = owner, reported
+        else:
+            self.unreleased = None
 
 
 def _unsaveable_session_value(values: dict[str, Any]) -> str | None:

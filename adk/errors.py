@@ -11,12 +11,13 @@
         ├── RetryExhaustedError         every model retry failed; ``.last_error``, ``.total_retries``
         └── WillRetryError              ends the event stream of a failed model attempt that will be retried
     └── CheckpointError (compose.errors, also a ValueError)
-        └── CheckpointNotFoundError     ``runner.resume`` was given an id with no checkpoint (``reason="not_found"``)
+        └── CheckpointNotFoundError     ``runner.resume`` was given an id with no checkpoint (``reason="not_found"``;
+                                        compose's class, re-exported here)
 """
 
 from __future__ import annotations
 
-from compose.errors import CheckpointError, ComposeError
+from compose.errors import CheckpointNotFoundError, ComposeError
 
 __all__ = [
     "AgentError",
@@ -103,12 +104,3 @@ class WillRetryError(AgentError):
         super().__init__(f"model attempt {retry_attempt} failed and will be retried: {err_str}")
         self.err_str = err_str
         self.retry_attempt = retry_attempt
-
-
-class CheckpointNotFoundError(CheckpointError):
-    """``runner.resume(checkpoint_id)`` found nothing under ``checkpoint_id`` (Eino's "checkpoint[...] not
-    exist"): it was never written, already resumed to completion (and deleted), or pruned."""
-
-    def __init__(self, checkpoint_id: str) -> None:
-        super().__init__(f"failed to load from checkpoint: checkpoint[{checkpoint_id}] not exist", reason="not_found")
-        self.checkpoint_id = checkpoint_id

@@ -38,7 +38,7 @@ from adk.checkpointing import CheckpointBinding, agent_contexts
 from adk.errors import AgentError, AgentTimeoutError
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentInterruptInfo, checked_messages
 from adk.telemetry import TelemetryHandler
-from compose.checkpoint import CheckPointStore
+from compose.checkpoint import CheckPointStore, check_store
 from compose.errors import GraphInterrupt
 from compose.runnable import RunHandle, Runnable
 from compose.schema import Message, user_message
@@ -271,7 +271,7 @@ class AgentRun(AsyncIterator[AgentEvent]):
         if self._run is not None:
             await self._run.aclose()
         if self._checkpoint is not None:
-            await self._checkpoint.release()
+            await self._checkpoint.release(exc)  # a failing release is noted on exc: one error event
         error = _agent_error(exc)
         self._ctx.termination_reason = error.reason if isinstance(error, AgentError) else "error"
         self._ctx.events.append(AgentEvent(self._ctx.agent_name, self._ctx.run_path, error=error))
@@ -308,7 +308,9 @@ class Runner:
         agent: the agent (a ``ChatModelAgent``).
         enable_streaming: stream model output (events carry ``message_stream``s).
         checkpoint_store: where paused runs are saved (any ``CheckPointStore``: in memory, SQLite,
-            PostgreSQL); needed for ``checkpoint_id=`` and ``resume``.
+            PostgreSQL, or a store with only Eino's ``get``/``set``, whose checkpoints are then not deleted and
+            whose resumes are not exclusive); needed for ``checkpoint_id=`` and ``resume``. A store lacking
+            ``get`` or ``set`` (or having only one of ``claim``/``release``) raises ``GraphBuildError`` here.
         telemetry: handlers receiving the runtime events (see ``adk.telemetry``).
         claim_stale_after: ``resume`` takes over a claim on the checkpoint older than this many seconds (the
             worker that held it died mid-resume); None (default) never does.
@@ -343,8 +345,8 @@ class Runner:
         telemetry: Sequence[TelemetryHandler] = (),
         claim_stale_after: float | None = None,
     ) -> None:
-        if checkpoint_store is not None and not isinstance(checkpoint_store, CheckPointStore):
-            raise TypeError("checkpoint_store must implement the CheckPointStore protocol (get/set/delete/list)")
+        if checkpoint_store is not None:
+            check_store(checkpoint_store, where="Runner(checkpoint_store=...)")
         self.agent = agent
         self.enable_streaming = enable_streaming
         self.checkpoint_store = checkpoint_store
@@ -396,8 +398,8 @@ class Runner:
             ValueError: the runner has no checkpoint store (here). From the first ``__anext__``:
                 ``CheckpointNotFoundError`` (nothing under the id), ``CheckpointError`` (``reason`` ``"claimed"``:
                 another resume holds it; ``"not_checkpoint"``, ``"digest"``, ``"kind"``, ``"fingerprint"``,
-                ``"payload"``: corrupted, foreign or another agent's bytes), ``ValueError`` (a target id that is
-                not one of the checkpoint's interrupts).
+                ``"payload"``: corrupted, foreign or another agent's bytes), ``InterruptNotFoundError`` (also a
+                ``ValueError``: a target id that is not one of the checkpoint's interrupts).
         """
         return self.agent.resume(
             self._store("resume"),

@@ -132,7 +132,7 @@ class PostgresCheckPointStore(ClosingStore):
             cur = conn.execute(q, {"owner": owner, "id": checkpoint_id, "stale": stale_after})
             return cur.rowcount == 1
 
-        return await self._run(op)
+        return await self._run(op, deliver=True)
 
     async def release(self, checkpoint_id: str, owner: str) -> bool:
         """Clear the claim on ``checkpoint_id`` if ``owner`` holds it."""
@@ -166,9 +166,13 @@ class PostgresCheckPointStore(ClosingStore):
             seq_name=sql.Identifier(f"{self.table}_seq"),
         )
 
-    async def _run(self, op: Callable[[psycopg.Connection[Any]], T]) -> T:
-        # not abandoned on cancellation: the thread returns its connection to the pool before we go on
-        return await anyio.to_thread.run_sync(self._call, op)
+    async def _run(self, op: Callable[[psycopg.Connection[Any]], T], *, deliver: bool = False) -> T:
+        # not abandoned on cancellation: the thread returns its connection to the pool before we go on. With
+        # ``deliver`` a statement that completed returns its result even if the call was cancelled meanwhile (the
+        # caller sees the cancellation at its next await), so that a claim that raised was not taken.
+        with anyio.CancelScope(shield=deliver):
+            result = await anyio.to_thread.run_sync(self._call, op)
+        return result
 
     def _call(self, op: Callable[[psycopg.Connection[Any]], T]) -> T:
         import psycopg

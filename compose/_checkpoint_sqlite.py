@@ -25,6 +25,18 @@ T = TypeVar("T")
 
 _TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
+_LOCK_POLL = 0.05
+"""Longest a statement waits for another connection's lock inside its worker thread (not cancellable there)."""
+_FIRST_PAUSE = 0.002
+
+
+class _Busy(Exception):
+    """A statement found the database locked (SQLITE_BUSY) and did nothing: retry it."""
+
+    def __init__(self, error: sqlite3.OperationalError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
 
 def check_table_name(table: str) -> str:
     """Return ``table`` if it is a plain lower-case SQL identifier, else raise ValueError."""
@@ -59,7 +71,8 @@ class SQLiteCheckPointStore(ClosingStore):
     Args:
         path: the database file (created if missing), or ``":memory:"`` for a private in-memory database.
         table: the table to use; several tables may share a file.
-        busy_timeout: seconds to wait for another process's write lock before failing.
+        busy_timeout: seconds to wait for another process's write lock before failing with
+            ``CheckpointStoreError``; the wait is cancellable (a cancelled call returns within about 50 ms).
 
     Example:
         >>> import anyio, tempfile, os
@@ -140,7 +153,7 @@ class SQLiteCheckPointStore(ClosingStore):
             )
             return cur.rowcount == 1
 
-        return await self._run(op)
+        return await self._run(op, deliver=True)
 
     async def release(self, checkpoint_id: str, owner: str) -> bool:
         """Clear the claim on ``checkpoint_id`` if ``owner`` holds it."""
@@ -166,9 +179,28 @@ class SQLiteCheckPointStore(ClosingStore):
 
         await anyio.to_thread.run_sync(close)
 
-    async def _run(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        # not abandoned on cancellation: a statement either completes or never started
-        return await anyio.to_thread.run_sync(self._locked, op)
+    async def _run(self, op: Callable[[sqlite3.Connection], T], *, deliver: bool = False) -> T:
+        # A statement in a worker thread cannot be cancelled, so it never waits long for a lock: SQLite waits at
+        # most _LOCK_POLL seconds, and the rest of busy_timeout is waited here, between attempts, where a
+        # cancellation ends the wait promptly. A statement either completes or never started (autocommit), so
+        # the connection is fit for the next call either way. With ``deliver`` a statement that completed returns
+        # its result even when the call was cancelled meanwhile (the caller sees the cancellation at its next
+        # await), so that a claim that raised was not taken.
+        deadline = anyio.current_time() + self.busy_timeout
+        pause = _FIRST_PAUSE
+        while True:
+            try:
+                with anyio.CancelScope(shield=deliver):
+                    return await anyio.to_thread.run_sync(self._locked, op)
+            except _Busy as busy:
+                left = deadline - anyio.current_time()
+                if left <= 0:
+                    raise CheckpointStoreError(
+                        f"SQLite checkpoint store {self.path!r}: {busy.error} (still locked by another connection "
+                        f"after busy_timeout={self.busy_timeout}s)"
+                    ) from busy.error
+                await anyio.sleep(min(pause, left))
+                pause = min(pause * 2, _LOCK_POLL)
 
     def _locked(self, op: Callable[[sqlite3.Connection], T]) -> T:
         import sqlite3  # on first use, not when compose is imported
@@ -180,6 +212,12 @@ class SQLiteCheckPointStore(ClosingStore):
                 if self._conn is None:
                     self._conn = self._open()
                 return op(self._conn)
+            except sqlite3.OperationalError as e:
+                if e.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                    raise CheckpointStoreError(f"SQLite checkpoint store {self.path!r}: {e}") from e
+                if self._conn is not None and self._conn.in_transaction:  # not expected in autocommit; be sure
+                    self._conn.rollback()
+                raise _Busy(e) from e
             except sqlite3.Error as e:
                 raise CheckpointStoreError(f"SQLite checkpoint store {self.path!r}: {e}") from e
 
@@ -187,7 +225,8 @@ class SQLiteCheckPointStore(ClosingStore):
         import sqlite3
 
         # autocommit (isolation_level=None): each statement is its own transaction
-        db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
+        timeout = min(self.busy_timeout, _LOCK_POLL)
+        db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
         try:
             db.execute("PRAGMA journal_mode = WAL")
             db.execute(

@@ -14,15 +14,27 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from compose._snapshot import RerunRecord, RunSnapshot, SignalRecord, dump_value, load_value
-from compose._types import zero_value
-from compose.errors import GraphInterrupt
+from pydantic import ValidationError
+
+from compose._snapshot import RerunRecord, RunSnapshot, SignalRecord, dump_value, fingerprint_changes, load_value
+from compose._types import type_name, zero_value
+from compose.checkpoint import _release_claim_after, claim_checkpoint, decode_checkpoint, read_checkpoint_header
+from compose.errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    GraphInterrupt,
+    GraphRunError,
+    InterruptNotFoundError,
+)
 from compose.interrupt import InterruptCtx, InterruptInfo, InterruptSignal, ResumeContext, _Resumed
 from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:
     from compose._engine import GraphRun
+    from compose._options import CallOptions
+    from compose._tables import Tables
 
+GRAPH_CHECKPOINT_KIND = "graph-run"
 RERUN_SOURCE = -1  # the inbox key under which a re-run node's (zero) input is placed
 
 
@@ -183,3 +195,149 @@ def restore(
     run.skip_before = True
     run.gated = True
     run.rerun_restored = bool(snap.reruns)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Loading a checkpoint for a resume
+
+
+async def claim_snapshot(
+    t: Tables, store: Any, checkpoint_id: str, owner: str, *, streaming: bool, options: CallOptions
+) -> tuple[RunSnapshot, Mapping[str, Any]] | None:
+    """Claim and check the checkpoint a run resumes from; None when there is none (a fresh run). Resume data for
+    a checkpoint that does not exist is an error, never a fresh run (which would repeat the paused run's work)."""
+    data = await claim_checkpoint(store, checkpoint_id, owner, stale_after=options.claim_stale_after)
+    if data is None:
+        if options.resume:
+            raise CheckpointNotFoundError(
+                checkpoint_id,
+                f"resume data {sorted(options.resume)} needs the checkpoint its interrupts were saved in (a resumed "
+                "run that completed deletes it); leave out resume= to start a fresh run under this id",
+            )
+        return None
+    try:
+        snap = load_snapshot(
+            data, t, checkpoint_id, kind=GRAPH_CHECKPOINT_KIND, streaming=streaming, resume=options.resume
+        )
+    except BaseException as exc:
+        await _release_claim_after(exc, store, checkpoint_id, owner)
+        raise
+    return snap, options.resume
+
+
+def interrupt_ids(snap: RunSnapshot) -> set[str]:
+    """Every interrupt id a resume of ``snap`` may target: the graph's own (static) interrupt, each interrupted
+    node's signal tree (composites and their children), and the same inside paused sub-graphs."""
+    ids: set[str] = set()
+
+    def walk(rec: SignalRecord) -> None:
+        ids.add(rec.id)
+        for sub in rec.subs:
+            walk(sub)
+
+    if snap.self_interrupt_id:
+        ids.add(snap.self_interrupt_id)
+    for rr in snap.reruns:
+        if rr.signal is not None:
+            walk(rr.signal)
+        if rr.sub is not None:
+            ids |= interrupt_ids(rr.sub)
+    return ids
+
+
+def load_snapshot(
+    data: bytes, t: Tables, checkpoint_id: str, *, kind: str, streaming: bool, resume: Mapping[str, Any]
+) -> RunSnapshot:
+    """Decode a graph checkpoint and check that it fits ``t`` and the call before anything runs.
+
+    Raises:
+        CheckpointError: the envelope checks of ``decode_checkpoint``; a fingerprint mismatch names the part of
+            the graph that changed (structure, node types, state type, sub-graphs); a payload that passed its
+            digest but does not fit the graph (reason ``"payload"``) names the value at fault.
+        InterruptNotFoundError: ``resume`` names interrupt ids the checkpoint does not have.
+        GraphRunError: the checkpoint was written by the other paradigm (invoke vs streaming).
+    """
+    try:
+        snap = decode_checkpoint(data, RunSnapshot, kind=kind, fingerprint=t.fingerprint)
+    except CheckpointError as exc:
+        if exc.reason != "fingerprint":
+            raise
+        changed = fingerprint_changes(read_checkpoint_header(data).fingerprint, t.fingerprint)
+        if not changed:
+            raise
+        raise CheckpointError(
+            f"checkpoint {checkpoint_id!r} does not fit graph '{t.name}': its {' and '.join(changed)} changed "
+            "since the run paused; resume with the graph that wrote it, or use force_new_run=True to start "
+            "afresh",
+            reason="fingerprint",
+        ) from exc
+    if snap.streaming != streaming:
+        paradigm = "streaming" if snap.streaming else "invoke"
+        raise GraphRunError(
+            f"checkpoint '{checkpoint_id}' was written by a {paradigm} run; resume it with the same paradigm"
+        )
+    check_snapshot(snap, t, checkpoint_id)
+    known = interrupt_ids(snap)
+    unknown = [i for i in resume if i not in known]
+    if unknown:
+        raise InterruptNotFoundError(checkpoint_id, unknown, sorted(known))
+    return snap
+
+
+def check_snapshot(snap: RunSnapshot, t: Tables, checkpoint_id: str) -> None:
+    """Raise ``CheckpointError`` (reason ``"payload"``) naming the first part of ``snap`` that does not fit the
+    graph of ``t``: a node it does not have, a value that does not validate as the type declared for it, a state
+    where the graph has none (or none where it has one), in this graph or a paused sub-graph."""
+    index = {k: i for i, k in enumerate(t.keys)}
+
+    def misfit(what: str, why: str) -> CheckpointError:
+        return CheckpointError(
+            f"checkpoint {checkpoint_id!r} does not fit graph '{t.name}': {what} {why}; it was written by an "
+            "incompatible version of the graph; use force_new_run=True to start afresh, or delete the checkpoint",
+            reason="payload",
+        )
+
+    def node(key: str, what: str) -> int:
+        if key not in index:
+            raise misfit(what, f"names node '{key}', which the graph does not have (nodes: {list(t.keys[: t.n])})")
+        return index[key]
+
+    def fits(tp: Any, data: Any, what: str) -> None:
+        try:
+            load_value(tp, data)
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise misfit(what, f"is not a {type_name(tp)} ({loc + ': ' if loc else ''}{err['msg']})") from e
+
+    for key, box in snap.inbox.items():
+        j = node(key, "an inbox")
+        for p, v in box.items():
+            if p == "__rerun__":
+                fits(t.nodes[j].inbox_type, v, f"the input kept for node '{key}'")
+            else:
+                source = node(p, f"the input waiting for node '{key}'")
+                fits(t.out_types[source], v, f"the input for node '{key}' from '{p}'")
+    for key, v in snap.pending:
+        fits(t.out_types[node(key, "an output not yet routed")], v, f"the output of node '{key}'")
+    has_state = t.state_type is not None
+    if snap.has_state != has_state:
+        raise misfit("the state", "is saved but the graph has none" if snap.has_state else "is missing")
+    if snap.has_state:
+        fits(t.state_type, snap.state, "the state")
+    for field, table in (("reported", snap.reported), ("skipped", snap.skipped)):
+        for key, preds in table.items():
+            node(key, f"the DAG bookkeeping ({field})")
+            for p in preds:
+                node(p, f"the DAG bookkeeping ({field} of '{key}')")
+    for key in snap.ready:
+        node(key, "the ready nodes")
+    for rr in snap.reruns:
+        j = node(rr.key, "an interrupted node")
+        if rr.has_input:
+            fits(t.nodes[j].inbox_type, rr.input, f"the input of interrupted node '{rr.key}'")
+        if rr.sub is not None:
+            sub = t.nodes[j].sub
+            if sub is None:
+                raise misfit(f"node '{rr.key}'", "paused as a sub-graph but is not one")
+            check_snapshot(rr.sub, sub._tables, checkpoint_id)

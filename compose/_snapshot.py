@@ -8,6 +8,8 @@ back as JSON data. Streams are concatenated before saving and come back as one-c
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -85,7 +87,59 @@ def load_value(tp: Any, data: Any) -> Any:
         return TypeAdapter(tp).validate_python(data)
 
 
-def fingerprint(keys: tuple[str, ...], edges: list[tuple[str, str]], types: list[Any], name: str) -> str:
-    """A stable hash of a compiled graph's structure: a checkpoint only resumes the graph that wrote it."""
-    text = "|".join([name, ",".join(keys), ",".join(f"{a}>{b}" for a, b in edges), ",".join(map(type_name, types))])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+FINGERPRINT_PARTS = ("structure", "node types", "state type", "sub-graphs")
+"""What a graph fingerprint is made of, in order: one 8-hex-digit hash each, joined by ``.``."""
+
+
+def _schema_text(tp: Any) -> str:
+    """The state type as the checkpoint sees it: its JSON schema (so a changed field changes it), else its name."""
+    try:
+        return _cached_schema_text(tp)
+    except TypeError:  # an unhashable typing construct: no cache
+        return _uncached_schema_text(tp)
+
+
+def _uncached_schema_text(tp: Any) -> str:
+    if tp is None:
+        return "<no state>"
+    try:
+        schema = TypeAdapter(tp).json_schema(mode="serialization")
+    except Exception:  # a type pydantic cannot describe (arbitrary classes): its name is all we have
+        return type_name(tp)
+    return f"{type_name(tp)}:{json.dumps(schema, sort_keys=True, default=str)}"
+
+
+_cached_schema_text = lru_cache(maxsize=256)(_uncached_schema_text)  # compiling an agent compiles its graph
+
+
+def fingerprint(
+    keys: tuple[str, ...],
+    edges: list[tuple[str, str]],
+    types: list[Any],
+    name: str,
+    *,
+    state_type: Any = None,
+    subs: Sequence[str] = (),
+) -> str:
+    """A stable hash of a compiled graph: a checkpoint only resumes the graph that wrote it.
+
+    One short hash per part of :data:`FINGERPRINT_PARTS` (structure: name, node keys, edges and branch ends;
+    the nodes' types; the state type's JSON schema; the sub-graphs' own fingerprints), so that a refused
+    checkpoint can say which part changed (:func:`fingerprint_changes`).
+    """
+    texts = [
+        "|".join([name, ",".join(keys), ",".join(f"{a}>{b}" for a, b in edges)]),
+        ",".join(map(type_name, types)),
+        _schema_text(state_type),
+        ",".join(subs),
+    ]
+    return ".".join(hashlib.sha256(t.encode()).hexdigest()[:8] for t in texts)
+
+
+def fingerprint_changes(old: str, new: str) -> list[str]:
+    """The parts of :data:`FINGERPRINT_PARTS` in which two fingerprints differ (empty when either is not of
+    this form, e.g. written by an older pyeino)."""
+    a, b = old.split("."), new.split(".")
+    if len(a) != len(FINGERPRINT_PARTS) or len(b) != len(FINGERPRINT_PARTS):
+        return []
+    return [part for part, x, y in zip(FINGERPRINT_PARTS, a, b, strict=True) if x != y]

@@ -35,6 +35,8 @@ derive from :class:`ComposeError`::
     │   │   ├── ModelResponseError        an answer that cannot be understood (e.g. JSON action protocol)
     │   │   └── ScriptExhaustedError      a ScriptedChatModel was called past its script
     │   ├── CheckpointError(ValueError)   a checkpoint cannot be read, trusted or resumed; ``.reason`` says why
+    │   │   ├── CheckpointNotFoundError(LookupError)  a resume names a checkpoint id with nothing stored under it
+    │   │   └── InterruptNotFoundError(LookupError)   resume data names an interrupt id the checkpoint does not have
     │   └── CheckpointStoreError          a checkpoint store's database failed; cause in ``__cause__``
     ├── StreamEnd(EOFError)               the end of a stream; raised by ``recv()`` again on every later call
     └── GraphInterrupt                    a run paused at an interrupt (not a failure); ``.info``, ``.checkpoint_id``
@@ -49,6 +51,7 @@ __all__ = [
     "BranchError",
     "ChatModelError",
     "CheckpointError",
+    "CheckpointNotFoundError",
     "CheckpointProblem",
     "CheckpointStoreError",
     "ComposeError",
@@ -59,6 +62,7 @@ __all__ = [
     "GraphCompiledError",
     "GraphInterrupt",
     "GraphRunError",
+    "InterruptNotFoundError",
     "InvalidGraphError",
     "MaxStepsExceededError",
     "ModelAuthError",
@@ -332,7 +336,16 @@ class ScriptExhaustedError(ChatModelError):
 # Checkpoints
 
 CheckpointProblem = Literal[
-    "not_checkpoint", "version", "kind", "digest", "fingerprint", "payload", "encode", "claimed", "not_found"
+    "not_checkpoint",
+    "version",
+    "kind",
+    "digest",
+    "fingerprint",
+    "payload",
+    "encode",
+    "claimed",
+    "not_found",
+    "unknown_interrupt",
 ]
 
 
@@ -342,13 +355,49 @@ class CheckpointError(ComposeError, ValueError):
     ``reason`` says which check failed: ``"not_checkpoint"`` (not an envelope, or corrupted beyond reading),
     ``"version"`` (another envelope format version), ``"kind"`` (e.g. an agent checkpoint given to a graph),
     ``"digest"`` (bytes changed after writing, or the wrong key), ``"fingerprint"`` (written by a different
-    graph), ``"payload"`` (the payload fails validation), ``"encode"`` (the payload cannot be serialised) or
-    ``"claimed"`` (another run is resuming it) or ``"not_found"`` (nothing is stored under the id).
+    graph, or the graph's structure, node types or state type changed), ``"payload"`` (the payload, or a value
+    in it, does not fit what the graph declares), ``"encode"`` (the payload cannot be serialised), ``"claimed"``
+    (another run is resuming it), ``"not_found"`` (nothing is stored under the id: :class:`CheckpointNotFoundError`)
+    or ``"unknown_interrupt"`` (resume data for an interrupt the checkpoint does not have:
+    :class:`InterruptNotFoundError`).
     """
 
     def __init__(self, message: str, *, reason: CheckpointProblem) -> None:
         super().__init__(message)
         self.reason: CheckpointProblem = reason
+
+
+class CheckpointNotFoundError(CheckpointError, LookupError):
+    """A resume found nothing under its checkpoint id (Eino's "checkpoint[...] not exist"): the id was never
+    written, its run was already resumed to completion (and its checkpoint deleted), or it was pruned.
+
+    Raised by ``invoke(..., checkpoint_id=id, resume={...})`` (resume data for a checkpoint that does not exist
+    is never a fresh run) and by the agent runner's ``resume``. ``reason`` is ``"not_found"``.
+    """
+
+    def __init__(self, checkpoint_id: str, hint: str = "") -> None:
+        super().__init__(
+            f"failed to load from checkpoint: checkpoint[{checkpoint_id}] not exist"
+            + (f"; {hint}" if hint else ""),
+            reason="not_found",
+        )
+        self.checkpoint_id = checkpoint_id
+
+
+class InterruptNotFoundError(CheckpointError, LookupError):
+    """Resume data names interrupt ids that the checkpoint does not have (``.unknown``); ``.known`` lists the
+    ids it has. Nothing ran and the checkpoint is unchanged. ``reason`` is ``"unknown_interrupt"``."""
+
+    def __init__(self, checkpoint_id: str, unknown: Sequence[str], known: Sequence[str]) -> None:
+        super().__init__(
+            f"cannot resume checkpoint {checkpoint_id!r}: {sorted(unknown)} are not among its interrupt ids "
+            f"{sorted(known)} (ids come from the interrupt's InterruptCtx.id; an id of an earlier pause is "
+            "not valid once the run paused again)",
+            reason="unknown_interrupt",
+        )
+        self.checkpoint_id = checkpoint_id
+        self.unknown = sorted(unknown)
+        self.known = sorted(known)
 
 
 class CheckpointStoreError(ComposeError):

@@ -430,8 +430,10 @@ class Graph(Generic[I, O]):
         for key in before + after:
             if key not in self._nodes:
                 raise GraphBuildError(f"interrupt node '{key}' needs to be added to graph first")
-        if checkpoint_store is not None and not callable(getattr(checkpoint_store, "get", None)):
-            raise GraphBuildError("checkpoint_store must implement the CheckPointStore protocol (get/set/delete/list)")
+        if checkpoint_store is not None:
+            from compose.checkpoint import check_store
+
+            check_store(checkpoint_store, where="compile(checkpoint_store=...)")
         starts = [e for s, e in self._edges if s == START] + [
             e for b in self._branches.get(START, []) for e in b.end_nodes
         ]

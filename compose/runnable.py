@@ -18,10 +18,11 @@ import anyio.lowlevel
 
 from compose._engine import GraphRun, fail_early
 from compose._options import CallOptions
+from compose._resume import GRAPH_CHECKPOINT_KIND, claim_snapshot
 from compose._snapshot import RunSnapshot
 from compose._types import runtime_checker, type_name
 from compose.callbacks import RunInfo
-from compose.checkpoint import ClaimableCheckPointStore, claim_checkpoint, decode_checkpoint, encode_checkpoint
+from compose.checkpoint import _release_claim, _release_claim_after, _retire, encode_checkpoint
 from compose.errors import GraphInterrupt, GraphRunError, RuntimeTypeError, StreamEnd
 from compose.stream import StreamReader, concat
 from compose.stream import close_if_stream as _close
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Runnable"]
 
-_KIND = "graph-run"
+_KIND = GRAPH_CHECKPOINT_KIND
 
 I = TypeVar("I")  # noqa: E741
 O = TypeVar("O")  # noqa: E741
@@ -105,31 +106,20 @@ class Runnable(Generic[I, O]):
         store = t.checkpoint_store
         checkpoint_id = options.checkpoint_id if not path else None
         owner = ""
-        claimed = False
         try:
             if checkpoint_id is not None and store is None:
                 raise GraphRunError("receive checkpoint id but have not set checkpoint store")
             if checkpoint_id is not None and restore is None and not options.force_new_run:
                 owner = uuid.uuid4().hex
-                data = await claim_checkpoint(store, checkpoint_id, owner, stale_after=options.claim_stale_after)
-                if data is not None:
-                    claimed = True
-                    snap = decode_checkpoint(data, RunSnapshot, kind=_KIND, fingerprint=t.fingerprint)
-                    if snap.streaming != streaming:
-                        paradigm = "streaming" if snap.streaming else "invoke"
-                        raise GraphRunError(
-                            f"checkpoint '{checkpoint_id}' was written by a {paradigm} run; resume it with the "
-                            "same paradigm"
-                        )
-                    restore = (snap, options.resume)
+                restore = await claim_snapshot(t, store, checkpoint_id, owner, streaming=streaming, options=options)
             if check is not None and restore is None:
                 self._check_input(check[0])
             run = GraphRun(
                 t, streaming=streaming, options=options, path=path, info=info, address=address, restore_from=restore
             )
         except BaseException as exc:
-            if claimed:
-                await _release(store, checkpoint_id, owner)
+            if owner and restore is not None and checkpoint_id is not None:
+                await _release_claim_after(exc, store, checkpoint_id, owner)
             await fail_early(options, path, info, streaming, x, exc)
             raise
         handle = RunHandle(run, store, checkpoint_id, owner, restore is not None, t.fingerprint)
@@ -234,12 +224,6 @@ def _check_reader(reader: Any, method: str) -> None:
         )
 
 
-async def _release(store: Any, checkpoint_id: str | None, owner: str) -> None:
-    if checkpoint_id is not None and isinstance(store, ClaimableCheckPointStore):
-        with anyio.CancelScope(shield=True):
-            await store.release(checkpoint_id, owner)
-
-
 class RunHandle:
     """A run in progress, with its checkpoint: saved when the run pauses, deleted when a resumed run finishes,
     released when a resumed run fails (so it can be resumed again)."""
@@ -272,7 +256,12 @@ class RunHandle:
         return True after one); True once ``result`` is set."""
         done: bool = await self._guard(self._run.step(to_end, until))
         if done and self._checkpoint_id is not None and self._restored:
-            await self._store.delete(self._checkpoint_id)  # retention: a finished run's checkpoint is not kept
+            owner, self._owner = self._owner, ""
+            try:
+                await _retire(self._store, self._checkpoint_id, owner)  # retention: a finished run's is not kept
+            except BaseException as exc:
+                await _release_claim_after(exc, self._store, self._checkpoint_id, owner)
+                raise
         return done
 
     async def aclose(self) -> None:
@@ -284,11 +273,21 @@ class RunHandle:
         try:
             return await work
         except GraphInterrupt as exc:
-            await self._save(exc)
+            try:
+                await self._save(exc)  # writing the new checkpoint clears the claim
+            except BaseException as error:
+                await self._release_after(error)
+                raise
             raise
-        except BaseException:
-            await self._release_claim()
+        except BaseException as exc:
+            await self._release_after(exc)
             raise
+
+    async def _release_after(self, exc: BaseException) -> None:
+        """The run failed (``exc``): a resumed run's checkpoint stays resumable."""
+        if self._owner and self._restored and self._checkpoint_id is not None:
+                owner, self._owner = self._owner, ""
+                await _release_claim_after(exc, self._store, self._checkpoint_id, owner)
 
     async def _save(self, exc: GraphInterrupt) -> None:
         """The run paused: store its snapshot under the checkpoint id (if it has one)."""
@@ -300,6 +299,7 @@ class RunHandle:
             exc.checkpoint_id = self._checkpoint_id
 
     async def _release_claim(self) -> None:
-        """The run failed: a resumed run's checkpoint stays resumable."""
-        if self._owner and self._restored:
-            await _release(self._store, self._checkpoint_id, self._owner)
+        """The run was abandoned: a resumed run's checkpoint stays resumable."""
+        if self._owner and self._restored and self._checkpoint_id is not None:
+            owner, self._owner = self._owner, ""
+            await _release_claim(self._store, self._checkpoint_id, owner)

@@ -27,7 +27,7 @@ from adk.react import State
 from adk.runner import AgentRun, Runner
 from adk.telemetry import TelemetryEvent
 from compose.checkpoint import InMemoryCheckPointStore, SQLiteCheckPointStore
-from compose.errors import CheckpointError, GraphInterrupt, NodeRunError
+from compose.errors import CheckpointError, GraphBuildError, GraphInterrupt, InterruptNotFoundError, NodeRunError
 from compose.graph import END, START, Graph
 from compose.interrupt import get_resume_context, interrupt
 from compose.models import ScriptedChatModel
@@ -294,7 +294,7 @@ async def test_without_a_store_the_interrupt_event_still_arrives() -> None:
         runner.query("pay", checkpoint_id="j")
     with pytest.raises(ValueError, match="failed to resume: the runner has no checkpoint store"):
         runner.resume("j")
-    with pytest.raises(TypeError, match="CheckPointStore protocol"):
+    with pytest.raises(GraphBuildError, match=r"object is not a checkpoint store: it lacks get\(\), set\(\)"):
         Runner(agent, checkpoint_store=object())  # type: ignore[arg-type]
 
 
@@ -315,8 +315,10 @@ async def test_resume_with_an_unknown_interrupt_id_raises_and_keeps_the_checkpoi
     _, paused = await drain(runner.query("pay", checkpoint_id="j"))
     assert paused is not None
     async with runner.resume("j", targets={"bogus": ApprovalDecision(approved=True)}) as run:
-        with pytest.raises(ValueError, match=r"\['bogus'\] are not among its interrupt ids"):
+        with pytest.raises(InterruptNotFoundError, match=r"\['bogus'\] are not among its interrupt ids") as info:
             await run.__anext__()
+    assert info.value.unknown == ["bogus"] and info.value.known == sorted(paused.ids)
+    assert isinstance(info.value, ValueError)
     seen, _ = await drain(runner.resume("j", targets={paused.ids[0]: ApprovalDecision(approved=True)}))
     assert [s.content for s in seen] == ["paid 5", "All paid."]
 

@@ -15,7 +15,7 @@ from adk.errors import ExceedMaxIterationsError
 from adk.events import AgentAction, AgentInput
 from adk.react import ChatModelAgentState, State
 from adk.runner import Runner
-from compose.errors import NodeRunError, StateError, ToolExecutionError
+from compose.errors import GraphBuildError, NodeRunError, StateError, ToolExecutionError
 from compose.models import JSONActionChatModel, ScriptedChatModel
 from compose.schema import Message, ToolInfo, user_message
 from compose.stream import StreamReader, StreamWriter, pipe
@@ -458,7 +458,7 @@ def test_configuration_errors() -> None:
     agent = ChatModelAgent("a", "d", model=model, tools=ToolsConfig([add], return_directly={"nope"}))
     with pytest.raises(ValueError, match=r"return-directly tools \['nope'\]"):
         agent.runnable  # noqa: B018
-    with pytest.raises(TypeError, match="CheckPointStore protocol"):
+    with pytest.raises(GraphBuildError, match=r"object is not a checkpoint store: it lacks get\(\), set\(\)"):
         Runner(agent, checkpoint_store=object())
     with pytest.raises(TypeError, match=r"agent 'a': model must be a chat model .*got str"):
         ChatModelAgent("a", "d", model="gpt-4o")  # type: ignore[arg-type]

@@ -127,7 +127,7 @@ MISUSE: list[tuple[str, Any, type[Exception], str]] = [
     ("unknown interrupt node", lambda g: g.compile(interrupt_before=["x"]), GraphBuildError,
      "interrupt node 'x' needs to be added to graph first"),
     ("not a checkpoint store", lambda g: g.compile(checkpoint_store=object()), GraphBuildError,
-     "checkpoint_store must implement the CheckPointStore protocol"),
+     "object is not a checkpoint store: it lacks get"),
     ("unknown fan-in node", lambda g: g.compile(fan_in_merge_config={"x": None}), GraphBuildError,
      "fan-in merge config names unknown node 'x'"),
 ]
