@@ -27,7 +27,7 @@ from adk.events import (
     TransferToAgentAction,
 )
 from adk.react import ChatModelAgentState, ChatModelHook, State
-from adk.retry import ModelRetryConfig, default_backoff
+from adk.retry import ModelRetryConfig, default_backoff, default_is_retryable
 from adk.runner import Agent, AgentRun, Runner
 from adk.telemetry import TELEMETRY_EVENT_NAMES, JSONLTraceWriter, TelemetryEvent, TelemetryHandler
 from compose._lazy import lazy_names as _lazy_names
@@ -75,6 +75,7 @@ __all__ = [
     "WillRetryError",
     "approval_middleware",
     "default_backoff",
+    "default_is_retryable",
     "exit_tool",
     "send_tool_gen_action",
 ]

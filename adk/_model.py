@@ -4,7 +4,11 @@
   with the message. ``stream``: the model's stream is copied in two; copy 0 becomes the event's
   ``message_stream`` and copy 1 goes on, so the consumer reads tokens while the model generates (the copy the
   consumer reads drives the model; the other buffers). With retries, a failed attempt's event stream ends
-  with ``WillRetryError``. It also reports ``model.call.*`` and ``text.delta`` telemetry when handlers exist.
+  with ``WillRetryError``. It also reports ``model.call.*`` and ``text.delta`` telemetry when handlers exist,
+  checks that the model returned a ``Message`` / ``StreamReader`` (``ModelResponseError`` naming the agent and
+  the model otherwise), and bounds the reading of the stream by the run's deadline (``timeout``): a read still
+  waiting for the model when the deadline passes raises ``AgentTimeoutError``, also while the consumer, not
+  the runner, reads the tokens.
 * :class:`FirstCallOptionsModel` (outermost): sends ``tool_choice`` on the first model call of a run only
   (retries of that call keep it, since retry sits inside).
 """
@@ -14,12 +18,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import anyio
+
 from adk._run import RunContext, current_run
-from adk.errors import WillRetryError
+from adk.errors import AgentTimeoutError, WillRetryError
 from adk.events import AgentEvent, AgentOutput, MessageVariant
 from adk.retry import ModelRetryConfig, current_attempt
 from compose.errors import StreamEnd
-from compose.models.base import ChatModel, ToolChoice
+from compose.models.base import ChatModel, ToolChoice, checked_message, checked_stream
 from compose.schema import Message, ToolInfo
 from compose.stream import StreamReader
 
@@ -45,6 +51,9 @@ class EventModel:
     def __repr__(self) -> str:
         return f"EventModel({self.inner!r})"
 
+    def _source(self, run: RunContext, method: str) -> str:
+        return f"agent '{run.agent_name}': chat model {type(self.inner).__qualname__}: {method}"
+
     async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
         run = current_run.get()
         if run is None:
@@ -52,13 +61,13 @@ class EventModel:
         if run.telemetry:
             run.emit("model.call.started", attempt=current_attempt.get(), streaming=False)
             try:
-                msg = await self.inner.generate(messages, **opts)
+                msg = checked_message(await self.inner.generate(messages, **opts), self._source(run, "generate()"))
             except Exception as exc:
                 run.emit("model.call.completed", attempt=current_attempt.get(), error=repr(exc), usage=None)
                 raise
             run.emit("model.call.completed", attempt=current_attempt.get(), usage=_usage(msg))
         else:
-            msg = await self.inner.generate(messages, **opts)
+            msg = checked_message(await self.inner.generate(messages, **opts), self._source(run, "generate()"))
         run.send(AgentEvent(output=AgentOutput(MessageVariant(False, message=msg))))
         return msg
 
@@ -69,10 +78,12 @@ class EventModel:
         attempt = current_attempt.get()
         run.emit("model.call.started", attempt=attempt, streaming=True)
         try:
-            reader = await self.inner.stream(messages, **opts)
+            reader = checked_stream(await self.inner.stream(messages, **opts), self._source(run, "stream()"))
         except Exception as exc:
             run.emit("model.call.completed", attempt=attempt, usage=None, error=repr(exc))
             raise
+        if run.deadline is not None:
+            reader = StreamReader.from_async_iterator(_Deadline(reader, run.deadline, run.timeout))
         if run.telemetry:
             reader = StreamReader.from_async_iterator(_Tap(reader, run, attempt))
         event_copy, out = reader.copy(2)
@@ -155,6 +166,41 @@ class _RetryMarker:
             raise
 
     async def aclose(self) -> None:
+        await self._reader.aclose()
+
+
+class _Deadline:
+    """Passes a model stream through; a read still waiting when the run's deadline passes ends the stream with
+    ``AgentTimeoutError`` (the runner's own deadline covers only the supersteps it drives, not a consumer
+    reading the tokens of a model event between them)."""
+
+    __slots__ = ("_deadline", "_done", "_reader", "_timeout")
+
+    def __init__(self, reader: StreamReader[Message], deadline: float, timeout: float) -> None:
+        self._reader = reader
+        self._deadline = deadline
+        self._timeout = timeout
+        self._done = False
+
+    def __aiter__(self) -> _Deadline:
+        return self
+
+    async def __anext__(self) -> Message:
+        if self._done:
+            raise StopAsyncIteration
+        with anyio.CancelScope(deadline=self._deadline) as scope:
+            try:
+                return await self._reader.recv()
+            except StreamEnd:
+                self._done = True
+                raise StopAsyncIteration from None
+        # only our own deadline lands here: an outer cancellation propagates out of the scope
+        assert scope.cancelled_caught
+        self._done = True
+        raise AgentTimeoutError(self._timeout)
+
+    async def aclose(self) -> None:
+        self._done = True
         await self._reader.aclose()
 
 

@@ -34,6 +34,8 @@ class RunContext:
     tool_history: list[str] = field(default_factory=list)
     termination_reason: str | None = None
     state: State | None = None  # the run's graph state, set by the state factory
+    deadline: float | None = None  # anyio.current_time() by which the run must end (its ``timeout``), once started
+    timeout: float = 0.0  # the timeout that deadline stands for (seconds)
 
     @property
     def step(self) -> int:

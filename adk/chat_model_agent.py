@@ -122,13 +122,16 @@ class ChatModelAgent:
         output_key: after a successful run, store the final answer's content in the session values.
         max_budget_tokens: end the run with ``TokenBudgetExceededError`` before a model call once the run's total
             token usage has reached this.
-        tool_choice: sent to the model on the first model call of a run only (``"required"``, a tool name, ...).
+        tool_choice: sent to the model on the first model call of a run only: ``"required"``, the name of a tool
+            (the simplest way to force one; OpenAIChatModel sends ``{"type": "function", "function": {"name":
+            ...}}``, which servers refusing ``"required"`` such as llama.cpp's accept), or a provider mapping.
         tool_execution_mode: ``"auto"`` (parallel only when every called tool is parallel-safe), ``"serial"``,
             or ``"parallel"``.
         stall_window: end the run with ``StallDetectedError`` when the last this-many tool calls all called the
             same tool.
-        timeout: end the run with ``AgentTimeoutError`` after this many seconds (a deadline on the supersteps the
-            runner drives; a stream the consumer is reading between them is not interrupted).
+        timeout: end the run with ``AgentTimeoutError`` after this many seconds: a deadline on the supersteps the
+            runner drives and on every read of a model stream, so a model that stalls while the consumer reads
+            its tokens ends that event's stream with ``AgentTimeoutError`` too.
         approval: ``(tool_name, arguments) -> bool``: calls for which it returns True need approval (seed 000's
             guard, see ``adk.approval``): they pause the run with an ``ApprovalRequest`` and run only when
             resumed with ``ApprovalDecision(approved=True)``; a rejection reaches the model as a tool message.

@@ -4,7 +4,12 @@
 :class:`~adk.errors.RetryExhaustedError` (``last_error``, ``total_retries``). ``stream``: each attempt's stream is
 copied in two; copy 0 is read to its end to detect a failure in the middle of the stream, and only a clean
 attempt's copy 1 is returned (so the decision waits for the whole stream). Between attempts the wrapper waits
-``backoff(attempt)`` seconds with ``anyio.sleep``.
+``backoff(attempt)`` seconds with ``anyio.sleep``, or longer when the error asks for it (``retry_after``, from a
+``Retry-After`` header), up to ``max_retry_after``.
+
+Without ``is_retryable``, :func:`default_is_retryable` decides: every error is retried (as Eino) except those
+retrying cannot fix: authentication and permission errors (``ModelAuthError``, HTTP 401/403), rejected requests
+(``ModelBadRequestError``, HTTP 400/404/422) and the run's own deadline (``AgentTimeoutError``).
 
 In an agent, each attempt produces its own model event; a failed attempt's event stream ends with
 :class:`~adk.errors.WillRetryError` when the call will be retried, or with the raw error otherwise.
@@ -20,12 +25,13 @@ from typing import Any
 
 import anyio
 
-from adk.errors import RetryExhaustedError
+from adk.errors import AgentTimeoutError, RetryExhaustedError
+from compose.errors import ModelAuthError, ModelBadRequestError
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo
 from compose.stream import StreamReader
 
-__all__ = ["ModelRetryConfig", "RetryChatModel", "default_backoff"]
+__all__ = ["ModelRetryConfig", "RetryChatModel", "default_backoff", "default_is_retryable"]
 
 # The attempt (0-based) of the model call in progress; read by the agent's event-emitting model.
 current_attempt: ContextVar[int] = ContextVar("pyeino_model_attempt", default=0)
@@ -43,14 +49,33 @@ def default_backoff(attempt: int) -> float:
     return delay + random.uniform(0, delay / 2)
 
 
+def default_is_retryable(error: BaseException) -> bool:
+    """The retry policy when ``is_retryable`` is None: everything but what a retry cannot fix.
+
+    False for ``ModelAuthError`` (HTTP 401/403), ``ModelBadRequestError`` (HTTP 400/404/422, a request that
+    cannot be encoded) and ``AgentTimeoutError`` (the run's deadline has passed); True for every other error,
+    as Eino retries all errors.
+
+    Example:
+        >>> from compose.errors import ModelAuthError, ModelServerError
+        >>> default_is_retryable(ModelServerError("503")), default_is_retryable(ModelAuthError("401"))
+        (True, False)
+    """
+    return not isinstance(error, ModelAuthError | ModelBadRequestError | AgentTimeoutError)
+
+
 @dataclass(frozen=True, slots=True)
 class ModelRetryConfig:
     """How a ChatModelAgent retries failed model calls.
 
     Args:
         max_retries: retries after the first attempt (0: no retry; 3: up to 4 calls).
-        is_retryable: ``(error) -> bool``; None retries every error (as Eino).
+        is_retryable: ``(error) -> bool``; None is :func:`default_is_retryable` (every error but auth, bad
+            request and the run's timeout).
         backoff: ``(attempt) -> seconds`` before retry ``attempt`` (1-based); None is :func:`default_backoff`.
+        max_retry_after: the longest wait a provider's ``Retry-After`` can impose, in seconds (default 10, the
+            default backoff's cap); the wait before a retry is the longer of the backoff and the error's
+            ``retry_after`` bounded by this.
 
     Example::
 
@@ -60,17 +85,26 @@ class ModelRetryConfig:
     max_retries: int = 0
     is_retryable: Callable[[BaseException], bool] | None = None
     backoff: Callable[[int], float] | None = None
+    max_retry_after: float = 10.0
 
     def retryable(self, error: BaseException) -> bool:
         """Whether ``error`` may be retried."""
-        return self.is_retryable is None or bool(self.is_retryable(error))
+        if self.is_retryable is None:
+            return default_is_retryable(error)
+        return bool(self.is_retryable(error))
 
     def will_retry(self, error: BaseException, attempt: int) -> bool:
         """Whether a failure of ``attempt`` (0-based) with ``error`` leads to another attempt."""
         return attempt < self.max_retries and self.retryable(error)
 
-    def delay(self, attempt: int) -> float:
-        return (self.backoff or default_backoff)(attempt)
+    def delay(self, attempt: int, error: BaseException | None = None) -> float:
+        """Seconds to wait before retry ``attempt`` (1-based) after ``error``: the backoff, or the error's
+        ``retry_after`` (bounded by ``max_retry_after``) when that is longer."""
+        wait = (self.backoff or default_backoff)(attempt)
+        hint = getattr(error, "retry_after", None)
+        if isinstance(hint, int | float) and hint > wait:
+            wait = max(wait, min(float(hint), self.max_retry_after))
+        return wait
 
 
 class RetryChatModel:
@@ -102,7 +136,7 @@ class RetryChatModel:
             finally:
                 current_attempt.reset(token)
             if attempt < config.max_retries:
-                await anyio.sleep(config.delay(attempt + 1))
+                await anyio.sleep(config.delay(attempt + 1, last))
         assert last is not None
         raise RetryExhaustedError(last, config.max_retries) from last
 
@@ -129,7 +163,7 @@ class RetryChatModel:
             finally:
                 current_attempt.reset(token)
             if attempt < config.max_retries:
-                await anyio.sleep(config.delay(attempt + 1))
+                await anyio.sleep(config.delay(attempt + 1, last))
         assert last is not None
         raise RetryExhaustedError(last, config.max_retries) from last
 

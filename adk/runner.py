@@ -174,6 +174,8 @@ class AgentRun(AsyncIterator[AgentEvent]):
             else:
                 if self._deadline is None:
                     self._deadline = anyio.current_time() + self._timeout
+                    # model streams read outside the supersteps honour it too (adk._model)
+                    ctx.deadline, ctx.timeout = self._deadline, self._timeout
                 with anyio.CancelScope(deadline=self._deadline) as scope:
                     done = await self._step()
                 if scope.cancelled_caught:

@@ -30,9 +30,9 @@ derive from :class:`ComposeError`::
     │   │   ├── ModelRateLimitError       HTTP 429 (retryable)
     │   │   ├── ModelTimeoutError         the request timed out (retryable)
     │   │   ├── ModelServerError          HTTP 5xx or a broken/truncated stream (retryable)
-    │   │   ├── ModelBadRequestError      HTTP 400/404/422 (not retryable)
+    │   │   ├── ModelBadRequestError      HTTP 400/404/422, or a request that cannot be encoded (not retryable)
     │   │   ├── ModelAuthError            HTTP 401/403 (not retryable)
-    │   │   ├── ModelResponseError        an answer that cannot be understood (e.g. JSON action protocol)
+    │   │   ├── ModelResponseError        an answer that cannot be understood (wrong shape, not a JSON action, ...)
     │   │   └── ScriptExhaustedError      a ScriptedChatModel was called past its script
     │   ├── CheckpointError(ValueError)   a checkpoint cannot be read, trusted or resumed; ``.reason`` says why
     │   │   ├── CheckpointNotFoundError(LookupError)  a resume names a checkpoint id with nothing stored under it
@@ -289,13 +289,18 @@ class ToolArgumentsHandlerError(ToolExecutionError):
 
 
 class ChatModelError(ComposeError):
-    """A chat model call failed. ``retryable`` says whether trying again may help."""
+    """A chat model call failed. ``retryable`` says whether trying again may help.
+
+    ``status_code`` is the HTTP status when there was one; ``retry_after`` the wait in seconds the provider
+    asked for (its ``Retry-After`` header, in seconds or as an HTTP date), which the agent's model retry honours.
+    """
 
     retryable: bool = False
 
-    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+    def __init__(self, message: str, *, status_code: int | None = None, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status_code = status_code
+        self.retry_after = retry_after
 
 
 class ModelRateLimitError(ChatModelError):
@@ -305,7 +310,7 @@ class ModelRateLimitError(ChatModelError):
 
 
 class ModelTimeoutError(ChatModelError):
-    """The request timed out. Retryable."""
+    """The request timed out, or a streamed answer stalled (no data for the model's idle timeout). Retryable."""
 
     retryable = True
 
@@ -317,7 +322,8 @@ class ModelServerError(ChatModelError):
 
 
 class ModelBadRequestError(ChatModelError):
-    """The provider rejected the request (HTTP 400, 404, 422). Not retryable."""
+    """The provider rejected the request (HTTP 400, 404, 422), or it cannot be sent (a request message with a
+    lone surrogate, which UTF-8 cannot encode). Not retryable."""
 
 
 class ModelAuthError(ChatModelError):
@@ -325,7 +331,9 @@ class ModelAuthError(ChatModelError):
 
 
 class ModelResponseError(ChatModelError):
-    """The model answered with something that cannot be understood (e.g. not a JSON action)."""
+    """The model answered with something that cannot be understood: a body or stream chunk of the wrong shape
+    (quoted in the message), an answer that is not a JSON action, or a chat model returning something other
+    than a ``Message``."""
 
 
 class ScriptExhaustedError(ChatModelError):

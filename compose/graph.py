@@ -250,7 +250,10 @@ class Graph(Generic[I, O]):
         """Add a chat model node: ``list[Message] -> Message`` (``generate`` to invoke, ``stream`` to stream)."""
         if not callable(getattr(model, "generate", None)) or not callable(getattr(model, "stream", None)):
             raise GraphBuildError(f"node '{key}': a chat model needs async generate() and stream() methods")
-        paradigms = dataclasses.replace(derive(invoke=model.generate, stream=model.stream), invoke1=model.generate)
+        from compose.models.base import checked_model_calls
+
+        generate, stream = checked_model_calls(key, model)
+        paradigms = dataclasses.replace(derive(invoke=generate, stream=stream), invoke1=generate)
         node = _NodeDef(key, "ChatModel", type(model).__name__, model, paradigms, list[Message], Message)
         self._add(key, node, options)
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import ssl
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 import anyio
 import httpx2
@@ -20,7 +23,7 @@ from compose.errors import (
     ModelTimeoutError,
 )
 
-__all__ = ["translate_openai_error", "translated_errors"]
+__all__ = ["retry_after_seconds", "translate_openai_error", "translated_errors"]
 
 
 def translate_openai_error(exc: openai.OpenAIError) -> ChatModelError:
@@ -28,7 +31,9 @@ def translate_openai_error(exc: openai.OpenAIError) -> ChatModelError:
 
     429 → ``ModelRateLimitError``; timeouts and 408 → ``ModelTimeoutError``; 5xx, connection errors and errors
     sent inside a stream → ``ModelServerError`` (all retryable); 401/403 → ``ModelAuthError``; other 4xx →
-    ``ModelBadRequestError``; a body the SDK cannot read → ``ModelResponseError`` (not retryable).
+    ``ModelBadRequestError``; a body the SDK cannot read → ``ModelResponseError`` (not retryable). A
+    ``Retry-After`` header (``retry-after-ms``, or ``retry-after`` in seconds or as an HTTP date) becomes the
+    error's ``retry_after`` in seconds.
     """
     status: int | None = getattr(exc, "status_code", None)
     detail = getattr(exc, "message", None) or str(exc)
@@ -41,6 +46,7 @@ def translate_openai_error(exc: openai.OpenAIError) -> ChatModelError:
         err = ModelResponseError(f"unexpected response (HTTP {status}): {detail}", status_code=status)
     elif isinstance(exc, openai.APIStatusError):
         err = _status_error(exc.status_code, detail)
+        err.retry_after = retry_after_seconds(exc.response.headers)
     elif isinstance(exc, openai.APIError):
         err = ModelServerError(f"error in the response: {detail}")
     else:
@@ -62,6 +68,37 @@ def _status_error(status: int, detail: str) -> ChatModelError:
     return ModelBadRequestError(f"bad request ({text})", status_code=status)
 
 
+def retry_after_seconds(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
+    """The wait a response asks for, in seconds: ``retry-after-ms`` (OpenAI's), else ``retry-after`` as seconds
+    or as an HTTP date (a date in the past is 0); None when absent or unreadable."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        value = _number(millis)
+        if value is not None:
+            return value / 1000
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    value = _number(raw)
+    if value is not None:
+        return value
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
 @contextmanager
 def translated_errors(request: httpx2.Request | None = None) -> Iterator[None]:
     """Translate SDK errors raised inside the block; with ``request``, also the HTTP client's own errors (as
@@ -75,6 +112,9 @@ def translated_errors(request: httpx2.Request | None = None) -> Iterator[None]:
             raise
         timeout = openai.APITimeoutError(request=request)
         timeout.__cause__ = exc
+        read = (request.extensions.get("timeout") or {}).get("read")
+        if isinstance(exc, httpx2.ReadTimeout) and isinstance(read, int | float):
+            raise ModelTimeoutError(f"the stream stalled: no data from the server for {read:g} s") from timeout
         raise translate_openai_error(timeout) from timeout
     except (httpx2.RequestError, ssl.SSLError, anyio.EndOfStream) as exc:
         if request is None:

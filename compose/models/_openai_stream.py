@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import AsyncGenerator
-from typing import Any
 
 import anyio
 import httpx2
@@ -20,9 +19,10 @@ from pydantic import ValidationError
 
 from compose.errors import ModelResponseError, ModelServerError
 from compose.models._openai_errors import translate_openai_error, translated_errors
-from compose.schema import FunctionCall, Message, ResponseMeta, ToolCall, Usage
+from compose.models._openai_wire import chunk_message
+from compose.schema import Message
 
-__all__ = ["ChunkIterator", "usage_from"]
+__all__ = ["ChunkIterator"]
 
 
 class ChunkIterator:
@@ -130,55 +130,7 @@ class ChunkIterator:
                     body=error,
                 )
             )
-        return self._convert(chunk)
-
-    def _convert(self, chunk: dict[str, Any]) -> Message | None:
-        raw_usage = chunk.get("usage")
-        usage = usage_from(raw_usage) if raw_usage else None
-        choices = chunk.get("choices")
-        if not choices:
-            if usage is None:
-                return None
-            return Message(role="assistant", response_meta=ResponseMeta(finish_reason="", usage=usage))
-        choice = choices[0]
-        delta = choice.get("delta") or {}
-        content = delta.get("content") or ""
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""
-        raw_calls = delta.get("tool_calls")
-        calls = [_fragment(tc) for tc in raw_calls] if raw_calls else []
-        finish = choice.get("finish_reason") or ""
-        if finish:
+        msg = chunk_message(chunk)
+        if msg is not None and msg.response_meta is not None and msg.response_meta.finish_reason:
             self._finished = True
-        if not (content or reasoning or calls or finish or usage):
-            return None
-        meta = ResponseMeta(finish_reason=finish, usage=usage) if finish or usage else None
-        return Message(
-            role="assistant",
-            content=content,
-            reasoning_content=reasoning,
-            tool_calls=calls,
-            response_meta=meta,
-        )
-
-
-def _fragment(tc: dict[str, Any]) -> ToolCall:
-    fn = tc.get("function") or {}
-    call_id = tc.get("id") or ""
-    return ToolCall(
-        id=call_id,
-        index=tc.get("index"),
-        # a server may send the type once or never: the first fragment (the one with the id) defaults it
-        type=tc.get("type") or ("function" if call_id else ""),
-        function=FunctionCall(name=fn.get("name") or "", arguments=fn.get("arguments") or ""),
-        extra={},
-    )
-
-
-def usage_from(usage: Any) -> Usage:
-    """A ``Usage`` from the SDK's usage object or a usage mapping."""
-    values: dict[str, Any] = usage if isinstance(usage, dict) else vars(usage)
-    return Usage(
-        prompt_tokens=values.get("prompt_tokens") or 0,
-        completion_tokens=values.get("completion_tokens") or 0,
-        total_tokens=values.get("total_tokens") or 0,
-    )
+        return msg

@@ -9,19 +9,19 @@ called on.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from compose._stream_core import StreamReader
+from compose.errors import ModelResponseError
 from compose.schema import Message, ToolInfo
 
-if TYPE_CHECKING:
-    from compose.stream import StreamReader
-
-__all__ = ["ChatModel", "ChatModelOptions", "ToolChoice"]
+__all__ = ["ChatModel", "ChatModelOptions", "ToolChoice", "checked_message", "checked_model_calls", "checked_stream"]
 
 ToolChoice = str | Mapping[str, Any]
-"""``"auto"``, ``"none"``, ``"required"``, the name of one tool to force, or a provider-specific mapping."""
+"""``"auto"``, ``"none"``, ``"required"``, the name of one tool to force (the simplest spelling; OpenAIChatModel
+sends it as ``{"type": "function", "function": {"name": ...}}``), or a provider-specific mapping sent as it is."""
 
 _FIELDS = ("temperature", "max_tokens", "top_p", "stop", "tool_choice")
 
@@ -101,3 +101,50 @@ class ChatModelOptions:
 
 def _normalise_stop(value: str | Sequence[str]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# What a chat model returns, checked where a graph (or an agent) calls it
+
+
+def checked_message(value: Any, source: str) -> Message:
+    """``value`` if it is a ``Message``; else a :class:`~compose.errors.ModelResponseError` naming ``source``
+    (``"chat model node 'chat' (MyModel): generate()"``) and what came back instead."""
+    if isinstance(value, Message):
+        return value
+    raise ModelResponseError(f"{source} returned {_describe(value)}, not a Message")
+
+
+def checked_stream(value: Any, source: str) -> StreamReader[Message]:
+    """``value`` if it is a ``StreamReader``; else a :class:`~compose.errors.ModelResponseError` naming
+    ``source``. (Its chunks are not checked one by one: that would cost on every chunk.)"""
+    if isinstance(value, StreamReader):
+        return value
+    raise ModelResponseError(f"{source} returned {_describe(value)}, not a StreamReader of Messages")
+
+
+GenerateFn = Callable[..., Awaitable[Message]]
+StreamFn = Callable[..., Awaitable[StreamReader[Message]]]
+
+
+def checked_model_calls(key: str, model: Any) -> tuple[GenerateFn, StreamFn]:
+    """The ``generate`` and ``stream`` a chat-model node ``key`` calls: ``model``'s, with what they return
+    checked (one ``isinstance`` per call), so a model returning ``None`` or a string fails with an error naming
+    the node instead of an ``AttributeError`` further on."""
+    where = f"chat model node '{key}' ({type(model).__qualname__})"
+    generate_fn, stream_fn = model.generate, model.stream
+
+    async def generate(messages: Sequence[Message], **opts: Any) -> Message:
+        return checked_message(await generate_fn(messages, **opts), f"{where}: generate()")
+
+    async def stream(messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        return checked_stream(await stream_fn(messages, **opts), f"{where}: stream()")
+
+    return generate, stream
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return "None" if value is None else f"{type(value).__qualname__} {text}"

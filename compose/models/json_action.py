@@ -13,6 +13,7 @@ import json
 import re
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from compose.errors import ModelResponseError
@@ -134,33 +135,195 @@ def render_json_action_prompt(tools: Sequence[ToolInfo], *, tool_choice: ToolCho
 def parse_json_action(text: str) -> dict[str, Any]:
     """The JSON action object in a model's answer.
 
-    Tries the whole text, then each fenced code block, then every ``{`` from the left for a JSON object
-    embedded in prose; the first object with a ``"type"`` wins.
+    Tries the whole text, then each fenced code block, then the JSON objects embedded in prose from the left
+    (and the objects nested in them); the first object with a ``"type"`` wins.
+
+    The search takes time linear in the text's length and accepts at most 100 levels of nesting, so a runaway
+    or adversarial answer fails fast instead of blocking the event loop (see the comment above ``_match``).
 
     Raises:
-        ModelResponseError: if no JSON object with a ``"type"`` can be found; quotes the start of the text.
+        ModelResponseError: if no JSON object with a ``"type"`` can be found (saying so when brackets nest
+            deeper than 100 levels); quotes the start of the text.
     """
     stripped = text.strip()
-    candidates = [stripped, *(m.group(1).strip() for m in _FENCE.finditer(stripped))]
-    for candidate in candidates:
-        try:
-            data = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(data, dict) and "type" in data:
-            return data
-    decoder = json.JSONDecoder()
-    start = stripped.find("{")
-    while start != -1:
-        try:
-            data, _ = decoder.raw_decode(stripped, start)
-        except ValueError:
-            pass
-        else:
-            if isinstance(data, dict) and "type" in data:
-                return data
-        start = stripped.find("{", start + 1)
+    scan = _Scan(stripped)
+    found = scan.whole(stripped)
+    if found is None:
+        for m in _FENCE.finditer(stripped):
+            found = scan.whole(m.group(1).strip())
+            if found is not None:
+                break
+    if found is None:
+        found = scan.embedded()
+    if found is not None:
+        return found
+    if scan.too_deep:
+        raise ModelResponseError(f"model answer nests JSON more than {_MAX_DEPTH} levels deep: {_quote(text)}")
     raise ModelResponseError(f"model answer is not a JSON action: {_quote(text)}")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Finding JSON objects in text, in linear time
+#
+# A naive search (json.raw_decode at every "{") is quadratic: each failure costs up to the rest of the text,
+# and json's error messages count lines up to the failure. Instead one left-to-right pass matches brackets
+# (skipping JSON strings) and records each balanced {...} span with the spans nested in it; only spans that
+# contain '"type"' are handed to json (each object is parsed once, unless it is not JSON, when the spans
+# inside it are tried). A "{" that does not balance (it meets the wrong bracket, the end of the text, or nests
+# more than _MAX_DEPTH deep) gives up its attempt: the balanced spans it completed are tried, and the scan goes
+# on at the next "{" (a quote in prose may have been taken for the start of a string). Such re-scans are
+# budgeted to a multiple of the text's length; past the budget, the scan goes on where the attempt stopped, so
+# nothing is scanned twice and the whole search stays linear. Nesting past _MAX_DEPTH ends the search: the
+# rest of the text is inside the runaway nesting.
+
+_MAX_DEPTH = 100
+_BRACKETS = re.compile(r'[{}\[\]"]')
+_RESCAN_FACTOR = 2
+
+
+@dataclass(slots=True)
+class _Span:
+    """A balanced ``{...}`` at ``start:end`` and the balanced ``{...}`` spans directly inside it."""
+
+    start: int
+    end: int = -1
+    children: list[_Span] = field(default_factory=list)
+
+
+class _Scan:
+    """One search of a text for a JSON action (see the comment above)."""
+
+    __slots__ = ("budget", "text", "too_deep")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.budget = _RESCAN_FACTOR * len(text) + 1024
+        self.too_deep = False
+
+    def whole(self, text: str) -> dict[str, Any] | None:
+        """``text`` as one JSON action object, or None."""
+        if not text.startswith("{"):
+            return None
+        span, _, _ = self._match(text, 0)
+        if span is None or span.end != len(text):
+            return None
+        value = _loads(text, span)
+        return value if isinstance(value, dict) and "type" in value else None
+
+    def embedded(self) -> dict[str, Any] | None:
+        """The first JSON object with a ``"type"`` in the text, nested ones included, in document order."""
+        text = self.text
+        if '"type"' not in text:
+            return None
+        pos = 0
+        while (start := text.find("{", pos)) != -1:
+            span, stop, completed = self._match(text, start)
+            if span is not None:
+                found = _action_in(text, span)
+                pos = span.end
+            else:
+                found = next((f for c in completed if (f := _action_in(text, c)) is not None), None)
+                if self.too_deep:  # whatever follows is inside the runaway nesting
+                    return found
+                self.budget -= stop - start
+                pos = start + 1 if self.budget >= 0 else max(stop, start + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _match(self, text: str, start: int) -> tuple[_Span | None, int, list[_Span]]:
+        """Match the ``{`` at ``start``: its balanced span and end, or (None, where the attempt stopped, the
+        spans it completed in document order)."""
+        spans = [_Span(start)]  # the open {...} spans, outermost first
+        closers = ["}"]  # the closing bracket each open bracket needs
+        i = start + 1
+        search = _BRACKETS.search
+        while True:
+            m = search(text, i)
+            if m is None:
+                return None, len(text), _completed(spans)
+            j = m.start()
+            c = text[j]
+            if c == '"':
+                i = _string_end(text, j + 1)
+                if i < 0:
+                    return None, len(text), _completed(spans)
+                continue
+            if c == "{" or c == "[":
+                if len(closers) >= _MAX_DEPTH:
+                    self.too_deep = True
+                    return None, j, _completed(spans)
+                closers.append("}" if c == "{" else "]")
+                if c == "{":
+                    spans.append(_Span(j))
+            elif closers.pop() != c:
+                return None, j, _completed(spans)
+            elif c == "}":
+                done = spans.pop()
+                done.end = j + 1
+                if not spans:
+                    return done, j + 1, []
+                spans[-1].children.append(done)
+            i = j + 1
+
+
+def _completed(open_spans: list[_Span]) -> list[_Span]:
+    # a span still open started after its parent's completed children, so this is document order
+    return [child for span in open_spans for child in span.children]
+
+
+def _action_in(text: str, span: _Span) -> dict[str, Any] | None:
+    if text.find('"type"', span.start, span.end) == -1:
+        return None
+    value = _loads(text, span)
+    if value is not _INVALID:
+        return _first_typed(value)
+    for child in span.children:  # the span is not JSON, but the objects inside it may be
+        found = _action_in(text, child)
+        if found is not None:
+            return found
+    return None
+
+
+_INVALID: Any = object()
+
+
+def _loads(text: str, span: _Span) -> Any:
+    try:
+        return json.loads(text[span.start : span.end])
+    except ValueError:
+        return _INVALID
+
+
+def _first_typed(value: Any) -> dict[str, Any] | None:
+    """The first dict with a ``"type"`` in ``value``, in document order (its nesting is at most _MAX_DEPTH)."""
+    if isinstance(value, dict):
+        if "type" in value:
+            return value
+        items: Any = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    for item in items:
+        found = _first_typed(item)
+        if found is not None:
+            return found
+    return None
+
+
+def _string_end(text: str, i: int) -> int:
+    """The index after the closing quote of the JSON string whose content starts at ``i``; -1 if it has none."""
+    while True:
+        j = text.find('"', i)
+        if j < 0:
+            return -1
+        k = j
+        while text[k - 1] == "\\":  # stops at the opening quote at the latest
+            k -= 1
+        if (j - k) % 2 == 0:  # an even run of backslashes: the quote is not escaped
+            return j + 1
+        i = j + 1
 
 
 def _to_message(answer: Message) -> Message:
@@ -171,20 +334,23 @@ def _to_message(answer: Message) -> Message:
         if not isinstance(name, str) or not name:
             raise ModelResponseError(f"JSON tool action without a tool name: {_quote(answer.content)}")
         args = action.get("args", action.get("arguments", {}))
-        if isinstance(args, str):
-            try:
+        try:
+            if isinstance(args, str):
                 args = json.loads(args) if args.strip() else {}
-            except ValueError:
-                raise ModelResponseError(
-                    f"JSON tool action with arguments that are not JSON: {_quote(answer.content)}"
-                ) from None
-        if args is None:
-            args = {}
+            arguments = json.dumps({} if args is None else args, ensure_ascii=False)
+        except ValueError:
+            raise ModelResponseError(
+                f"JSON tool action with arguments that are not JSON: {_quote(answer.content)}"
+            ) from None
+        except RecursionError:  # arguments given as a string are parsed by json alone: bound them here
+            raise ModelResponseError(
+                f"JSON tool action with arguments nested too deeply: {_quote(answer.content)}"
+            ) from None
         call = ToolCall(
             id=f"call_{uuid.uuid4().hex[:24]}",
             index=0,
             type="function",
-            function=FunctionCall(name=name, arguments=json.dumps(args, ensure_ascii=False)),
+            function=FunctionCall(name=name, arguments=arguments),
             extra={},
         )
         return Message(

@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+import httpx2
 from openai import AsyncOpenAI
 
-from compose.errors import ModelResponseError
+from compose.errors import ModelBadRequestError, ModelResponseError
 from compose.models._openai_errors import translate_openai_error, translated_errors
-from compose.models._openai_stream import ChunkIterator, usage_from
+from compose.models._openai_stream import ChunkIterator
+from compose.models._openai_wire import completion_message
 from compose.models.base import ChatModelOptions, ToolChoice
-from compose.schema import FunctionCall, Message, ResponseMeta, ToolCall, ToolInfo
+from compose.schema import Message, ToolInfo
 from compose.stream import StreamReader
 
-__all__ = ["OpenAIChatModel", "translate_openai_error"]
+__all__ = ["DEFAULT_STREAM_IDLE_TIMEOUT", "OpenAIChatModel", "translate_openai_error"]
 
 _SDK_OPTIONS = ("timeout", "extra_headers", "extra_query")  # extras that configure the request, not the body
 _CHOICE_KEYWORDS = ("auto", "none", "required")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+DEFAULT_STREAM_IDLE_TIMEOUT = 120.0
 
 
 class OpenAIChatModel:
@@ -35,7 +41,25 @@ class OpenAIChatModel:
     Errors of the SDK are translated at one boundary (:func:`translate_openai_error`) into
     :class:`~compose.errors.ChatModelError` subclasses whose ``retryable`` says whether trying again can help;
     the SDK error is the ``__cause__``. A stream that ends without a finish reason raises
-    :class:`~compose.errors.ModelServerError` (``stream truncated``).
+    :class:`~compose.errors.ModelServerError` (``stream truncated``). A body or stream chunk of the wrong shape
+    (``choices`` not a list, a ``delta`` that is a string, a 200 body that is not a JSON object, ...) raises
+    :class:`~compose.errors.ModelResponseError` quoting the bad part; a request message that cannot be encoded
+    (a lone surrogate) raises :class:`~compose.errors.ModelBadRequestError` naming the message, before any
+    request is made.
+
+    **Stalled streams.** While a streamed answer is read, each wait for data from the server (the response
+    headers, then every piece of the body) is bounded by ``stream_idle_timeout`` (default
+    :data:`DEFAULT_STREAM_IDLE_TIMEOUT`, 120 s, or the client's read timeout if that is shorter): a server that
+    stops sending raises :class:`~compose.errors.ModelTimeoutError` (retryable) instead of hanging until the
+    SDK's 600 s read timeout. Raise it for servers that stay silent for long (a reasoning model that does not
+    stream its thinking, a slow local server processing a long prompt); ``None`` leaves only the client's
+    timeout. A ``timeout`` option replaces both. ``generate`` keeps the client's timeout (600 s by default): a
+    non-streamed answer arrives only once it is complete.
+
+    **Interoperability.** An assistant message with tool calls and no text is sent with ``"content": ""``
+    (not ``null``, which llama.cpp's server refuses). ``tool_choice`` may be ``"auto"``, ``"none"``,
+    ``"required"``, the name of a tool (sent as ``{"type": "function", "function": {"name": ...}}``, which
+    servers that reject ``"required"`` accept) or a mapping sent as it is.
 
     The client this model creates has ``max_retries=0``: the retry policy belongs to the caller (an agent's
     ``ModelRetryConfig``), so errors surface at once. A client you pass in is used as it is, and not closed by
@@ -46,12 +70,14 @@ class OpenAIChatModel:
         client: an ``AsyncOpenAI`` client to use instead of creating one.
         base_url: the API's base URL; defaults to ``$OPENAI_BASE_URL``, then OpenAI's.
         api_key: the API key; defaults to ``$OPENAI_API_KEY``.
+        stream_idle_timeout: seconds a streamed answer may go without data from the server (see above);
+            None for no limit beyond the client's.
         **params: default options (``temperature``, ``max_tokens``, ``top_p``, ``stop``, ``tool_choice``,
             provider extras such as ``seed``; ``timeout``, ``extra_headers`` and ``extra_query`` configure
             the request). Options given per call override them.
 
     Raises:
-        ValueError: if no model name or no API key can be found.
+        ValueError: if no model name or no API key can be found, or ``stream_idle_timeout`` is not positive.
 
     Example:
         >>> model = OpenAIChatModel("gpt-4o-mini", base_url="http://127.0.0.1:9/v1", api_key="k")
@@ -65,11 +91,16 @@ class OpenAIChatModel:
         client: AsyncOpenAI | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
+        *,
+        stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
         **params: Any,
     ) -> None:
         model = model or os.environ.get("OPENAI_MODEL")
         if not model:
             raise ValueError("no model name: pass model= or set OPENAI_MODEL")
+        if stream_idle_timeout is not None and not stream_idle_timeout > 0:
+            raise ValueError(f"stream_idle_timeout must be positive seconds or None, got {stream_idle_timeout!r}")
+        self.stream_idle_timeout = stream_idle_timeout
         self.model = model
         self._owns_client = client is None
         if client is None:
@@ -104,33 +135,15 @@ class OpenAIChatModel:
         """
         kwargs = self._request(messages, opts)
         with translated_errors():
-            completion = await self.client.chat.completions.create(**kwargs)
-        if not completion.choices:
-            raise ModelResponseError("the response has no choices")
-        choice = completion.choices[0]
-        msg = choice.message
-        calls = [
-            ToolCall(
-                id=tc.id,
-                index=i,
-                type=tc.type,
-                function=FunctionCall(name=tc.function.name, arguments=tc.function.arguments),
-                extra={},
-            )
-            for i, tc in enumerate(msg.tool_calls or ())
-            if tc.type == "function"
-        ]
-        usage = completion.usage
-        return Message(
-            role="assistant",
-            content=msg.content or "",
-            tool_calls=calls,
-            reasoning_content=_reasoning(msg),
-            response_meta=ResponseMeta(
-                finish_reason=choice.finish_reason or "",
-                usage=None if usage is None else usage_from(usage),
-            ),
-        )
+            raw = await self.client.chat.completions.with_raw_response.create(**kwargs)
+        data = raw.http_response.content
+        try:
+            body = json.loads(data)
+        except ValueError:
+            raise ModelResponseError(
+                f"unexpected response: the body is not JSON: {data[:200]!r}", status_code=raw.status_code
+            ) from None
+        return completion_message(body)
 
     async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
         """Ask for a streamed answer; the HTTP request is made now, the chunks are read as the reader is read.
@@ -141,7 +154,7 @@ class OpenAIChatModel:
             ChatModelError: for a failed request here, and through the reader's ``recv()`` for a stream that
                 breaks off (``ModelServerError``).
         """
-        kwargs = self._request(messages, opts)
+        kwargs = self._request(messages, opts, streaming=True)
         with translated_errors():
             response = await self.client.chat.completions.create(
                 **kwargs, stream=True, stream_options={"include_usage": True}
@@ -165,9 +178,11 @@ class OpenAIChatModel:
         tools = f", tools={[t.name for t in self._tools]}" if self._tools else ""
         return f"OpenAIChatModel(model={self.model!r}, base_url={str(self.client.base_url)!r}{tools})"
 
-    def _request(self, messages: Sequence[Message], opts: Mapping[str, Any]) -> dict[str, Any]:
+    def _request(
+        self, messages: Sequence[Message], opts: Mapping[str, Any], *, streaming: bool = False
+    ) -> dict[str, Any]:
         options = self._options.merged(**opts)
-        kwargs: dict[str, Any] = {"model": self.model, "messages": [message_to_openai(m) for m in messages]}
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages_to_openai(messages)}
         if options.temperature is not None:
             kwargs["temperature"] = options.temperature
         if options.max_tokens is not None:
@@ -188,20 +203,48 @@ class OpenAIChatModel:
                 body[key] = value
         if body:
             kwargs["extra_body"] = body
+        if streaming and "timeout" not in kwargs and self.stream_idle_timeout is not None:
+            kwargs["timeout"] = self._stream_timeout(self.stream_idle_timeout)
         return kwargs
+
+    def _stream_timeout(self, idle: float) -> httpx2.Timeout:
+        """The client's timeout with its read timeout (the longest wait for data) cut to ``idle``."""
+        base = self.client.timeout
+        if not isinstance(base, httpx2.Timeout):
+            base = httpx2.Timeout(base if isinstance(base, int | float) else None)
+        t = base
+        read = idle if t.read is None else min(t.read, idle)
+        return httpx2.Timeout(connect=t.connect, read=read, write=t.write, pool=t.pool)
 
 
 # ------------------------------------------------------------------------------------------------------------
 # Mapping messages and tools to the OpenAI wire format
 
 
+def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The messages in the chat-completions request format.
+
+    Raises:
+        ModelBadRequestError: a message holds a lone surrogate (UTF-8 cannot encode it); names the message.
+    """
+    out = []
+    for i, msg in enumerate(messages):
+        wire = message_to_openai(msg)
+        _check_encodable(wire, i, msg.role)
+        out.append(wire)
+    return out
+
+
 def message_to_openai(msg: Message) -> dict[str, Any]:
-    """One message in the chat-completions request format."""
+    """One message in the chat-completions request format.
+
+    An assistant message with tool calls and no text gets ``"content": ""``: OpenAI accepts ``null`` there,
+    llama.cpp's server does not, and every common server accepts the empty string.
+    """
     out: dict[str, Any] = {"role": msg.role, "content": msg.content}
     if msg.name:
         out["name"] = msg.name
     if msg.role == "assistant" and msg.tool_calls:
-        out["content"] = msg.content or None
         out["tool_calls"] = [
             {
                 "id": c.id,
@@ -213,6 +256,25 @@ def message_to_openai(msg: Message) -> dict[str, Any]:
     if msg.role == "tool":
         out["tool_call_id"] = msg.tool_call_id or ""
     return out
+
+
+def _check_encodable(wire: dict[str, Any], index: int, role: str) -> None:
+    def check(text: str, field: str) -> None:
+        # isascii() is O(1) on CPython's compact strings: the search runs only for non-ASCII text
+        if not text.isascii() and (bad := _SURROGATE.search(text)) is not None:
+            raise ModelBadRequestError(
+                f"request message {index} (role {role!r}): its {field} holds a lone surrogate "
+                f"{bad.group()!r} at offset {bad.start()}, which cannot be encoded as UTF-8"
+            )
+
+    for key in ("content", "name", "tool_call_id"):
+        value = wire.get(key)
+        if isinstance(value, str):
+            check(value, key)
+    for n, call in enumerate(wire.get("tool_calls", ())):
+        check(call["id"], f"tool_calls[{n}].id")
+        check(call["function"]["name"], f"tool_calls[{n}].function.name")
+        check(call["function"]["arguments"], f"tool_calls[{n}].function.arguments")
 
 
 def tool_to_openai(tool: ToolInfo) -> dict[str, Any]:
@@ -229,6 +291,3 @@ def _tool_choice(choice: ToolChoice) -> Any:
     return choice
 
 
-def _reasoning(obj: Any) -> str:
-    value = getattr(obj, "reasoning_content", None) or getattr(obj, "reasoning", None)
-    return value if isinstance(value, str) else ""

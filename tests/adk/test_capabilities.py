@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,12 @@ from adk.retry import ModelRetryConfig
 from adk.runner import Runner
 from adk.telemetry import TELEMETRY_EVENT_NAMES, JSONLTraceWriter, TelemetryEvent
 from compose.errors import ModelServerError
-from compose.models import ScriptedChatModel
-from compose.schema import Usage
+from compose.models import OpenAIChatModel, ScriptedChatModel
+from compose.schema import Message, Usage
+from compose.stream import StreamReader
 from compose.tools import tool
 from tests.adk.helpers import call, calling, collect, kinds
+from tests.compose.models.openai_server import CLOSES_STREAM_EARLY, OpenAIServer, sse, text_chunks
 
 pytestmark = pytest.mark.anyio
 
@@ -199,6 +202,86 @@ async def test_timeout_ends_the_run(streaming: bool) -> None:
     assert isinstance(seen[-1].error, AgentTimeoutError)
     assert isinstance(seen[-1].error, TimeoutError)
     assert run.termination_reason == "timeout"
+
+
+class StallingModel:
+    """Streams ``first``, then never sends another chunk (a server that stalls mid-answer)."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def with_tools(self, tools: Any) -> StallingModel:
+        return self
+
+    async def generate(self, messages: Any, **opts: Any) -> Message:
+        raise AssertionError("streaming only")
+
+    async def stream(self, messages: Any, **opts: Any) -> StreamReader[Message]:
+        async def chunks() -> AsyncIterator[Message]:
+            try:
+                yield Message(role="assistant", content="Let me")
+                await anyio.Event().wait()
+                yield Message(role="assistant", content=" never")
+            finally:
+                self.closed = True
+
+        return StreamReader.from_async_iterator(chunks())
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("telemetry", [False, True])
+async def test_timeout_fires_while_the_consumer_reads_a_stalled_model_stream(telemetry: bool) -> None:
+    model = StallingModel()
+    agent = ChatModelAgent("a", "d", model=model, timeout=0.2)
+    events: list[TelemetryEvent] = []
+    runner = Runner(agent, enable_streaming=True, telemetry=[events.append] if telemetry else [])
+    async with runner.query("go") as run:
+        first = await run.__anext__()
+        assert first.message is not None and first.message.message_stream is not None
+        async with first.message.message_stream as stream:
+            assert (await stream.recv()).content == "Let me"
+            with pytest.raises(AgentTimeoutError) as info:
+                await stream.recv()  # the consumer, not the runner, is waiting for the model here
+            assert info.value.timeout == 0.2
+        rest = [event async for event in run]
+    assert [type(e.error) for e in rest] == [AgentTimeoutError]
+    assert run.termination_reason == "timeout"
+    assert model.closed
+    if telemetry:
+        assert [e.name for e in events if e.name == "model.call.completed"] == ["model.call.completed"]
+
+
+@CLOSES_STREAM_EARLY
+@pytest.mark.timeout(30)
+async def test_timeout_fires_while_reading_a_stalled_openai_stream() -> None:
+    stalled = sse(text_chunks("Hello there", size=5))
+    stalled.hold_after = 2  # the role chunk and "Hello", then the server sends nothing
+    try:
+        with OpenAIServer([stalled]) as server:
+            async with OpenAIChatModel("m", base_url=server.base_url, api_key="k") as model:
+                agent = ChatModelAgent("a", "d", model=model, timeout=0.3)
+                async with Runner(agent, enable_streaming=True).query("hi") as run:
+                    first = await run.__anext__()
+                    assert first.message is not None and first.message.message_stream is not None
+                    got: list[str] = []
+                    with pytest.raises(AgentTimeoutError):
+                        async with first.message.message_stream as stream:
+                            async for chunk in stream:
+                                got.append(chunk.content)
+                    rest = [event async for event in run]
+                stalled.release.set()
+    finally:
+        stalled.release.set()
+    assert got == ["Hello"]
+    assert [type(e.error) for e in rest] == [AgentTimeoutError]
+    assert run.termination_reason == "timeout"
+
+
+async def test_a_model_stream_read_in_time_is_not_cut() -> None:
+    model = ScriptedChatModel(["a whole answer"], chunk_size=3)
+    agent = ChatModelAgent("a", "d", model=model, timeout=30.0)
+    seen = await collect(Runner(agent, enable_streaming=True).query("go"))
+    assert [(s.kind, s.content) for s in seen] == [("assistant", "a whole answer")]
 
 
 def names_and_steps(events: list[TelemetryEvent]) -> list[tuple[str, int]]:

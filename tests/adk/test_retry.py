@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from adk.chat_model_agent import ChatModelAgent
-from adk.errors import RetryExhaustedError, WillRetryError
-from adk.retry import ModelRetryConfig, RetryChatModel, default_backoff
+from adk.errors import AgentTimeoutError, RetryExhaustedError, WillRetryError
+from adk.retry import ModelRetryConfig, RetryChatModel, default_backoff, default_is_retryable
 from adk.runner import Runner
-from compose.errors import ModelBadRequestError, ModelServerError, NodeRunError
-from compose.models import ScriptedChatModel
+from compose.errors import (
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelRateLimitError,
+    ModelServerError,
+    NodeRunError,
+)
+from compose.models import OpenAIChatModel, ScriptedChatModel
+from compose.models.base import ChatModel
 from compose.schema import Message
 from tests.adk.helpers import call, calling, collect, kinds
+from tests.compose.models.openai_server import OpenAIServer, completion, error_reply, json_reply, sse, text_chunks
 
 pytestmark = pytest.mark.anyio
 
@@ -25,6 +35,10 @@ def no_wait(waits: list[int]) -> ModelRetryConfig:
 
 
 def agent(model: ScriptedChatModel, retry: ModelRetryConfig) -> ChatModelAgent:
+    return ChatModelAgent("a", "d", model=model, model_retry=retry)
+
+
+def agent_of(model: ChatModel, retry: ModelRetryConfig) -> ChatModelAgent:
     return ChatModelAgent("a", "d", model=model, model_retry=retry)
 
 
@@ -148,3 +162,64 @@ def test_default_backoff_follows_eino() -> None:
         assert 0.4 <= default_backoff(3) < 0.6
         assert 6.4 <= default_backoff(7) < 9.6
         assert 10.0 <= default_backoff(8) < 15.0
+
+
+# --- the default policy and Retry-After (through the OpenAI client and a local server) ---------------------
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_the_default_policy_does_not_retry_auth_or_bad_requests(status: int, streaming: bool) -> None:
+    with OpenAIServer([error_reply(status, "no")]) as server:
+        async with OpenAIChatModel("m", base_url=server.base_url, api_key="k") as model:
+            config = ModelRetryConfig(max_retries=3, backoff=lambda attempt: 0.0)
+            seen = await collect(Runner(agent_of(model, config), enable_streaming=streaming).query("hi"))
+    assert kinds(seen) == ["error"]
+    error = seen[0].error
+    assert not isinstance(error, RetryExhaustedError)
+    assert isinstance(error, NodeRunError)
+    assert isinstance(error.__cause__, ModelAuthError if status in (401, 403) else ModelBadRequestError)
+    assert error.__cause__.status_code == status
+    assert len(server.requests) == 1
+
+
+def test_default_is_retryable() -> None:
+    assert default_is_retryable(ModelServerError("503"))
+    assert default_is_retryable(ValueError("anything else"))
+    assert not default_is_retryable(ModelAuthError("401"))
+    assert not default_is_retryable(ModelBadRequestError("400"))
+    assert not default_is_retryable(AgentTimeoutError(1.0))
+    assert ModelRetryConfig().retryable(ModelServerError("x"))
+    assert not ModelRetryConfig().retryable(ModelAuthError("x"))
+    assert ModelRetryConfig(is_retryable=lambda e: True).retryable(ModelAuthError("x"))
+
+
+def test_retry_after_lengthens_the_backoff_up_to_its_bound() -> None:
+    config = ModelRetryConfig(max_retries=1, backoff=lambda attempt: 0.5, max_retry_after=10.0)
+    assert config.delay(1) == 0.5
+    assert config.delay(1, ModelRateLimitError("429", retry_after=3.0)) == 3.0
+    assert config.delay(1, ModelRateLimitError("429", retry_after=0.1)) == 0.5  # the backoff is longer
+    assert config.delay(1, ModelRateLimitError("429", retry_after=99.0)) == 10.0
+    assert config.delay(1, ModelServerError("503")) == 0.5
+    default_bound = ModelRetryConfig(max_retries=1, backoff=lambda a: 0.1)
+    assert default_bound.delay(1, ModelRateLimitError("429", retry_after=60.0)) == 10.0
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_retry_after_is_honoured(streaming: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr("adk.retry.anyio", SimpleNamespace(sleep=sleep))
+    ok = sse(text_chunks("fine")) if streaming else json_reply(completion("fine"))
+    replies = [error_reply(429, "slow", headers={"Retry-After": "4"}), error_reply(503, "busy"), ok]
+    with OpenAIServer(replies) as server:
+        async with OpenAIChatModel("m", base_url=server.base_url, api_key="k") as model:
+            config = ModelRetryConfig(max_retries=3, backoff=lambda attempt: 0.25)
+            seen = await collect(Runner(agent_of(model, config), enable_streaming=streaming).query("hi"))
+    assert kinds(seen)[-1] == "assistant"
+    assert seen[-1].content == "fine"
+    assert waits == [4.0, 0.25]  # the server's wait, then the backoff
+    assert len(server.requests) == 3

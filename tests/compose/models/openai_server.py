@@ -10,7 +10,9 @@ Reusable by any test (models, agents, demos)::
         assert server.requests[0].json["model"] == "m"
 
 Each request to ``POST /v1/chat/completions`` takes the next :class:`Reply` from the queue (or ``repeat`` once
-the queue is empty) and records a :class:`RecordedRequest`. It runs the standard library's
+the queue is empty) and records a :class:`RecordedRequest`. With ``check=``, a request the check refuses gets
+an error reply instead (the scripted reply stays queued): :func:`llama_cpp_check` refuses what llama.cpp's
+server refuses. It runs the standard library's
 ``ThreadingHTTPServer`` in a thread, binds an ephemeral port, speaks HTTP/1.1 (keep-alive, chunked SSE bodies)
 and shuts down when the ``with`` block ends.
 """
@@ -18,9 +20,10 @@ and shuts down when the ``with`` block ends.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -36,6 +39,8 @@ __all__ = [
     "delta_chunk",
     "error_reply",
     "json_reply",
+    "llama_cpp_check",
+    "raw_reply",
     "sse",
     "text_chunks",
     "tool_call_chunks",
@@ -56,6 +61,7 @@ class Reply:
     Attributes:
         status: the HTTP status.
         body: a JSON body (for non-streaming answers and errors).
+        raw: a body sent as these bytes instead (``application/json``, whatever they are).
         events: SSE ``data:`` payloads (dicts are JSON-encoded), sent as a chunked ``text/event-stream`` body.
         done: send ``data: [DONE]`` after the events.
         abort_after: drop the connection after this many events, mid-body (the chunked body never ends).
@@ -65,6 +71,7 @@ class Reply:
 
     status: int = 200
     body: Any = None
+    raw: bytes | None = None
     events: list[dict[str, Any] | str] | None = None
     done: bool = True
     abort_after: int | None = None
@@ -86,9 +93,16 @@ class RecordedRequest:
 class OpenAIServer:
     """The server; use it as a context manager (see the module docstring)."""
 
-    def __init__(self, replies: Iterable[Reply] = (), *, repeat: Reply | None = None) -> None:
+    def __init__(
+        self,
+        replies: Iterable[Reply] = (),
+        *,
+        repeat: Reply | None = None,
+        check: Callable[[Any], Reply | None] | None = None,
+    ) -> None:
         self._replies: deque[Reply] = deque(replies)
         self.repeat = repeat
+        self.check = check
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -112,7 +126,7 @@ class OpenAIServer:
         class Handler(_Handler):
             owner = server
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, args=(0.02,), name="openai-test-server", daemon=True
@@ -127,13 +141,23 @@ class OpenAIServer:
         self._thread.join()
 
     def _next_reply(self, request: RecordedRequest) -> Reply:
+        refused = self.check(request.json) if self.check is not None else None
         with self._lock:
             self.requests.append(request)
+            if refused is not None:
+                return refused
             if self._replies:
                 return self._replies.popleft()
         if self.repeat is not None:
             return self.repeat
         return error_reply(500, "test server: no scripted reply left")
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client that closes its connection mid-stream or between requests is normal in these tests
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -156,7 +180,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_events(reply)
 
     def _send_json(self, reply: Reply) -> None:
-        data = json.dumps(reply.body).encode()
+        data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
         self.send_response(reply.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -308,3 +332,22 @@ def error_reply(
         body={"error": {"message": message, "type": type, "code": None, "param": None}},
         headers=dict(headers or {}),
     )
+
+
+def raw_reply(data: bytes, status: int = 200) -> Reply:
+    """A reply whose body is ``data`` as it is (labelled ``application/json``)."""
+    return Reply(status=status, raw=data)
+
+
+def llama_cpp_check(payload: Any) -> Reply | None:
+    """Refuse what llama.cpp's server refuses (where OpenAI accepts it); None lets the request through.
+
+    * an assistant message with ``"content": null`` (llama.cpp wants a string or an array of parts): HTTP 500;
+    * ``tool_choice: "required"``: HTTP 400 (a named function is accepted).
+    """
+    for i, msg in enumerate(payload.get("messages") or ()):
+        if "content" in msg and msg["content"] is None:
+            return error_reply(500, f"messages[{i}]: 'content' must be a string or an array", type="server_error")
+    if payload.get("tool_choice") == "required":
+        return error_reply(400, "Invalid tool_choice: required", type="invalid_request_error")
+    return None

@@ -90,6 +90,97 @@ def test_json_without_a_type_is_not_an_action() -> None:
         parse_json_action('{"tool": "x"}')
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"wrapper": {"type": "final", "answer": "inner"}}', "inner"),
+        ('{"not": json, "x": {"type": "final", "answer": "inside a broken one"}}', "inside a broken one"),
+        ('He said "hi {there} and {"type": "final", "answer": "after a stray quote"}', "after a stray quote"),
+        ('{] {"unbalanced": [} {"type": "final", "answer": "after mismatches"}', "after mismatches"),
+        ('{"a": {"type": "final", "answer": "first"}} {"type": "final", "answer": "second"}', "first"),
+        ('{"s": "a } or { in a string", "type": "final", "answer": "braces in strings"}', "braces in strings"),
+        ('{"s": "escaped \\" quote }", "type": "final", "answer": "escapes"}', "escapes"),
+        ('{"open": ' + "[" * 98 + "]" * 98 + ', "type": "final", "answer": "100 levels"}', "100 levels"),
+    ],
+    ids=["nested", "in-invalid", "stray-quote", "mismatched", "document-order", "strings", "escapes", "depth-100"],
+)
+def test_parse_finds_embedded_actions(text: str, expected: str) -> None:
+    assert parse_json_action(text)["answer"] == expected
+
+
+@pytest.fixture
+def json_work(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The characters the parser hands to ``json`` to decode (a measure of its work that needs no clock)."""
+    offered: list[int] = []
+    real_loads, real_raw_decode = json.loads, json.JSONDecoder.raw_decode
+    inside = [False]
+
+    def loads(s: str, *args: object, **kwargs: object) -> object:
+        offered.append(len(s))
+        inside[0] = True
+        try:
+            return real_loads(s, *args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            inside[0] = False
+
+    def raw_decode(self: json.JSONDecoder, s: str, idx: int = 0) -> tuple[object, int]:
+        if not inside[0]:
+            offered.append(len(s) - idx)
+        return real_raw_decode(self, s, idx)
+
+    monkeypatch.setattr(json, "loads", loads)
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", raw_decode)
+    return offered
+
+
+FINAL = '{"type": "final", "answer": "ok"}'
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{]" * 100_000 + FINAL,
+        '{"type" ]' * 25_000 + FINAL,
+        "{}" * 100_000 + FINAL,
+        '{"a": "' + "x" * 200_000 + FINAL,
+        'x "' * 100_000 + FINAL,
+        '```json\n{"a": [1]}\n``` ' * 20_000 + FINAL,
+        "}" * 200_000 + FINAL,
+    ],
+    ids=["mismatched", "typed-mismatched", "empty-objects", "unterminated-string", "quotes", "fences", "closers"],
+)
+def test_parsing_is_linear_in_the_length(json_work: list[int], text: str) -> None:
+    assert parse_json_action(text)["answer"] == "ok"
+    assert sum(json_work) <= 4 * len(text)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{" * 200_000,
+        '{"a": ' * 200_000,
+        '{"type": "final", "answer": ' + "[" * 200_000,
+        'x {"type": ' + '"{' * 100_000,
+    ],
+    ids=["braces", "objects", "arrays", "in-strings"],
+)
+def test_deep_nesting_is_a_response_error(json_work: list[int], text: str) -> None:
+    with pytest.raises(ModelResponseError) as info:
+        parse_json_action(text)
+    assert str(info.value).startswith("model answer nests JSON more than 100 levels deep: ")
+    assert len(str(info.value)) < 300
+    assert sum(json_work) <= 4 * len(text)
+
+
+async def test_deeply_nested_arguments_in_a_string_are_a_response_error() -> None:
+    answer = '{"type": "tool", "tool": "get_weather", "args": "' + "[" * 100_000 + "]" * 100_000 + '"}'
+    model, _ = model_with(answer)
+    with pytest.raises(ModelResponseError, match="JSON tool action with arguments nested too deeply"):
+        await model.generate(ASK)
+
+
 # --- generate -----------------------------------------------------------------------------------------------
 
 

@@ -382,7 +382,7 @@ async def test_messages_tools_and_options_are_mapped(server: OpenAIServer) -> No
         {"role": "tool", "content": "sunny", "tool_call_id": "c1"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {"id": "c2", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
             ],
@@ -481,3 +481,88 @@ def test_the_package_exports_its_public_names() -> None:
     assert models.__all__ == sorted(models.__all__)
     for name in models.__all__:
         assert getattr(models, name) is not None
+
+
+# --- stalled streams ----------------------------------------------------------------------------------------
+
+
+def test_streams_have_an_idle_timeout_by_default() -> None:
+    from compose.models.openai_model import DEFAULT_STREAM_IDLE_TIMEOUT
+
+    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    assert model.stream_idle_timeout == DEFAULT_STREAM_IDLE_TIMEOUT == 120.0
+    with pytest.raises(ValueError, match="stream_idle_timeout must be positive"):
+        OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", api_key="k", stream_idle_timeout=0)
+
+
+@pytest.mark.parametrize("hold_after", [1, 2], ids=["before-content", "mid-content"])
+@CLOSES_STREAM_EARLY
+async def test_a_stalled_stream_is_a_timeout(server: OpenAIServer, hold_after: int) -> None:
+    # the server sends `hold_after` events, then nothing (until released at the end of the test)
+    stalled = sse(text_chunks("abcdef", size=2))
+    stalled.hold_after = hold_after
+    server.push(stalled, sse(text_chunks("after")))
+    got: list[str] = []
+    try:
+        async with OpenAIChatModel("m", base_url=server.base_url, api_key="k", stream_idle_timeout=0.2) as model:
+            with pytest.raises(ModelTimeoutError) as info:
+                async with await model.stream(HI) as reader:
+                    async for chunk in reader:
+                        got.append(chunk.content)
+            assert str(info.value) == "the stream stalled: no data from the server for 0.2 s"
+            assert info.value.retryable
+            assert isinstance(info.value.__cause__, openai.APITimeoutError)
+            # a client's own, shorter read timeout is kept
+            assert model._stream_timeout(60.0).read == 60.0
+            stalled.release.set()
+            assert concat_messages(await read_all(await model.stream(HI))).content == "after"
+    finally:
+        stalled.release.set()
+    assert got == ["ab"][: hold_after - 1]
+
+
+def test_the_idle_timeout_applies_to_streams_only_and_yields_to_a_timeout_option() -> None:
+    url = "http://127.0.0.1:9/v1"
+    model = OpenAIChatModel("m", base_url=url, api_key="k")
+    streamed = model._request(HI, {}, streaming=True)["timeout"]
+    assert (streamed.connect, streamed.read, streamed.write) == (5.0, 120.0, 600.0)  # the SDK's, read cut
+    assert "timeout" not in model._request(HI, {})
+    assert OpenAIChatModel("m", base_url=url, api_key="k", timeout=30.0)._request(HI, {}, streaming=True)[
+        "timeout"
+    ] == 30.0
+    assert "timeout" not in OpenAIChatModel("m", base_url=url, api_key="k", stream_idle_timeout=None)._request(
+        HI, {}, streaming=True
+    )
+
+
+# --- Retry-After ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"retry-after": "7"}, 7.0),
+        ({"retry-after": "1.5"}, 1.5),
+        ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),  # a date in the past
+        ({"retry-after": "soon"}, None),
+        ({}, None),
+    ],
+)
+async def test_retry_after_is_on_the_error(
+    server: OpenAIServer, model: OpenAIChatModel, headers: dict[str, str], expected: float | None
+) -> None:
+    server.push(error_reply(429, "slow down", headers=headers))
+    with pytest.raises(ModelRateLimitError) as info:
+        await model.generate(HI)
+    assert info.value.retry_after == expected
+
+
+def test_retry_after_as_an_http_date() -> None:
+    from datetime import UTC, datetime
+
+    from compose.models._openai_errors import retry_after_seconds
+
+    now = datetime(2015, 10, 21, 7, 27, 30, tzinfo=UTC)
+    assert retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, now=now) == 30.0
+    assert retry_after_seconds({"retry-after": "-3"}, now=now) is None
