@@ -29,6 +29,7 @@ class RunContext:
     session_values: dict[str, Any] = field(default_factory=dict)
     events: deque[AgentEvent] = field(default_factory=deque)
     held: AgentEvent | None = None  # the return-directly tool's event, emitted when the ToolsNode finishes
+    held_call_id: str = ""  # the call whose event this run held (a resumed run rebuilds it otherwise)
     model_calls: int = 0
     total_tokens: int = 0
     tool_history: list[str] = field(default_factory=list)

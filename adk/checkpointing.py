@@ -87,33 +87,51 @@ def _segments(address: str) -> list[str]:
 
 def agent_contexts(contexts: list[InterruptCtx], run_path: tuple[str, ...]) -> list[InterruptCtx]:
     """The graph's interrupt contexts as the agent's caller sees them: the same ids, addresses made of agent
-    and tool segments only (``agent:<name>`` for each agent on the run path, then the tool segments), and the
-    parent chain keeping only contexts at a tool (the ToolsNode's composite interrupt is an engine detail).
-    Infos saved as JSON that are approval requests come back as :class:`~adk.approval.ApprovalRequest`."""
+    and tool segments only (``agent:<name>`` for each agent on the run path, then the tool segments).
+
+    The parent chain is Eino's: a context at a tool has the agent's own context (address ``agent:<name>``, not a
+    root cause) as its parent, shared by every tool context of the pause, and each agent's context has the
+    enclosing agent's as its parent. The graph's composite contexts without a tool segment (the ToolsNode's)
+    are engine details: the agent's context stands in for the outermost one and takes its id. Infos saved as
+    JSON that are approval requests come back as :class:`~adk.approval.ApprovalRequest`. Resume targets are
+    the root causes; the agent contexts are there to show where the pause sits.
+    """
     prefix = [f"agent:{name}" for name in run_path]
     converted: dict[int, InterruptCtx | None] = {}
+    agents: list[InterruptCtx] = []  # the agents' contexts, outermost first, made on first need
+
+    def agent_chain(anchor: str, depth: int) -> InterruptCtx | None:
+        """The context of the agent ``depth`` levels down the run path (0: none), its id taken from ``anchor``."""
+        if depth <= 0:
+            return None
+        if not agents:
+            parent: InterruptCtx | None = None
+            for level in range(1, len(prefix) + 1):
+                address = ";".join(prefix[:level])
+                ctx_id = anchor if level == len(prefix) else uuid.uuid5(uuid.NAMESPACE_URL, f"{anchor}/{address}").hex
+                parent = InterruptCtx(ctx_id, address, None, is_root_cause=False, parent=parent)
+                agents.append(parent)
+        return agents[depth - 1]
 
     def convert(ctx: InterruptCtx | None) -> InterruptCtx | None:
         if ctx is None:
             return None
         if id(ctx) in converted:
             return converted[id(ctx)]
-        parent = convert(ctx.parent)
         tools = _segments(ctx.address)
-        if not ctx.is_root_cause and not tools:
-            converted[id(ctx)] = parent
-            return parent
-        out = InterruptCtx(
-            ctx.id,
-            ";".join([*prefix, *tools]),
-            as_approval_request(ctx.info),
-            is_root_cause=ctx.is_root_cause,
-            parent=parent,
-        )
+        out: InterruptCtx | None
+        if tools or ctx.is_root_cause:
+            # a root cause without a tool segment sits at the agent itself: its parent is the enclosing agent
+            parent = convert(ctx.parent) or agent_chain(ctx.id, len(prefix) - (0 if tools else 1))
+            info = as_approval_request(ctx.info)
+            address = ";".join([*prefix, *tools])
+            out = InterruptCtx(ctx.id, address, info, is_root_cause=ctx.is_root_cause, parent=parent)
+        else:
+            out = convert(ctx.parent) or agent_chain(ctx.id, len(prefix))
         converted[id(ctx)] = out
         return out
 
-    return [c for c in map(convert, contexts) if c is not None]
+    return [c for c in map(convert, contexts) if c is not None and c.is_root_cause]
 
 
 @dataclass(slots=True, eq=False)

@@ -44,7 +44,7 @@ from compose.models.base import ChatModel
 from compose.runnable import Runnable
 from compose.schema import Message, tool_message
 from compose.state import is_awaitable, process_state
-from compose.stream import SKIP, SkipType, StreamReader
+from compose.stream import SKIP, SkipType, StreamReader, concat
 from compose.tool_node import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
@@ -82,6 +82,9 @@ class State:
     has_return_directly: bool = False
     return_directly_tool_call_id: str = ""
     tool_gen_actions: dict[str, AgentAction] = field(default_factory=dict)
+    # the action of the return-directly call, kept with the state: its event is rebuilt after a resume when the
+    # call finished before the run paused (the finished call does not run again)
+    return_directly_action: AgentAction | None = None
     agent_name: str = ""
     remaining_iterations: int = DEFAULT_MAX_ITERATIONS
 
@@ -264,10 +267,23 @@ def _pick(call_id: str, chunk: list[Message | None]) -> Message | SkipType:
 
 
 async def _to_end_converter(reader: StreamReader[list[Message | None]]) -> StreamReader[Message]:
-    """The return-directly call's message, from the ToolsNode's output."""
+    """The return-directly call's message, from the ToolsNode's output.
+
+    When that call finished before the run paused, this (resumed) run never held its event, so the event is
+    sent here, after the other tool events, from the saved result and action (as Eino keeps the held event in
+    the state): once over both runs, and last.
+    """
     async with process_state(State) as st:
         call_id = st.return_directly_tool_call_id
-    return reader.map(partial(_pick, call_id))
+        action = st.return_directly_action
+    picked = reader.map(partial(_pick, call_id))
+    run = current_run.get()
+    if run is None or run.held_call_id == call_id:
+        return picked
+    message: Message = await concat(picked)
+    variant = MessageVariant(False, message=message, role="tool", tool_name=message.tool_name)
+    run.send(AgentEvent(output=AgentOutput(variant), action=action))
+    return StreamReader.from_iterable((message,))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -290,13 +306,16 @@ async def _pop_action(run: RunContext, name: str) -> tuple[AgentAction | None, b
 def _pop(st: State, key: str, call_id: str | None) -> tuple[AgentAction | None, bool]:
     action = st.tool_gen_actions.pop(key, None) if st.tool_gen_actions else None
     held = st.has_return_directly and bool(call_id) and st.return_directly_tool_call_id == call_id
+    if held:
+        st.return_directly_action = action
     return action, held
 
 
-def _deliver(run: RunContext, event: AgentEvent, held: bool) -> None:
+def _deliver(run: RunContext, event: AgentEvent, held: bool, call_id: str) -> None:
     if held:
         event.agent_name, event.run_path = run.agent_name, run.run_path
         run.held = event
+        run.held_call_id = call_id
     else:
         run.send(event)
 
@@ -342,7 +361,7 @@ def tool_result_collector() -> ToolMiddleware:
                 run.emit("tool.call.completed", tool=inp.name, call_id=inp.call_id, result=out.result)
             msg = tool_message(out.result, inp.call_id, tool_name=inp.name)
             variant = MessageVariant(False, message=msg, role="tool", tool_name=inp.name)
-            _deliver(run, AgentEvent(output=AgentOutput(variant), action=action), held)
+            _deliver(run, AgentEvent(output=AgentOutput(variant), action=action), held, inp.call_id)
             return out
 
         return endpoint
@@ -359,7 +378,7 @@ def tool_result_collector() -> ToolMiddleware:
             event_copy, keep = out.result.copy(2)
             stream = event_copy.map(partial(_tool_chunk, inp.call_id, inp.name))
             variant = MessageVariant(True, message_stream=stream, role="tool", tool_name=inp.name)
-            _deliver(run, AgentEvent(output=AgentOutput(variant), action=action), held)
+            _deliver(run, AgentEvent(output=AgentOutput(variant), action=action), held, inp.call_id)
             return StreamToolOutput(keep)
 
         return endpoint

@@ -184,7 +184,10 @@ class AgentRun(AsyncIterator[AgentEvent]):
             if done:
                 await self._complete()
         except GraphInterrupt as exc:
-            self._flush_held()
+            if self._checkpoint is None:
+                self._flush_held()  # the run cannot resume: this is the event's only chance
+            else:
+                await self._drop_held()  # the resumed run sends it, last (see adk.react._to_end_converter)
             await self._pause(exc)
         except Exception as exc:
             self._flush_held()
@@ -235,6 +238,12 @@ class AgentRun(AsyncIterator[AgentEvent]):
         if ctx.held is not None:
             ctx.events.append(ctx.held)
             ctx.held = None
+
+    async def _drop_held(self) -> None:
+        ctx = self._ctx
+        if ctx.held is not None:
+            held, ctx.held = ctx.held, None
+            await held.aclose()
 
     async def _complete(self) -> None:
         assert self._run is not None

@@ -117,7 +117,8 @@ async def test_approved_call_runs_on_resume(streaming: bool) -> None:
     (ctx,) = paused.interrupt_contexts
     assert ctx.info == ApprovalRequest(tool_name="pay", arguments='{"amount": 5}', call_id="c1")
     assert ctx.address == "agent:ops;tool:pay:c1"
-    assert ctx.is_root_cause and ctx.parent is None
+    assert ctx.is_root_cause and ctx.parent is not None
+    assert ctx.parent.address == "agent:ops" and not ctx.parent.is_root_cause and ctx.parent.parent is None
     assert ledger.ran == []  # the guard held the call back
     store = runner.checkpoint_store
     assert store is not None and await store.list() == ["job-1"]
