@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adk.events import AgentEvent
+from adk.events import AgentEvent, AgentInterruptInfo
 from adk.runner import AgentRun
 from compose.schema import FunctionCall, Message, ToolCall
 
@@ -65,3 +65,19 @@ async def collect(run: AgentRun) -> list[Seen]:
 
 def kinds(seen: list[Seen]) -> list[str]:
     return [s.kind for s in seen]
+
+
+async def drain(run: AgentRun) -> tuple[list[Seen], AgentInterruptInfo | None]:
+    """The run's message events, reduced, and the interrupt info of its last event (if it paused)."""
+    seen: list[Seen] = []
+    paused: AgentInterruptInfo | None = None
+    async with run:
+        async for event in run:
+            assert paused is None, "the interrupt event is the run's last"
+            if event.action is not None and event.action.interrupted is not None:
+                assert event.output is None and event.error is None
+                assert event.run_path == (event.agent_name,)
+                paused = event.action.interrupted
+            else:
+                seen.append(await reduce(event))
+    return seen, paused

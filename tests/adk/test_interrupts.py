@@ -22,9 +22,9 @@ from adk.actions import send_tool_gen_action
 from adk.approval import ApprovalDecision, ApprovalRequest, rejection_message
 from adk.chat_model_agent import ChatModelAgent
 from adk.errors import CheckpointNotFoundError
-from adk.events import AgentAction, AgentEvent, AgentInterruptInfo, BreakLoopAction, TransferToAgentAction
+from adk.events import AgentAction, AgentEvent, BreakLoopAction, TransferToAgentAction
 from adk.react import State
-from adk.runner import AgentRun, Runner
+from adk.runner import Runner
 from adk.telemetry import TelemetryEvent
 from compose.checkpoint import InMemoryCheckPointStore, SQLiteCheckPointStore
 from compose.errors import CheckpointError, GraphBuildError, GraphInterrupt, InterruptNotFoundError, NodeRunError
@@ -34,7 +34,7 @@ from compose.models import ScriptedChatModel
 from compose.models.scripted import ScriptedResponse
 from compose.schema import user_message
 from compose.tools import tool
-from tests.adk.helpers import Seen, call, calling, reduce
+from tests.adk.helpers import call, calling, drain, reduce
 
 pytestmark = pytest.mark.anyio
 
@@ -87,22 +87,6 @@ def make(
     agent = ChatModelAgent(name, "runs operations", model=model, tools=ledger.tools, approval=needs_approval, **kw)
     store = InMemoryCheckPointStore() if store is None else store
     return Runner(agent, enable_streaming=streaming, checkpoint_store=store), model, ledger
-
-
-async def drain(run: AgentRun) -> tuple[list[Seen], AgentInterruptInfo | None]:
-    """The run's message events, reduced, and the interrupt info of its last event (if it paused)."""
-    seen: list[Seen] = []
-    paused: AgentInterruptInfo | None = None
-    async with run:
-        async for event in run:
-            assert paused is None, "the interrupt event is the run's last"
-            if event.action is not None and event.action.interrupted is not None:
-                assert event.output is None and event.error is None
-                assert event.run_path == (event.agent_name,)
-                paused = event.action.interrupted
-            else:
-                seen.append(await reduce(event))
-    return seen, paused
 
 
 PAY_ONE: list[ScriptedResponse] = [calling(call("pay", '{"amount": 5}', id="c1"), content="paying"), "All paid."]

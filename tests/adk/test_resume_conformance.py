@@ -10,28 +10,15 @@ import pytest
 
 from adk.actions import send_tool_gen_action
 from adk.chat_model_agent import ChatModelAgent, ToolsConfig
-from adk.events import AgentAction, AgentInterruptInfo
-from adk.runner import AgentRun, Runner
+from adk.events import AgentAction
+from adk.runner import Runner
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.interrupt import get_resume_context, interrupt
 from compose.models import ScriptedChatModel
 from compose.tools import tool
-from tests.adk.helpers import Seen, call, calling, reduce
+from tests.adk.helpers import call, calling, drain
 
 pytestmark = pytest.mark.anyio
-
-
-async def drain(run: AgentRun) -> tuple[list[Seen], AgentInterruptInfo | None]:
-    seen: list[Seen] = []
-    paused: AgentInterruptInfo | None = None
-    async with run:
-        async for event in run:
-            assert paused is None, "the interrupt event is the run's last"
-            if event.action is not None and event.action.interrupted is not None:
-                paused = event.action.interrupted
-            else:
-                seen.append(await reduce(event))
-    return seen, paused
 
 
 def rd_agent(ran: list[str], *, streaming_tool: bool) -> ChatModelAgent:
