@@ -29,6 +29,7 @@ from adk.events import (
 from adk.react import ChatModelAgentState, ChatModelHook, State
 from adk.retry import ModelRetryConfig, default_backoff, default_is_retryable
 from adk.runner import Agent, AgentRun, Runner
+from adk.session_values import add_session_value, add_session_values, get_session_value, get_session_values
 from adk.telemetry import TELEMETRY_EVENT_NAMES, JSONLTraceWriter, TelemetryEvent, TelemetryHandler
 from compose._lazy import lazy_names as _lazy_names
 
@@ -73,9 +74,13 @@ __all__ = [
     "ToolsConfig",
     "TransferToAgentAction",
     "WillRetryError",
+    "add_session_value",
+    "add_session_values",
     "approval_middleware",
     "default_backoff",
     "default_is_retryable",
     "exit_tool",
+    "get_session_value",
+    "get_session_values",
     "send_tool_gen_action",
 ]

@@ -134,7 +134,7 @@ class AgentRun(AsyncIterator[AgentEvent]):
 
     @property
     def session_values(self) -> dict[str, Any]:
-        """The run's session values (``output_key`` writes here)."""
+        """The run's session values (its own session: see ``Runner``; ``output_key`` writes here)."""
         return self._ctx.session_values
 
     def __repr__(self) -> str:
@@ -326,8 +326,10 @@ class Runner:
         claim_stale_after: ``resume`` takes over a claim on the checkpoint older than this many seconds (the
             worker that held it died mid-resume); None (default) never does.
 
-    ``session_values`` persists across the runner's runs (``output_key`` writes into it); a resumed run
-    gets the values saved with its checkpoint on top.
+    Session values (``adk.session_values``): every run has its own session, which starts from the runner's
+    ``session_values`` (defaults for every run) updated with the call's ``session_values=``; agents, tools and
+    hooks read and write it during the run, ``output_key`` writes into it, and ``run.session_values`` shows it
+    after the run. A resumed run starts from the defaults with the values saved with its checkpoint on top.
 
     Checkpoints (Eino's runner): ``run(..., checkpoint_id=id)`` always starts a fresh run and, if it pauses,
     saves it under exactly ``id`` (replacing what was there) before yielding the interrupt event;
@@ -375,27 +377,46 @@ class Runner:
             raise ValueError(f"failed to {what}: the runner has no checkpoint store (Runner(checkpoint_store=...))")
         return self.checkpoint_store
 
-    def run(self, messages: Sequence[Message], *, checkpoint_id: str | None = None) -> AgentRun:
+    def run(
+        self,
+        messages: Sequence[Message],
+        *,
+        checkpoint_id: str | None = None,
+        session_values: Mapping[str, Any] | None = None,
+    ) -> AgentRun:
         """Run the agent on ``messages``; iterate the result for the events.
 
         Args:
             messages: the conversation so far.
             checkpoint_id: save the run under this id if it pauses (needs a checkpoint store).
+            session_values: this run's session values, on top of the runner's ``session_values``.
 
         Raises:
             ValueError: ``checkpoint_id`` without a checkpoint store.
+            TypeError: ``session_values`` is not a mapping.
         """
         checkpoint = (self._store("checkpoint a run"), checkpoint_id) if checkpoint_id is not None else None
         return self.agent.run(
             AgentInput(checked_messages(messages, "Runner.run"), self.enable_streaming),
             telemetry=self.telemetry,
-            session_values=self.session_values,
+            session_values=self._session(session_values),
             checkpoint=checkpoint,
         )
 
-    def query(self, text: str, *, checkpoint_id: str | None = None) -> AgentRun:
-        """Run the agent on one user message."""
-        return self.run([user_message(text)], checkpoint_id=checkpoint_id)
+    def query(
+        self, text: str, *, checkpoint_id: str | None = None, session_values: Mapping[str, Any] | None = None
+    ) -> AgentRun:
+        """Run the agent on one user message (see :meth:`run`)."""
+        return self.run([user_message(text)], checkpoint_id=checkpoint_id, session_values=session_values)
+
+    def _session(self, values: Mapping[str, Any] | None) -> dict[str, Any]:
+        """A new run's session: the runner's defaults, then the call's values."""
+        session = dict(self.session_values)
+        if values is not None:
+            if not isinstance(values, Mapping):
+                raise TypeError(f"session_values must be a mapping of names to values, got {type(values).__qualname__}")
+            session.update(values)
+        return session
 
     def resume(self, checkpoint_id: str, targets: Mapping[str, Any] | None = None) -> AgentRun:
         """Continue the run paused under ``checkpoint_id``; iterate the result for the rest of its events.
@@ -417,6 +438,6 @@ class Runner:
             checkpoint_id,
             dict(targets or {}),
             telemetry=self.telemetry,
-            session_values=self.session_values,
+            session_values=self._session(None),
             claim_stale_after=self.claim_stale_after,
         )

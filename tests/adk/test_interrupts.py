@@ -238,7 +238,8 @@ async def test_counters_and_session_values_survive_the_pause() -> None:
     other = Runner(runner.agent, checkpoint_store=runner.checkpoint_store)
     resumed = other.resume("j", targets={paused.ids[0]: ApprovalDecision(approved=True)})
     await drain(resumed)
-    assert other.session_values == {"user": "alice", "answer": "ok"}
+    assert resumed.session_values == {"user": "alice", "answer": "ok"}
+    assert other.session_values == {}  # the runner's defaults are not the run's session
     assert resumed.total_tokens > tokens
     # tool_choice applies to the run's first model call only, even across the pause
     assert [c.options.tool_choice for c in model.calls] == ["required", None]

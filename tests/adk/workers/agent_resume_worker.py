@@ -100,8 +100,7 @@ async def main(phase: str, kind: str, where: str, log: str, mode: str, target: s
     runner = Runner(agent, enable_streaming=mode == "stream", checkpoint_store=store)
     try:
         if phase == "run":
-            runner.session_values["user"] = "alice"
-            async with runner.query("settle invoice", checkpoint_id="job-7") as run:
+            async with runner.query("settle invoice", checkpoint_id="job-7", session_values={"user": "alice"}) as run:
                 async for event in run:
                     print(json.dumps(await show(event)), flush=True)
                     if event.action is not None and event.action.interrupted is not None:
@@ -114,7 +113,7 @@ async def main(phase: str, kind: str, where: str, log: str, mode: str, target: s
             summary = {
                 "model_saw": [[m.role, m.content] for m in model.calls[-1].messages],
                 "streaming": [c.streaming for c in model.calls],
-                "session_values": runner.session_values,
+                "session_values": run.session_values,
                 "remaining_checkpoints": await store.list(),
             }
             print(json.dumps(summary), flush=True)
