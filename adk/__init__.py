@@ -3,6 +3,7 @@
 import typing
 
 from adk.actions import send_tool_gen_action
+from adk.agents.history import HistoryEntry, HistoryRewriter, default_history_rewriter, rewrite_message
 from adk.approval import ApprovalDecision, ApprovalPredicate, ApprovalRequest, approval_middleware
 from adk.chat_model_agent import ChatModelAgent, ToolExecutionMode, ToolsConfig, exit_tool
 from adk.checkpointing import AgentCheckpoint
@@ -26,6 +27,14 @@ from adk.events import (
     MessageVariant,
     TransferToAgentAction,
 )
+from adk.instruction import (
+    TRANSFER_TO_AGENT_TOOL_DESCRIPTION,
+    TRANSFER_TO_AGENT_TOOL_NAME,
+    InstructionFormatError,
+    format_instruction,
+    gen_transfer_messages,
+    transfer_instruction,
+)
 from adk.react import ChatModelAgentState, ChatModelHook, State
 from adk.retry import ModelRetryConfig, default_backoff, default_is_retryable
 from adk.runner import Agent, AgentRun, Runner
@@ -40,6 +49,8 @@ else:
 
 __all__ = [
     "TELEMETRY_EVENT_NAMES",
+    "TRANSFER_TO_AGENT_TOOL_DESCRIPTION",
+    "TRANSFER_TO_AGENT_TOOL_NAME",
     "Agent",
     "AgentAction",
     "AgentCheckpoint",
@@ -59,6 +70,9 @@ __all__ = [
     "ChatModelHook",
     "CheckpointNotFoundError",
     "ExceedMaxIterationsError",
+    "HistoryEntry",
+    "HistoryRewriter",
+    "InstructionFormatError",
     "JSONActionChatModel",
     "JSONLTraceWriter",
     "MessageVariant",
@@ -78,9 +92,14 @@ __all__ = [
     "add_session_values",
     "approval_middleware",
     "default_backoff",
+    "default_history_rewriter",
     "default_is_retryable",
     "exit_tool",
+    "format_instruction",
+    "gen_transfer_messages",
     "get_session_value",
     "get_session_values",
+    "rewrite_message",
     "send_tool_gen_action",
+    "transfer_instruction",
 ]

@@ -26,6 +26,7 @@ from adk.actions import send_tool_gen_action
 from adk.approval import ApprovalPredicate, approval_middleware
 from adk.checkpointing import CheckpointBinding
 from adk.events import AgentAction, AgentInput, checked_messages
+from adk.instruction import format_instruction
 from adk.react import (
     DEFAULT_MAX_ITERATIONS,
     ChatModelHook,
@@ -277,12 +278,20 @@ class ChatModelAgent:
             self._runnable = self._build()
         return self._runnable
 
-    def model_input(self, input: AgentInput) -> list[Message]:
+    def model_input(self, input: AgentInput, session_values: Mapping[str, Any] | None = None) -> list[Message]:
         """The graph's input: the instruction as a system message, then the conversation (Eino's default
-        ``GenModelInput``)."""
+        ``GenModelInput``). With session values, the instruction's ``{key}`` placeholders are filled from them
+        (:func:`~adk.instruction.format_instruction`: ``{{``/``}}`` for literal braces).
+
+        Raises:
+            InstructionFormatError: a placeholder names no session value, or the instruction is malformed.
+        """
         messages = list(input.messages)
         if self.instruction:
-            messages.insert(0, system_message(self.instruction))
+            instruction = self.instruction
+            if session_values:
+                instruction = format_instruction(instruction, session_values, agent_name=self.name)
+            messages.insert(0, system_message(instruction))
         return messages
 
     def run(
@@ -300,10 +309,11 @@ class ChatModelAgent:
         """
         checked_messages(input.messages, f"agent '{self.name}'")
         binding = CheckpointBinding(checkpoint[0], checkpoint[1], self._bridge) if checkpoint is not None else None
+        ctx = self._context(telemetry, session_values, run_path)
         return AgentRun(
             self.runnable,
-            self.model_input(input),
-            self._context(telemetry, session_values, run_path),
+            self.model_input(input, ctx.session_values),
+            ctx,
             streaming=input.enable_streaming,
             timeout=self.timeout,
             output_key=self.output_key,

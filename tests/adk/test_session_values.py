@@ -100,3 +100,24 @@ async def test_session_values_written_before_a_pause_survive_it(streaming: bool)
     seen, _ = await drain(resumed)
     assert [s.content for s in seen] == ["pay confirmed", "done"]
     assert resumed.session_values == {"user": "bob", "asked": "pay"}
+
+
+async def test_instruction_placeholders_are_filled_from_session_values(anyio_backend: Any) -> None:
+    model = ScriptedChatModel(["hi"])
+    agent = ChatModelAgent("guide", "d", "You help {user} in {city}. Use {{braces}}.", model=model)
+    await collect(Runner(agent).query("go", session_values={"user": "alice", "city": "Hangzhou"}))
+    assert model.calls[0].messages[0].content == "You help alice in Hangzhou. Use {braces}."
+    # without session values the instruction is taken as it is (Eino formats only when there are some)
+    plain = ScriptedChatModel(["hi"])
+    await collect(Runner(ChatModelAgent("guide", "d", "Literal {user}", model=plain)).query("go"))
+    assert plain.calls[0].messages[0].content == "Literal {user}"
+
+
+def test_a_missing_placeholder_names_the_key_and_the_agent() -> None:
+    from adk.instruction import InstructionFormatError
+
+    agent = ChatModelAgent("guide", "d", "You help {user}.", model=ScriptedChatModel(["x"]))
+    with pytest.raises(InstructionFormatError) as info:
+        Runner(agent).query("go", session_values={"city": "Hangzhou"})
+    assert info.value.key == "user" and info.value.agent_name == "guide"
+    assert "user" in str(info.value) and "guide" in str(info.value)

@@ -1,0 +1,207 @@
+"""The conversation an agent sees when a flow runs it: the root input, then every message recorded in the run's
+session, with other agents' messages retold as user messages (eino-semantics 4.7, Eino's flow.go).
+
+Example::
+
+    >>> from compose.schema import assistant_message, user_message
+    >>> events = [RecordedEvent("router", assistant_message("Let me ask the weather agent"))]
+    >>> [m.content for m in build_agent_input([user_message("Rain?")], events, agent_name="weather")]
+    ['Rain?', 'For context: [router] said: Let me ask the weather agent.']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from adk.events import AgentEvent
+from adk.instruction import gen_transfer_messages
+from compose.schema import Message, user_message
+
+__all__ = [
+    "HistoryEntry",
+    "HistoryRewriter",
+    "RecordedEvent",
+    "build_agent_input",
+    "chat_history_for_agent_tool",
+    "default_history_rewriter",
+    "is_own_event",
+    "is_recorded",
+    "rewrite_message",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One message of the history a :data:`HistoryRewriter` turns into an agent's input (Eino's
+    ``HistoryEntry``).
+
+    Attributes:
+        message: the message.
+        agent_name: the agent that produced it ("" for the root input).
+        is_user_input: the message is one of the run's root input messages.
+    """
+
+    message: Message
+    agent_name: str = ""
+    is_user_input: bool = False
+
+
+HistoryRewriter = Callable[[Sequence[HistoryEntry]], list[Message]]
+"""Turns the history entries into the messages the next agent is given (Eino's ``HistoryRewriter``); it may
+raise to fail the agent's run."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedEvent:
+    """What the history needs of one event recorded in the run's session.
+
+    Attributes:
+        agent_name: the agent that emitted it.
+        message: its whole message (a stream already concatenated), or ``None`` when it has no message or its
+            stream ended with ``WillRetryError`` (a failed model attempt that is retried: Eino skips it).
+        role: the role of the event's message variant (``MessageVariant.role``), ``None`` without one.
+        transfer: the event carries a transfer-to-agent action.
+    """
+
+    agent_name: str
+    message: Message | None
+    role: Literal["assistant", "tool"] | None = None
+    transfer: bool = False
+
+    @classmethod
+    def from_event(cls, event: AgentEvent, message: Message | None) -> RecordedEvent:
+        """The record of ``event``, given its whole message (``await event.message.get_message()``, or
+        ``None`` as described on :attr:`message`)."""
+        variant = event.message
+        return cls(
+            agent_name=event.agent_name,
+            message=message,
+            role=variant.role if variant is not None else None,
+            transfer=event.action is not None and event.action.transfer_to_agent is not None,
+        )
+
+
+def is_own_event(event: AgentEvent, run_path: Sequence[str]) -> bool:
+    """Whether ``event`` was emitted by the agent running at ``run_path`` itself, not by an agent nested in it
+    (an agent tool's inner agent): only such events' actions steer the flow (flow.go ``run``,
+    ``exactRunPathMatch``)."""
+    return tuple(event.run_path) == tuple(run_path)
+
+
+def is_recorded(event: AgentEvent, run_path: Sequence[str]) -> bool:
+    """Whether the flow agent at ``run_path`` records ``event`` in the session, for later agents' history: its
+    own events (:func:`is_own_event`) except an interrupt (flow.go ``run``: "interrupt action are not added to
+    session")."""
+    interrupted = event.action is not None and event.action.interrupted is not None
+    return not interrupted and is_own_event(event, run_path)
+
+
+def rewrite_message(message: Message, agent_name: str) -> Message:
+    """Retell a message of agent ``agent_name`` as a user message for another agent (flow.go
+    ``rewriteMessage``).
+
+    The text starts ``For context:``; an assistant message adds `` [A] said: <content>.`` when it has content
+    and `` [A] called tool: `name` with arguments: <arguments>.`` per tool call; a tool message with content
+    adds `` [A] `tool` tool returned result: <content>.``. Any other message (a user or system message, an
+    empty tool result) is retold as a bare ``For context:``. Nothing else is carried over (no name, reasoning
+    or extra).
+
+    Example::
+
+        >>> from compose.schema import assistant_message
+        >>> rewrite_message(assistant_message("hi"), "A").content
+        'For context: [A] said: hi.'
+    """
+    parts = ["For context:"]
+    if message.role == "assistant":
+        if message.content:
+            parts.append(f" [{agent_name}] said: {message.content}.")
+        for call in message.tool_calls:
+            parts.append(
+                f" [{agent_name}] called tool: `{call.function.name}` with arguments: {call.function.arguments}."
+            )
+    elif message.role == "tool" and message.content:
+        # Go formats a missing tool name as "" too.
+        parts.append(f" [{agent_name}] `{message.tool_name or ''}` tool returned result: {message.content}.")
+    return user_message("".join(parts))
+
+
+def default_history_rewriter(agent_name: str) -> HistoryRewriter:
+    """The history rewriter of agent ``agent_name`` when none is given (flow.go ``buildDefaultHistoryRewriter``
+    and ``genMsg``): root input messages and the agent's own messages are kept as they are, every other
+    agent's message is retold by :func:`rewrite_message`. Entries are matched by agent name, not run path.
+    """
+
+    def rewrite(entries: Sequence[HistoryEntry]) -> list[Message]:
+        return [
+            e.message if e.is_user_input or e.agent_name == agent_name else rewrite_message(e.message, e.agent_name)
+            for e in entries
+        ]
+
+    return rewrite
+
+
+def build_agent_input(
+    root_input: Sequence[Message],
+    events: Sequence[RecordedEvent],
+    *,
+    agent_name: str,
+    rewriter: HistoryRewriter | None = None,
+    skip_transfer_messages: bool = False,
+) -> list[Message]:
+    """The messages a flow gives agent ``agent_name``: the run's root input, then the recorded events' messages
+    in order, through ``rewriter`` (flow.go ``genAgentInput``).
+
+    Rules (Eino's):
+
+    - Every recorded event counts, whichever agent or branch of the flow emitted it; recording itself keeps only
+      each agent's own, non-interrupt events (:func:`is_recorded`).
+    - An event without a message (``message is None``) is skipped.
+    - With ``skip_transfer_messages`` an event carrying a transfer action is skipped, and when its message
+      variant is a tool result the entry before it is dropped as well (the assistant message that called the
+      transfer tool; it is dropped whatever it is, even a root input message, as in Eino).
+
+    Args:
+        root_input: the messages the run started with.
+        events: the session's recorded events, oldest first.
+        agent_name: the agent the input is for (the default rewriter keeps its own messages as they are).
+        rewriter: turns the history entries into messages; :func:`default_history_rewriter` by default.
+        skip_transfer_messages: leave transfer messages out (Eino's ``WithSkipTransferMessages``).
+
+    Returns:
+        The agent's input messages.
+    """
+    entries = [HistoryEntry(m, is_user_input=True) for m in root_input]
+    for event in events:
+        if skip_transfer_messages and event.transfer:
+            if event.role == "tool" and entries:
+                entries.pop()
+            continue
+        if event.message is None:
+            continue
+        entries.append(HistoryEntry(event.message, agent_name=event.agent_name))
+    rewrite = rewriter if rewriter is not None else default_history_rewriter(agent_name)
+    return rewrite(entries)
+
+
+def chat_history_for_agent_tool(
+    messages: Sequence[Message], *, agent_name: str, dest_agent_name: str, tool_call_id: str | None = None
+) -> list[Message]:
+    """The input of an agent tool given the full chat history (agent_tool.go ``getReactChatHistory``):
+    ``messages`` (the calling agent's conversation) without its last message (the call of the agent tool), then
+    a transfer to ``dest_agent_name`` (:func:`~adk.instruction.gen_transfer_messages`); system messages are
+    dropped, and every assistant and tool message is retold as coming from ``agent_name``, the calling agent.
+
+    Args:
+        messages: the calling agent's conversation, ending with the message that calls the agent tool.
+        agent_name: the calling agent.
+        dest_agent_name: the agent behind the tool.
+        tool_call_id: the id of the synthetic transfer call (a fresh uuid4 when not given).
+    """
+    # An empty conversation still gets the transfer pair (Eino appends it unconditionally).
+    history = [*messages[:-1], *gen_transfer_messages(dest_agent_name, tool_call_id=tool_call_id)]
+    return [
+        rewrite_message(m, agent_name) if m.role in ("assistant", "tool") else m for m in history if m.role != "system"
+    ]
