@@ -36,7 +36,7 @@ from typing import Any, Literal, Protocol, cast, overload, runtime_checkable
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from compose.errors import ToolArgumentsError
 from compose.schema import ToolInfo
@@ -519,15 +519,23 @@ def _arguments_error(tool_name: str, exc: ValidationError, params: Sequence[str]
     return ToolArgumentsError(tool_name, details, field=field)
 
 
-def _to_text(value: Any) -> str:
-    return value if isinstance(value, str) else to_json(value).decode()
+def _to_text(value: Any, what: str = "the result") -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return to_json(value).decode()
+    except PydanticSerializationError as exc:  # the one boundary where pydantic's error becomes a TypeError
+        raise TypeError(
+            f"{what} of type {type(value).__qualname__} cannot be serialised to JSON ({exc}): "
+            f"{'return' if what == 'the result' else 'yield'} a str or a JSON-serialisable value"
+        ) from exc
 
 
 async def _texts(items: AsyncIterator[Any]) -> AsyncGenerator[str, None]:
     """The items of a streaming tool's generator as strings; closing this closes the generator."""
     try:
         async for item in items:
-            yield _to_text(item)
+            yield _to_text(item, "a chunk")
     finally:
         if isinstance(items, AsyncGenerator):
             await items.aclose()
