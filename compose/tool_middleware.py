@@ -288,6 +288,7 @@ def tool_errors_as_results(
 
     Example:
         >>> from compose.schema import FunctionCall, ToolCall, assistant_message
+        >>> from compose.tool_node import ToolsNode
         >>> from compose.tools import tool
         >>> @tool
         ... def divide(a: int, b: int) -> float:
