@@ -280,12 +280,15 @@ def tool_errors_as_results(
     """A middleware turning a failing tool into a tool message the model can read, so an agent can recover.
 
     The message names the tool, the error type and the error message (or is whatever ``formatter`` returns). A
-    failure in the middle of a stream ends the stream with that message as its last chunk. Interrupts
+    failure in the middle of a stream ends the stream with that message as its last chunk; ``formatter`` gets
+    the tool's own error, as in invoke mode (the ToolsNode wraps a stream's errors in ``ToolExecutionError``
+    only outside every middleware). Interrupts
     (:class:`~compose.errors.GraphInterrupt`) and cancellation pass through untouched. Put it first in
     ``middlewares`` to cover the other middlewares too.
 
     Example:
         >>> from compose.schema import FunctionCall, ToolCall, assistant_message
+        >>> from compose.tool_node import ToolsNode
         >>> from compose.tools import tool
         >>> @tool
         ... def divide(a: int, b: int) -> float:

@@ -28,8 +28,10 @@ tool called through :meth:`ToolsNode.invoke` with an empty stream answers ``""``
 concat); the arguments handler's failure is a :class:`ToolArgumentsHandlerError` (a
 :class:`~compose.errors.ToolExecutionError`); tool streams already started are closed when the node fails, and
 all are closed with the node's stream. As in Eino, a tool stream that ends without a chunk leaves its slot
-empty, and an error inside a tool stream reaches the reader as it is (only failures to *start* are wrapped in
-``ToolExecutionError``).
+empty, and an error inside a tool stream reaches the reader as an error item (the stream goes on after it);
+unlike Eino, that item is a ``ToolExecutionError`` (``streaming=True``) naming the tool and call id with the
+tool's error as its cause, as a failure to start is, so the next node that concatenates the messages reports
+which tool broke. Middlewares see the tool's own error, before the node wraps it.
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ from typing import Any, TypeVar, cast
 import anyio
 
 from compose._resume import resumed_for
+from compose._stream_core import _EMPTY, _Signal
 from compose.errors import (
     GraphInterrupt,
+    StreamEnd,
     ToolArgumentsHandlerError,
     ToolExecutionError,
     ToolInputError,
@@ -51,7 +55,7 @@ from compose.errors import (
 )
 from compose.interrupt import InterruptSignal, _Resumed, _resumed
 from compose.schema import Message, ToolInfo, tool_message
-from compose.stream import StreamReader, concat, merge_streams
+from compose.stream import StreamReader, merge_streams
 from compose.tool_middleware import (
     InvokableToolEndpoint,
     InvokableToolMiddleware,
@@ -68,7 +72,7 @@ from compose.tool_middleware import (
     get_tool_call_id,
     tool_errors_as_results,
 )
-from compose.tools import BaseTool
+from compose.tools import _TOOL_NAME_RULE, BaseTool, _valid_tool_name
 
 __all__ = [
     "InvokableToolEndpoint",
@@ -119,7 +123,8 @@ class ToolsNode:
 
     Raises:
         TypeError: a tool is neither invokable nor streamable.
-        ValueError: two tools share a name, or ``max_concurrency`` is below 1.
+        ValueError: a tool's name is not one providers accept (letters, digits, ``_`` and ``-``, at most 64,
+            as ``@tool`` requires), two tools share a name, or ``max_concurrency`` is below 1.
 
     Example:
         >>> from compose.schema import FunctionCall, ToolCall, assistant_message
@@ -162,6 +167,11 @@ class ToolsNode:
                 raise TypeError(
                     f"tools[{i}] is not a tool: {type(t).__qualname__} (a tool has info() -> ToolInfo and an async "
                     "run(arguments) or stream(arguments); build one from a function with @tool)"
+                )
+            if not _valid_tool_name(info.name):
+                raise ValueError(
+                    f"tools[{i}] ({type(t).__qualname__}) is named {info.name!r}, which chat model providers "
+                    f"reject (a tool name is {_TOOL_NAME_RULE}): change the name its info() returns"
                 )
             if info.name in self._endpoints:
                 raise ValueError(
@@ -244,7 +254,10 @@ class ToolsNode:
             ToolInputError: ``message`` is not an assistant message with tool calls.
             ToolNotFoundError: a call names an unknown tool and there is no unknown-tools handler.
             ToolExecutionError: a call failed to start (the first in call order), with ``streaming=True``.
-                A failure while a tool stream is read is raised, as it is, by the reader's ``recv()``.
+                A failure while a tool stream is read (the tool raised, a chunk is not a string or cannot be
+                serialised) is an error item of the returned reader: its ``recv()`` raises a
+                ``ToolExecutionError`` with ``streaming=True`` naming tool and call id, the tool's error as
+                ``__cause__``, and the stream goes on with the other calls' chunks.
         """
         message, executed, resumed = _restore_rerun(message)
         calls = await self._prepare(message)
@@ -276,12 +289,8 @@ class ToolsNode:
             if any(isinstance(r, GraphInterrupt) for r in readers):
                 # the finished calls' streams are read now and saved as text, so resuming never reruns them
                 texts: list[object] = []
-                for r in readers:
-                    if isinstance(r, StreamReader):
-                        text: str = await concat(r)
-                        texts.append(text)
-                    else:
-                        texts.append(r)
+                for call, r in zip(calls, readers, strict=True):
+                    texts.append(await _read_finished(call, r) if isinstance(r, StreamReader) else r)
                 _raise_interrupts(message, calls, texts)
         except BaseException:
             for r in readers:
@@ -289,7 +298,7 @@ class ToolsNode:
                     await _close(r)
             raise
         started = cast(list[StreamReader[str]], readers)  # no failure left: every slot holds a reader
-        return merge_streams([_slot_stream(i, n, calls[i], reader) for i, reader in enumerate(started)])
+        return merge_streams([_SlotReader(i, n, calls[i], reader) for i, reader in enumerate(started)])
 
     async def _prepare(self, message: Message) -> list[_Call]:
         if not isinstance(message, Message):
@@ -352,6 +361,24 @@ class ToolsNode:
                 tg.start_soon(run_and_release, i)
 
 
+async def _read_finished(call: _Call, reader: StreamReader[str]) -> str:
+    """The text of a call that finished while another interrupted, to save it; a failure while reading it (its
+    stream broke, or a chunk is not a string) fails the node as the call's failure would have. An empty stream
+    is ``""``, as for :meth:`ToolsNode.invoke`."""
+    try:
+        return "".join([_chunk_text(chunk) async for chunk in reader])
+    except GraphInterrupt:
+        raise
+    except Exception as exc:
+        raise ToolExecutionError(call.name, call.call_id, exc, streaming=True) from exc
+
+
+def _chunk_text(chunk: object) -> str:
+    if type(chunk) is not str:
+        raise TypeError(f"a tool stream chunk must be a str, got {type(chunk).__qualname__}: {chunk!r:.80}")
+    return chunk
+
+
 def _raise_first_failure(calls: Sequence[_Call], results: Sequence[object], *, streaming: bool) -> None:
     """A real failure (first in call order) fails the node, even when other calls interrupted."""
     for call, result in zip(calls, results, strict=True):
@@ -409,13 +436,52 @@ def _child_resumed(resumed: _Resumed | None, call: _Call) -> _Resumed | None:
     return None
 
 
-def _slot_stream(
-    i: int, n: int, call: _Call, reader: StreamReader[str]
-) -> StreamReader[list[Message | None]]:
-    before: list[Message | None] = [None] * i
-    after: list[Message | None] = [None] * (n - i - 1)
+class _SlotReader(StreamReader[list[Message | None]]):
+    """One call's tool stream as the node's chunks: each string chunk in slot ``i`` of ``n``, and each error
+    item as a :class:`ToolExecutionError` naming the tool and call id (``streaming=True``, the error as its
+    cause), so a reader far downstream (the next node's concat) still says which tool failed. A chunk that is
+    not a string (a class-based tool's stream) is such an error too. Interrupts and ``StreamEnd`` items pass
+    unchanged (cancellation is never an item). The middlewares, inside, see the tool's own errors
+    (``tool_errors_as_results`` turns them into a chunk before they get here)."""
 
-    def slot(chunk: str) -> list[Message | None]:
-        return [*before, tool_message(chunk, call.call_id, tool_name=call.name), *after]
+    _kind = "tool-slot"
 
-    return reader.map(slot)
+    def __init__(self, i: int, n: int, call: _Call, src: StreamReader[str]) -> None:
+        super().__init__()
+        self._src = src
+        self._call = call
+        self._before: list[Message | None] = [None] * i
+        self._after: list[Message | None] = [None] * (n - i - 1)
+        self._cancel_safe = src.cancel_safe
+
+    def _convert(self, x: object) -> object:
+        call = self._call
+        if type(x) is _Signal:
+            exc = x.exc
+            if exc is None:
+                self._done = True
+                return x
+            if not isinstance(exc, Exception) or isinstance(exc, GraphInterrupt | StreamEnd):
+                return x
+            return _Signal(ToolExecutionError(call.name, call.call_id, exc, streaming=True))
+        try:
+            text = _chunk_text(x)
+        except TypeError as exc:
+            return _Signal(ToolExecutionError(call.name, call.call_id, exc, streaming=True))
+        return [*self._before, tool_message(text, call.call_id, tool_name=call.name), *self._after]
+
+    def _poll(self) -> object:
+        x = self._src._poll()
+        return x if x is _EMPTY else self._convert(x)
+
+    async def _pull(self) -> object:
+        x = self._src._poll()
+        if x is _EMPTY:
+            x = await self._src._pull()
+        return self._convert(x)
+
+    async def _aclose_owned(self) -> None:
+        await self._src.aclose()
+
+    def __repr__(self) -> str:
+        return f"<StreamReader tool-slot({self._call.name}:{self._call.call_id}) {self._state()} source={self._src!r}>"

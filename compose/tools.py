@@ -31,12 +31,12 @@ import functools
 import inspect
 import re
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Protocol, cast, overload, runtime_checkable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol, cast, overload, runtime_checkable
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from compose.errors import ToolArgumentsError
 from compose.schema import ToolInfo
@@ -108,6 +108,12 @@ def tool_timeout(t: BaseTool) -> float | None:
 
 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what the OpenAI API (and most others) accept
+_TOOL_NAME_RULE = "letters, digits, '_' and '-', at most 64"
+_EXTRA_ARGUMENTS = ("forbid", "ignore")
+
+
+def _valid_tool_name(name: str) -> bool:
+    return _TOOL_NAME.fullmatch(name) is not None
 
 
 class _FunctionToolBase:
@@ -122,19 +128,24 @@ class _FunctionToolBase:
         parallel_safe: bool,
         timeout: float | None,
         namespace: Mapping[str, Any] | None,
+        extra_arguments: Literal["forbid", "ignore"] = "forbid",
     ) -> None:
         self.name: str = name or str(getattr(fn, "__name__", ""))
-        if not _TOOL_NAME.fullmatch(self.name):
+        if not _valid_tool_name(self.name):
             raise ValueError(
-                f"tool name {self.name!r} is not a valid tool name (letters, digits, '_' and '-', at most 64): "
-                "pass tool(fn, name=...)"
+                f"tool name {self.name!r} is not a valid tool name ({_TOOL_NAME_RULE}): pass tool(fn, name=...)"
             )
+        if extra_arguments not in _EXTRA_ARGUMENTS:
+            raise ValueError(
+                f"tool {self.name}: extra_arguments must be 'forbid' or 'ignore', got {extra_arguments!r}"
+            )
+        self.extra_arguments: Literal["forbid", "ignore"] = extra_arguments
         summary, param_docs = _parse_docstring(fn.__doc__ or "")
         self.description = summary if description is None else description
         self.parallel_safe = parallel_safe
         self.timeout = timeout
         self._fn = fn
-        self._model, self._binding = _arguments_model(fn, self.name, param_docs, namespace)
+        self._model, self._binding = _arguments_model(fn, self.name, param_docs, namespace, extra_arguments)
         extra: dict[str, Any] = {"parallel_safe": parallel_safe}
         if timeout is not None:
             extra["timeout"] = timeout
@@ -157,15 +168,17 @@ class _FunctionToolBase:
     def parse_arguments(self, arguments: str) -> tuple[list[Any], dict[str, Any]]:
         """Validate ``arguments`` (a JSON object as a string) and return the positional and keyword arguments.
 
-        An empty string counts as ``{}`` (models often send it for tools without parameters).
+        An empty string counts as ``{}`` (models often send it for tools without parameters). A field the
+        schema does not have is an error, or is dropped with ``extra_arguments="ignore"``.
 
         Raises:
-            ToolArgumentsError: the arguments are not a JSON object or fail validation; names the first field.
+            ToolArgumentsError: the arguments are not a JSON object or fail validation (an unknown field
+                included); names the first field.
         """
         try:
             validated = self._model.model_validate_json(arguments if arguments.strip() else "{}")
         except ValidationError as exc:
-            raise _arguments_error(self.name, exc) from exc
+            raise _arguments_error(self.name, exc, [param for _, param, _ in self._binding]) from exc
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
         for field, param, positional in self._binding:
@@ -178,7 +191,8 @@ class _FunctionToolBase:
 
     def __repr__(self) -> str:
         timeout = "" if self.timeout is None else f", timeout={self.timeout}"
-        return f"{type(self).__name__}(name={self.name!r}, parallel_safe={self.parallel_safe}{timeout})"
+        extra = "" if self.extra_arguments == "forbid" else f", extra_arguments={self.extra_arguments!r}"
+        return f"{type(self).__name__}(name={self.name!r}, parallel_safe={self.parallel_safe}{timeout}{extra})"
 
 
 class FunctionTool(_FunctionToolBase):
@@ -197,6 +211,7 @@ class FunctionTool(_FunctionToolBase):
         timeout: float | None = None,
         run_in_thread: bool = False,
         namespace: Mapping[str, Any] | None = None,
+        extra_arguments: Literal["forbid", "ignore"] = "forbid",
     ) -> None:
         super().__init__(
             fn,
@@ -205,6 +220,7 @@ class FunctionTool(_FunctionToolBase):
             parallel_safe=parallel_safe,
             timeout=timeout,
             namespace=namespace,
+            extra_arguments=extra_arguments,
         )
         self.run_in_thread = run_in_thread
         self._is_async = inspect.iscoroutinefunction(fn)
@@ -262,6 +278,7 @@ def tool(
     description: str | None = None,
     parallel_safe: bool = True,
     timeout: float | None = None,
+    extra_arguments: Literal["forbid", "ignore"] = "forbid",
 ) -> StreamingFunctionTool: ...
 
 
@@ -275,6 +292,7 @@ def tool(
     parallel_safe: bool = True,
     timeout: float | None = None,
     run_in_thread: bool = False,
+    extra_arguments: Literal["forbid", "ignore"] = "forbid",
 ) -> FunctionTool: ...
 
 
@@ -288,6 +306,7 @@ def tool(
     parallel_safe: bool = True,
     timeout: float | None = None,
     run_in_thread: bool = False,
+    extra_arguments: Literal["forbid", "ignore"] = "forbid",
 ) -> _ToolDecorator: ...
 
 
@@ -300,6 +319,7 @@ def tool(
     parallel_safe: bool = True,
     timeout: float | None = None,
     run_in_thread: bool = False,
+    extra_arguments: Literal["forbid", "ignore"] = "forbid",
 ) -> _AnyTool | _ToolDecorator:
     """Build a tool from a typed function: ``@tool``, ``@tool(name=...)`` or ``tool(fn, name=...)``.
 
@@ -312,6 +332,14 @@ def tool(
     thread, or in a worker thread with ``run_in_thread=True``); an async generator function makes a streaming
     tool whose chunks are its items. Results and chunks that are not strings are serialised to JSON.
 
+    The schema says ``"additionalProperties": false`` and a call with an argument the function does not take
+    fails with :class:`~compose.errors.ToolArgumentsError` naming it; ``extra_arguments="ignore"`` drops such
+    arguments instead (and leaves ``additionalProperties`` out of the schema). This applies to the parameters
+    object only: a pydantic model (or dataclass, TypedDict) among the parameters keeps its own ``extra``
+    configuration for its schema and its validation, pydantic's default being to ignore unknown fields. For
+    OpenAI's strict mode, which wants ``additionalProperties: false`` on every object, give such models
+    ``model_config = ConfigDict(extra="forbid")``.
+
     Args:
         fn: the function (omit it to get a decorator).
         name: the tool name; defaults to the function's name.
@@ -319,12 +347,16 @@ def tool(
         parallel_safe: whether the tool may run at the same time as other tools (recorded, for agents).
         timeout: seconds the ToolsNode lets one call run (its stream included) before failing it.
         run_in_thread: run a plain (sync) function in a worker thread.
+        extra_arguments: ``"forbid"`` (default) fails a call with an argument the function does not take;
+            ``"ignore"`` drops it.
 
     Returns:
         A :class:`FunctionTool` or :class:`StreamingFunctionTool`, still callable like ``fn`` itself.
 
     Raises:
         TypeError: the signature cannot be described (``*args``/``**kwargs``, a type pydantic cannot handle).
+        ValueError: the name is not a valid tool name (letters, digits, ``_`` and ``-``, at most 64), or
+            ``extra_arguments`` is neither ``"forbid"`` nor ``"ignore"``.
 
     Example:
         >>> @tool(name="weather", timeout=5)
@@ -348,6 +380,7 @@ def tool(
                 parallel_safe=parallel_safe,
                 timeout=timeout,
                 namespace=namespace,
+                extra_arguments=extra_arguments,
             )
         return FunctionTool(
             f,
@@ -357,6 +390,7 @@ def tool(
             timeout=timeout,
             run_in_thread=run_in_thread,
             namespace=namespace,
+            extra_arguments=extra_arguments,
         )
 
     # The caller's locals resolve postponed annotations naming classes local to the caller.
@@ -370,13 +404,19 @@ def tool(
 
 
 def _arguments_model(
-    fn: Callable[..., Any], tool_name: str, param_docs: dict[str, str], namespace: Mapping[str, Any] | None
+    fn: Callable[..., Any],
+    tool_name: str,
+    param_docs: dict[str, str],
+    namespace: Mapping[str, Any] | None,
+    extra: Literal["forbid", "ignore"],
 ) -> tuple[type[BaseModel], list[tuple[str, str, bool]]]:
     """The pydantic model of ``fn``'s parameters, and how to bind its fields back: (field, parameter,
     positional).
 
     Fields get neutral names (``p0``, ``p1``...) with the parameter name as alias, so a parameter may be
-    called ``json`` or ``schema`` without shadowing a ``BaseModel`` attribute.
+    called ``json`` or ``schema`` without shadowing a ``BaseModel`` attribute. ``extra`` applies to this
+    model only (``"forbid"`` also writes ``"additionalProperties": false`` in its schema); models nested in the
+    parameters keep their own configuration.
     """
     try:
         signature = inspect.signature(fn, eval_str=True, locals=namespace)
@@ -397,7 +437,7 @@ def _arguments_model(
         binding.append((field, pname, param.kind is not param.KEYWORD_ONLY))
     model_name = "".join(part.capitalize() for part in re.split(r"\W+|_", tool_name) if part) or "Tool"
     try:
-        model = create_model(f"{model_name}Arguments", __config__=ConfigDict(extra="ignore"), **fields)
+        model = create_model(f"{model_name}Arguments", __config__=ConfigDict(extra=extra), **fields)
         model.model_json_schema()
     except Exception as exc:  # pydantic raises several types for an unsupported annotation
         raise TypeError(f"tool {tool_name}: cannot build the parameters schema: {exc}") from exc
@@ -457,9 +497,16 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return "\n".join(summary).strip(), params
 
 
-def _arguments_error(tool_name: str, exc: ValidationError) -> ToolArgumentsError:
+def _arguments_error(tool_name: str, exc: ValidationError, params: Sequence[str]) -> ToolArgumentsError:
     errors = exc.errors(include_url=False)
     first = errors[0]
+    if all(e["type"] == "extra_forbidden" and len(e["loc"]) == 1 for e in errors):
+        takes = f"which takes {', '.join(params)}" if params else "which takes no arguments"
+        if len(errors) == 1:
+            reason = f"not a parameter of the tool, {takes}"
+        else:
+            reason = f"{', '.join(repr(str(e['loc'][0])) for e in errors)} are not parameters of the tool, {takes}"
+        return ToolArgumentsError(tool_name, reason, field=str(first["loc"][0]))
     if first["type"] == "json_invalid":
         reason = first["msg"].removeprefix("Invalid JSON: ")
         return ToolArgumentsError(tool_name, f"arguments are not valid JSON: {reason}")
@@ -472,15 +519,23 @@ def _arguments_error(tool_name: str, exc: ValidationError) -> ToolArgumentsError
     return ToolArgumentsError(tool_name, details, field=field)
 
 
-def _to_text(value: Any) -> str:
-    return value if isinstance(value, str) else to_json(value).decode()
+def _to_text(value: Any, what: str = "the result") -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return to_json(value).decode()
+    except PydanticSerializationError as exc:  # the one boundary where pydantic's error becomes a TypeError
+        raise TypeError(
+            f"{what} of type {type(value).__qualname__} cannot be serialised to JSON ({exc}): "
+            f"{'return' if what == 'the result' else 'yield'} a str or a JSON-serialisable value"
+        ) from exc
 
 
 async def _texts(items: AsyncIterator[Any]) -> AsyncGenerator[str, None]:
     """The items of a streaming tool's generator as strings; closing this closes the generator."""
     try:
         async for item in items:
-            yield _to_text(item)
+            yield _to_text(item, "a chunk")
     finally:
         if isinstance(items, AsyncGenerator):
             await items.aclose()

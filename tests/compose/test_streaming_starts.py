@@ -98,14 +98,15 @@ async def test_an_exception_before_the_first_chunk_fails_the_call(anyio_backend:
         cause = info.value.__cause__
         assert isinstance(cause, ToolExecutionError)
         assert cause.tool_name == "broken" and cause.call_id == "c7"
-    # an error after the first chunk stays an error item of the stream
+    # an error after the first chunk stays an error item of the stream, naming the call
     node = ToolsNode([late])
     reader = await node.stream(assistant_message("", [call("late", '{"x": 0}', "c8")]))
-    first = await reader.recv()
-    assert first[0] is not None and first[0].content == "first"
-    with pytest.raises(ValueError, match="after the first chunk"):
-        await reader.recv()
-    await reader.aclose()
+    async with reader:
+        first = await reader.recv()
+        assert first[0] is not None and first[0].content == "first"
+        with pytest.raises(ToolExecutionError, match=r"tool call c8 .*after the first chunk") as item:
+            await reader.recv()
+        assert isinstance(item.value.__cause__, ValueError)
 
 
 async def test_parallel_invokable_and_streaming_interrupts_in_a_streaming_run(anyio_backend: Any) -> None:

@@ -12,13 +12,16 @@ import pytest
 
 from compose.errors import (
     GraphInterrupt,
+    NodeRunError,
     StreamEnd,
     ToolArgumentsError,
     ToolExecutionError,
     ToolInputError,
     ToolNotFoundError,
 )
+from compose.graph import END, START, Graph
 from compose.interrupt import InterruptSignal
+from compose.models import ScriptedChatModel
 from compose.schema import (
     FunctionCall,
     Message,
@@ -29,7 +32,7 @@ from compose.schema import (
     tool_message,
     user_message,
 )
-from compose.stream import StreamReader, StreamWriter, pipe
+from compose.stream import StreamReader, StreamWriter, concat, pipe
 from compose.tool_node import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
@@ -240,6 +243,35 @@ def test_construction_errors() -> None:
         ToolsNode([upper], max_concurrency=0)
     with pytest.raises(TypeError, match=r"tools\[1\] is not a tool: function .*@tool"):
         ToolsNode([upper, lambda: ""])  # a bare function, not wrapped with @tool
+
+
+class NamedTool:
+    """A class-based tool whose name is whatever it is given."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def info(self) -> ToolInfo:
+        return ToolInfo(name=self.name, description="a class-based tool")
+
+    async def run(self, arguments: str) -> str:
+        return self.name
+
+
+@pytest.mark.parametrize("name", ["web search", "", "a" * 65, "ünïcode", "dot.ted", "slash/ed"])
+def test_class_based_tools_with_names_providers_reject_are_refused(name: str) -> None:
+    with pytest.raises(ValueError) as info:
+        ToolsNode([upper, NamedTool(name)])
+    assert str(info.value) == (
+        f"tools[1] (NamedTool) is named {name!r}, which chat model providers reject (a tool name is letters, "
+        "digits, '_' and '-', at most 64): change the name its info() returns"
+    )
+
+
+def test_class_based_tools_with_valid_names_are_accepted() -> None:
+    names = ["get_weather", "kv-get", "A1", "x" * 64]
+    node = ToolsNode([NamedTool(n) for n in names])
+    assert [i.name for i in node.tool_infos()] == names
 
 
 async def test_unknown_options_are_ignored() -> None:
@@ -627,11 +659,163 @@ async def test_error_inside_a_tool_stream_reaches_the_reader() -> None:
     reader = await node.stream(ask(call("half", "", "c")))
     async with reader:
         assert await reader.recv() == [tool_message("part", "c", tool_name="half")]
-        with pytest.raises(OSError, match="disk gone"):
+        with pytest.raises(ToolExecutionError) as item:
             await reader.recv()
+    # the item names the tool and the call (as a failure to start does), the tool's error is its cause
+    assert str(item.value) == "failed to stream tool call c (tool 'half'): OSError: disk gone"
+    assert (item.value.tool_name, item.value.call_id) == ("half", "c")
+    assert isinstance(item.value.__cause__, OSError)
     with pytest.raises(ToolExecutionError) as info:
         await node.invoke(ask(call("half", "", "c")))
     assert isinstance(info.value.__cause__, OSError)
+
+
+def error_chain(exc: BaseException | None) -> list[BaseException]:
+    chain = []
+    while exc is not None:
+        chain.append(exc)
+        exc = exc.__cause__
+    return chain
+
+
+@tool
+async def broken_mid_stream() -> AsyncIterator[str]:
+    """Fails after its first chunk."""
+    yield "part "
+    raise OSError("disk gone")
+
+
+@tool
+async def unserialisable() -> AsyncIterator[object]:
+    """Yields a value JSON cannot hold after its first chunk."""
+    yield "ok"
+    yield object()
+
+
+class RawStream:
+    """A class-based streaming tool whose stream yields what it is given, strings or not."""
+
+    def __init__(self, *chunks: object) -> None:
+        self.chunks = chunks
+
+    def info(self) -> ToolInfo:
+        return ToolInfo(name="raw")
+
+    async def stream(self, arguments: str) -> StreamReader[str]:
+        return StreamReader.from_iterable(self.chunks)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("t", "cause", "expected"),
+    [
+        (broken_mid_stream, OSError, "OSError: disk gone"),
+        (
+            unserialisable,
+            TypeError,
+            "TypeError: a chunk of type object cannot be serialised to JSON (Unable to serialize unknown type: "
+            "<class 'object'>): yield a str or a JSON-serialisable value",
+        ),
+        (RawStream("a", 7), TypeError, "TypeError: a tool stream chunk must be a str, got int: 7"),
+    ],
+    ids=["raises", "unserialisable", "not-a-str"],
+)
+async def test_a_stream_failing_after_its_first_chunk_names_tool_and_call_downstream(
+    t: Any, cause: type[Exception], expected: str
+) -> None:
+    """Issue 13.8: the next node concatenating the tool messages fails with the tool named in the chain."""
+    name = t.info().name
+    g = Graph[Message, Message]()
+    g.add_tools_node("tools", ToolsNode([upper, t]))
+    g.add_chat_model_node("model", ScriptedChatModel(["done"]))
+    g.add_edge(START, "tools")
+    g.add_edge("tools", "model")
+    g.add_edge("model", END)
+    r = g.compile(name="G")
+    message = ask(call("upper", {"text": "a"}, "u1"), call(name, "", "c1"))
+    with pytest.raises(NodeRunError) as info:
+        await concat(await r.stream(message))
+    wrapped = [e for e in error_chain(info.value) if isinstance(e, ToolExecutionError)]
+    assert len(wrapped) == 1
+    assert (wrapped[0].tool_name, wrapped[0].call_id) == (name, "c1")
+    assert str(wrapped[0]) == f"failed to stream tool call c1 (tool '{name}'): {expected}"
+    assert type(wrapped[0].__cause__) is cause
+    assert f"tool '{name}'" in str(info.value)
+    # the same failure through invoke: the node fails, as it always did
+    with pytest.raises(NodeRunError) as info:
+        await r.invoke(message)
+    assert isinstance(info.value.__cause__, ToolExecutionError)
+    assert (info.value.__cause__.tool_name, info.value.__cause__.call_id) == (name, "c1")
+    assert type(info.value.__cause__.__cause__) is cause
+
+
+async def test_only_failures_in_a_tool_stream_are_wrapped() -> None:
+    """Interrupt items and a later chunk after an error item pass as they are."""
+
+    class Piped:
+        def info(self) -> ToolInfo:
+            return ToolInfo(name="piped")
+
+        async def stream(self, arguments: str) -> StreamReader[str]:
+            reader: StreamReader[str]
+            writer: StreamWriter[str]
+            reader, writer = pipe(8)
+            await writer.send("a")
+            await writer.send_error(ValueError("bad chunk"))
+            await writer.send_error(GraphInterrupt(info="wait"))
+            await writer.send("b")
+            await writer.aclose()
+            return reader
+
+    reader = await ToolsNode([Piped()]).stream(ask(call("piped", "", "p")))
+    async with reader:
+        assert await reader.recv() == [tool_message("a", "p", tool_name="piped")]
+        with pytest.raises(ToolExecutionError, match=r"tool call p \(tool 'piped'\): ValueError: bad chunk"):
+            await reader.recv()
+        with pytest.raises(GraphInterrupt) as paused:
+            await reader.recv()
+        assert type(paused.value) is GraphInterrupt
+        assert await reader.recv() == [tool_message("b", "p", tool_name="piped")]
+        with pytest.raises(StreamEnd):
+            await reader.recv()
+    assert "tool-slot(piped:p)" in repr(reader)
+
+
+async def test_tool_errors_as_results_sees_the_raw_mid_stream_error_first() -> None:
+    seen: list[BaseException] = []
+
+    def formatter(inp: ToolInput, exc: Exception) -> str:
+        seen.append(exc)
+        return f"[{inp.name} failed: {type(exc).__name__}]"
+
+    node = ToolsNode([broken_mid_stream, unserialisable], middlewares=[tool_errors_as_results(formatter)])
+    message = ask(call("broken_mid_stream", "", "b"), call("unserialisable", "", "s"))
+    out = concat_message_lists(await read_all(await node.stream(message)))
+    assert [m and m.content for m in out] == [
+        "part [broken_mid_stream failed: OSError]",
+        "ok[unserialisable failed: TypeError]",
+    ]
+    assert sorted(type(e).__name__ for e in seen) == ["OSError", "TypeError"]
+
+
+async def test_a_finished_call_saved_at_an_interrupt_is_read_with_the_node_rules() -> None:
+    @tool
+    async def pause() -> str:
+        raise GraphInterrupt(info="approve?")
+
+    @tool
+    async def silent() -> AsyncIterator[str]:
+        for chunk in "":
+            yield chunk
+
+    node = ToolsNode([pause, silent, broken_mid_stream])
+    # an empty stream is "" (as invoke answers), not a failed concat
+    with pytest.raises(InterruptSignal) as info:
+        await node.stream(ask(call("silent", "", "e"), call("pause", "", "p")))
+    assert info.value.state["executed"] == {"e": ""}
+    # a stream that breaks while it is saved fails the node, naming the call
+    with pytest.raises(ToolExecutionError) as failed:
+        await node.stream(ask(call("broken_mid_stream", "", "b"), call("pause", "", "p")))
+    assert str(failed.value) == "failed to stream tool call b (tool 'broken_mid_stream'): OSError: disk gone"
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -814,8 +998,12 @@ async def test_timeout_covers_reading_a_tool_stream() -> None:
     reader = await node.stream(ask(call("trickle", "", "t")))
     async with reader:
         assert await reader.recv() == [tool_message("first", "t", tool_name="trickle")]
-        with pytest.raises(ToolTimeoutError, match=r"tool 'trickle' timed out after 0\.01s"):
+        with pytest.raises(ToolExecutionError) as item:
             await reader.recv()
+    assert str(item.value) == (
+        "failed to stream tool call t (tool 'trickle'): ToolTimeoutError: tool 'trickle' timed out after 0.01s"
+    )
+    assert isinstance(item.value.__cause__, ToolTimeoutError)
 
 
 async def test_a_timeout_error_raised_by_the_tool_itself_is_not_a_tool_timeout() -> None:

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from compose.errors import ToolArgumentsError
 from compose.schema import ToolInfo
@@ -76,6 +76,7 @@ def test_schema_from_signature_and_docstring() -> None:
     assert info.extra == {"parallel_safe": True}
     assert info.parameters == {
         "type": "object",
+        "additionalProperties": False,
         "properties": {
             "query": {"type": "string", "description": "what to look for, in plain words."},
             "limit": {"type": "integer", "default": 5, "description": "how many results."},
@@ -137,7 +138,7 @@ def test_decorator_with_options_and_no_parameters() -> None:
     info = clock.info()
     assert info.name == "now"
     assert info.description == ""
-    assert info.parameters == {"type": "object", "properties": {}}
+    assert info.parameters == {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 def test_parameter_names_that_shadow_basemodel_attributes() -> None:
@@ -154,7 +155,12 @@ def test_unannotated_parameter_accepts_anything() -> None:
     def echo(value) -> str:  # type: ignore[no-untyped-def]
         return str(value)
 
-    assert echo.info().parameters == {"type": "object", "properties": {"value": {}}, "required": ["value"]}
+    assert echo.info().parameters == {
+        "type": "object",
+        "properties": {"value": {}},
+        "required": ["value"],
+        "additionalProperties": False,
+    }
 
 
 def test_annotations_naming_local_classes_resolve() -> None:
@@ -251,7 +257,7 @@ async def test_string_results_are_returned_as_they_are() -> None:
         return f"hello {name}{punctuation}"
 
     assert await greet.run('{"name": "ann"}') == "hello ann!"
-    assert await greet.run('{"name": "bo", "punctuation": "?", "ignored": 1}') == "hello bo?"
+    assert await greet.run('{"name": "bo", "punctuation": "?"}') == "hello bo?"
     assert greet("cy") == "hello cy!"  # still callable as the function
 
 
@@ -311,6 +317,70 @@ async def test_bad_arguments_name_tool_and_field(arguments: str, field: str | No
     assert info.value.tool_name == "search"
     assert info.value.field == field
     assert message in str(info.value)
+
+
+async def test_an_argument_the_function_does_not_take_is_an_error_naming_it() -> None:
+    with pytest.raises(ToolArgumentsError) as info:
+        await search.run('{"query": "q", "limt": 3}')
+    assert info.value.field == "limt"
+    assert str(info.value) == (
+        "invalid arguments for tool 'search' field 'limt': not a parameter of the tool, which takes query, limit, "
+        "unit, mode, address, title"
+    )
+    with pytest.raises(ToolArgumentsError) as info:
+        await search.run('{"query": "q", "a": 1, "b": 2}')
+    assert info.value.field == "a"
+    assert "'a', 'b' are not parameters of the tool" in str(info.value)
+    # the internal field names are not a way in either
+    with pytest.raises(ToolArgumentsError, match="field 'p0': not a parameter"):
+        await search.run('{"query": "q", "p0": "x"}')
+
+    @tool
+    def now() -> str:
+        return "noon"
+
+    with pytest.raises(ToolArgumentsError, match="field 'tz': not a parameter of the tool, which takes no arguments"):
+        await now.run('{"tz": "UTC"}')
+
+
+async def test_extra_arguments_ignore_drops_unknown_arguments() -> None:
+    @tool(extra_arguments="ignore")
+    def greet(name: str) -> str:
+        return f"hello {name}"
+
+    assert await greet.run('{"name": "bo", "ignored": 1}') == "hello bo"
+    assert "additionalProperties" not in greet.info().parameters
+    assert greet.extra_arguments == "ignore"
+    assert repr(greet) == "FunctionTool(name='greet', parallel_safe=True, extra_arguments='ignore')"
+
+    async def spell(word: str) -> AsyncIterator[str]:
+        yield word
+
+    streaming = tool(spell, extra_arguments="ignore")
+    reader = await streaming.stream('{"word": "w", "x": 0}')
+    assert [c async for c in reader] == ["w"]
+    with pytest.raises(ValueError, match="extra_arguments must be 'forbid' or 'ignore', got 'allow'"):
+        tool(spell, extra_arguments="allow")  # type: ignore[call-overload]
+
+
+async def test_nested_models_keep_their_own_extra_configuration() -> None:
+    class Strict(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        x: int
+
+    @tool
+    def place(address: Address, strict: Strict | None = None) -> str:
+        return address.city
+
+    schema = place.info().parameters
+    assert schema["additionalProperties"] is False
+    assert "additionalProperties" not in schema["$defs"]["Address"]  # pydantic's default: ignore
+    assert schema["$defs"]["Strict"]["additionalProperties"] is False
+    assert await place.run('{"address": {"city": "Oslo", "planet": "Earth"}}') == "Oslo"
+    with pytest.raises(ToolArgumentsError) as info:
+        await place.run('{"address": {"city": "Oslo"}, "strict": {"x": 1, "y": 2}}')
+    assert info.value.field == "strict.y"
+    assert "Extra inputs are not permitted" in str(info.value)
 
 
 async def test_several_validation_errors_are_all_listed() -> None:
