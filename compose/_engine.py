@@ -11,6 +11,11 @@ are ready; the first time END is ready its value is returned and anything still 
 
 In a streaming run every value on an edge is a ``StreamReader``; fan-out copies it, every stream the run holds is
 closed when the run ends, whatever the way it ends.
+
+A node's output is checked against its declared type where ``NodeRT.out_check`` says how (one ``isinstance``):
+a wrong value raises ``NodeOutputTypeError`` naming the node before it is routed anywhere; in a streaming run a
+lazy ``map`` checks each chunk, so a wrong chunk becomes that error as an item of the stream, raised wherever
+the stream is read (a node reading it passes it on rather than taking the blame), with no task of its own.
 """
 
 from __future__ import annotations
@@ -511,7 +516,6 @@ class GraphRun:
         except Exception as exc:
             if self.streaming and isinstance(exc, NodeOutputTypeError):
                 raise  # a wrong chunk of the node's own output stream, which names the node already
-
             await _close(out)
             raise NodeRunError([*self.path, node.key], exc, phase="post handler") from exc
 

@@ -8,10 +8,10 @@ external interrupt at a step boundary or, with a grace period, in the middle of 
 
 A run driven to its end fuses stretches of one-node steps over plain nodes (a run without callbacks, interrupts
 or per-call node options; in a streaming run, nodes that implement invoke only) into one loop, ``_fused``: same
-steps, limit and errors, without the per-step inbox and gate. The compiled tables say which nodes and routes
-qualify (``Tables.fused``/``fused_stream``/``route``). Every ``YIELD_EVERY`` steps a run passes through the event
-loop, so a loop of nodes that never await still honours timeouts and cancellation and shares the loop with other
-runs.
+steps, limit and errors (node output checks included: ``Tables.fused_check``), without the per-step inbox and
+gate. The compiled tables say which nodes and routes qualify (``Tables.fused``/``fused_stream``/``route``).
+Every ``YIELD_EVERY`` steps a run passes through the event loop, so a loop of nodes that never await still
+honours timeouts and cancellation and shares the loop with other runs.
 """
 
 from __future__ import annotations
