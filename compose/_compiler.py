@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from compose._snapshot import fingerprint
-from compose._tables import BranchRT, EdgeCheck, NodeRT, Tables
+from compose._tables import BranchRT, EdgeCheck, NodeRT, Tables, WrongOutput
+from compose._types import ClassInfo, instance_check
 from compose.branch import GraphBranch
 from compose.callbacks import RunInfo
 from compose.graph import END, START, FanInMergeConfig
@@ -67,6 +68,8 @@ def build_tables(
                 input_type=d.input_type if d.input_type is not None else in_t,
                 inbox_type=in_t,
                 output_type=out_t,
+                out_check=output_check(d),
+                declared=d.output_type,
                 plain=plain,
                 takes_options=d.component in ("ChatModel", "ToolsNode", "Graph")
                 or (d.component == "Lambda" and d.impl.takes_options),
@@ -121,12 +124,14 @@ def build_tables(
         direct.append(succ[si][0] if trivial else -1)
     fused: list[Callable[[Any], Any] | None] = []
     fused_stream: list[Callable[[Any], Any] | None] = []
+    fused_check: list[ClassInfo | None] = []
     route: list[BranchRT | None] = []
     for si, node_rt in enumerate(nodes):
         call = None if dag or node_rt.index in interrupt_after_idx else _fused_call(defs[keys[si]], node_rt)
         fused.append(call)
         p = node_rt.paradigms
         fused_stream.append(call if p is not None and p.implemented == {"invoke"} else None)
+        fused_check.append(None if node_rt.output_key is not None else node_rt.out_check)
         node_brs = branches[si]
         one = node_brs[0] if len(node_brs) == 1 and not succ[si] and not dag else None
         simple = (
@@ -170,8 +175,19 @@ def build_tables(
         direct=tuple(direct),
         fused=tuple(fused),
         fused_stream=tuple(fused_stream),
+        fused_check=tuple(fused_check),
         route=tuple(route),
     )
+
+
+def output_check(d: Any) -> ClassInfo | None:
+    """What node ``d``'s own output must be an instance of (each chunk, in a streaming run), or None where it is
+    not checked: a declared type that no ``isinstance`` tells exactly (``instance_check``); a passthrough (its
+    output is its input, checked on the way in where its inferred type only may fit); a sub-graph (its own
+    nodes and edges to END check what it returns); a chat model (``checked_model_calls`` checks it already)."""
+    if d.component in ("Passthrough", "Graph", "ChatModel"):
+        return None
+    return instance_check(d.output_type)
 
 
 def _fused_call(d: Any, node: NodeRT) -> Callable[[Any], Any] | None:
@@ -185,8 +201,18 @@ def _fused_call(d: Any, node: NodeRT) -> Callable[[Any], Any] | None:
     key = node.output_key
     if key is None:
         return invoke
+    cls = node.out_check
+    if cls is None:
 
-    async def keyed(x: Any) -> Any:
-        return {key: await invoke(x)}
+        async def keyed(x: Any) -> Any:
+            return {key: await invoke(x)}
 
-    return keyed
+        return keyed
+
+    async def keyed_checked(x: Any) -> Any:
+        out = await invoke(x)
+        if not isinstance(out, cls):
+            raise WrongOutput(out)
+        return {key: out}
+
+    return keyed_checked

@@ -11,6 +11,11 @@ are ready; the first time END is ready its value is returned and anything still 
 
 In a streaming run every value on an edge is a ``StreamReader``; fan-out copies it, every stream the run holds is
 closed when the run ends, whatever the way it ends.
+
+A node's output is checked against its declared type where ``NodeRT.out_check`` says how (one ``isinstance``):
+a wrong value raises ``NodeOutputTypeError`` naming the node before it is routed anywhere; in a streaming run a
+lazy ``map`` checks each chunk, so a wrong chunk becomes that error as an item of the stream, raised wherever
+the stream is read (a node reading it passes it on rather than taking the blame), with no task of its own.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from compose._resume import restore, resumed_for
 from compose._snapshot import RerunRecord, RunSnapshot
 from compose._tables import NOTHING as _NOTHING
 from compose._tables import BranchRT, EdgeCheck, NodeRT, Tables, branch_targets
-from compose._types import type_name
+from compose._types import ClassInfo, type_name
 from compose.callbacks import (
     CallbackConfig,
     CallbackHandler,
@@ -45,6 +50,7 @@ from compose.callbacks import (
 from compose.errors import (
     GraphInterrupt,
     GraphRunError,
+    NodeOutputTypeError,
     NodeRunError,
     RuntimeTypeError,
 )
@@ -57,6 +63,7 @@ from compose.stream import close_if_stream as _close
 from compose.stream import one_chunk as _one
 
 _EMPTY: Mapping[str, Any] = {}
+_INVOKE_ONLY = frozenset({"invoke"})
 
 
 
@@ -71,6 +78,15 @@ def _pick(key: str, chunk: Any) -> Any:
 
 def _wrap_key(key: str, chunk: Any) -> Any:
     return {key: chunk}
+
+
+def _check_output_chunk(path: tuple[str, ...], node: NodeRT, cls: ClassInfo, chunk: Any) -> Any:
+    """A chunk of ``node``'s output stream, checked (and wrapped into its output key): a wrong one becomes an
+    error item of the stream naming the node, raised where the stream is read."""
+    if not isinstance(chunk, cls):
+        raise NodeOutputTypeError(path, node.declared, type(chunk), chunk=True)
+    key = node.output_key
+    return chunk if key is None else {key: chunk}
 
 
 def _check_chunk(check: EdgeCheck, chunk: Any) -> Any:
@@ -373,11 +389,16 @@ class GraphRun:
             return await self._exec_resumed(j, x)
         if node.invoke1 is not None and not self.streaming and self.cb is None and not self.options.node_options:
             try:
-                return await node.invoke1(x)
+                out = await node.invoke1(x)
             except Exception as exc:
                 if isinstance(exc, GraphInterrupt):
                     raise
                 raise NodeRunError([*self.path, node.key], exc) from exc
+            cls = node.out_check
+            if cls is not None and not isinstance(out, cls):
+                await _close(out)
+                raise NodeOutputTypeError([*self.path, node.key], node.declared, type(out))
+            return out
         return await self._exec_general(j, x, None)
 
     async def _exec_resumed(self, j: int, x: Any) -> Any:
@@ -397,6 +418,12 @@ class GraphRun:
     ) -> Any:
         node = self.t.nodes[j]
         phase = "pre handler"
+        cls, key = node.out_check, node.output_key
+        # a streaming run gives a checked node that implements invoke only the value its transform would
+        # concatenate and wraps what it returns into one chunk after the check (as that transform would)
+        value_out = not self.streaming or (
+            cls is not None and node.paradigms is not None and node.paradigms.implemented == _INVOKE_ONLY
+        )
         try:
             if not node.plain:
                 x = await self._pre(node, x)
@@ -419,19 +446,33 @@ class GraphRun:
                     handlers = self.cb.for_path((*self.path, node.key))
                     if handlers:
                         p = _with_callbacks(p, handlers, node.info)
-                out = await (p.transform(x, **opts) if self.streaming else p.invoke(x, **opts))
-            if node.output_key is not None:
-                out = out.map(partial(_wrap_key, node.output_key)) if self.streaming else {node.output_key: out}
-            return out
+                if not self.streaming:
+                    out = await p.invoke(x, **opts)
+                elif value_out:
+                    out = await p.invoke(await concat(x), **opts)
+                else:
+                    out = await p.transform(x, **opts)
         except BaseException as exc:
             if self.streaming:
                 with anyio.CancelScope(shield=True):
                     await _close(x)
             if isinstance(exc, GraphInterrupt) or not isinstance(exc, Exception):
                 raise
-            if isinstance(exc, NodeRunError) and node.sub is not None:
-                raise
+            if isinstance(exc, NodeRunError) and (
+                node.sub is not None or (self.streaming and isinstance(exc, NodeOutputTypeError))
+            ):
+                raise  # named already: a node of the sub-graph, or the upstream node whose stream this node read
             raise NodeRunError([*self.path, node.key], exc, phase=phase) from exc
+        if not value_out:
+            if cls is not None:
+                return out.map(partial(_check_output_chunk, (*self.path, node.key), node, cls))
+            return out if key is None else out.map(partial(_wrap_key, key))
+        if cls is not None and not isinstance(out, cls):
+            await _close(out)
+            raise NodeOutputTypeError([*self.path, node.key], node.declared, type(out))
+        if key is not None:
+            out = {key: out}
+        return _one(out) if self.streaming else out
 
     async def _pre(self, node: NodeRT, x: Any) -> Any:
         frame = self.frame
@@ -473,6 +514,8 @@ class GraphRun:
         except GraphInterrupt:
             raise
         except Exception as exc:
+            if self.streaming and isinstance(exc, NodeOutputTypeError):
+                raise  # a wrong chunk of the node's own output stream, which names the node already
             await _close(out)
             raise NodeRunError([*self.path, node.key], exc, phase="post handler") from exc
 

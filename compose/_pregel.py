@@ -8,10 +8,10 @@ external interrupt at a step boundary or, with a grace period, in the middle of 
 
 A run driven to its end fuses stretches of one-node steps over plain nodes (a run without callbacks, interrupts
 or per-call node options; in a streaming run, nodes that implement invoke only) into one loop, ``_fused``: same
-steps, limit and errors, without the per-step inbox and gate. The compiled tables say which nodes and routes
-qualify (``Tables.fused``/``fused_stream``/``route``). Every ``YIELD_EVERY`` steps a run passes through the event
-loop, so a loop of nodes that never await still honours timeouts and cancellation and shares the loop with other
-runs.
+steps, limit and errors (node output checks included: ``Tables.fused_check``), without the per-step inbox and
+gate. The compiled tables say which nodes and routes qualify (``Tables.fused``/``fused_stream``/``route``).
+Every ``YIELD_EVERY`` steps a run passes through the event loop, so a loop of nodes that never await still
+honours timeouts and cancellation and shares the loop with other runs.
 """
 
 from __future__ import annotations
@@ -23,7 +23,15 @@ import anyio.lowlevel
 
 from compose._resume import RERUN_SOURCE, pause
 from compose._tables import NOTHING as _NOTHING
-from compose.errors import BranchError, GraphInterrupt, GraphRunError, MaxStepsExceededError, NodeRunError
+from compose._tables import WrongOutput
+from compose.errors import (
+    BranchError,
+    GraphInterrupt,
+    GraphRunError,
+    MaxStepsExceededError,
+    NodeOutputTypeError,
+    NodeRunError,
+)
 from compose.interrupt import ExternalInterrupt
 from compose.stream import close_if_stream as _close
 from compose.stream import concat
@@ -144,7 +152,7 @@ async def _fused(self: GraphRun, j: int, x: Any) -> Any:
     t = self.t
     streaming = self.streaming
     fused = t.fused_stream if streaming else t.fused
-    direct, route, keys = t.direct, t.route, t.keys
+    direct, route, keys, checks = t.direct, t.route, t.keys, t.fused_check
     end = t.end
     limit = self.max_steps
     steps = self.steps
@@ -172,8 +180,17 @@ async def _fused(self: GraphRun, j: int, x: Any) -> Any:
                 self.last = [j]
                 self.steps = steps + 1
                 raise await pause(self, reruns=[(j, sig)]) from None
+            except WrongOutput as wrong:
+                await _close(wrong.value)
+                raise _wrong(self, j, wrong.value) from None
             except Exception as exc:
+                if self.streaming and isinstance(exc, NodeOutputTypeError):
+                    raise  # a wrong chunk of the upstream stream read first: it names its node (as _exec_general)
                 raise NodeRunError([*self.path, keys[j]], exc) from exc
+            cls = checks[j]
+            if cls is not None and not isinstance(out, cls):
+                await _close(out)
+                raise _wrong(self, j, out)
             steps += 1
             nxt = direct[j]
             if nxt < 0:
@@ -202,6 +219,11 @@ async def _fused(self: GraphRun, j: int, x: Any) -> Any:
     finally:
         self.steps = steps
         self.last = [j]
+
+
+def _wrong(self: GraphRun, j: int, value: Any) -> NodeOutputTypeError:
+    node = self.t.nodes[j]
+    return NodeOutputTypeError([*self.path, node.key], node.declared, type(value))
 
 
 def no_tasks(self: GraphRun, last: list[int]) -> GraphRunError:

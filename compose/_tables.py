@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from compose._types import ClassInfo
 from compose.branch import _Branch
 from compose.callbacks import RunInfo
 from compose.graph import FanInMergeConfig
@@ -22,6 +23,15 @@ if TYPE_CHECKING:
 Handler = Callable[[Any, Any], Any]
 
 NOTHING: Any = object()  # "no value yet" (None is a value)
+
+
+class WrongOutput(Exception):
+    """Raised by a fused call wrapping a node's output into its ``output_key`` when the value fails the node's
+    output check; the fused loop turns it into a ``NodeOutputTypeError`` naming the node on the run's path."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +52,10 @@ class NodeRT:
     input_type: Any  # the component's own input type (for zero values)
     inbox_type: Any  # the type of what arrives in the node's inbox (a dict with input_key)
     output_type: Any  # the type the node emits (after output_key)
+    # what the node's own output (before output_key), or each chunk of its output stream, must be an instance
+    # of, and the declared type that says so; None where nothing is checked (see ``_compiler.output_check``)
+    out_check: ClassInfo | None
+    declared: Any
 
     plain: bool  # no handler and no key mapping
     takes_options: bool  # accepts per-call node options (keyword arguments)
@@ -100,6 +114,9 @@ class Tables:
     # that branch is all its routing (no edges, no post handler, no runtime checks), else None
     fused: tuple[Callable[[Any], Any] | None, ...] = ()
     fused_stream: tuple[Callable[[Any], Any] | None, ...] = ()  # the same, for nodes that implement invoke only
+    # per node: the output check the fused loop makes after its fused call (None: unchecked, or checked inside
+    # the call, as a node with an output key is)
+    fused_check: tuple[ClassInfo | None, ...] = ()
     route: tuple[BranchRT | None, ...] = ()
 
     n: int = field(init=False)

@@ -12,7 +12,7 @@ import typing
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Union, get_args, get_origin
 
-__all__ = ["Assignable", "assignable", "runtime_checker", "type_name", "zero_value"]
+__all__ = ["Assignable", "assignable", "instance_check", "runtime_checker", "type_name", "zero_value"]
 
 
 class Assignable(enum.Enum):
@@ -57,7 +57,7 @@ def assignable(out: Any, in_: Any) -> Assignable:
     out_origin, in_origin = get_origin(out) or out, get_origin(in_) or in_
     if not isinstance(out_origin, type) or not isinstance(in_origin, type):
         return Assignable.MAY  # TypeVars, Protocol aliases, Literal...: only a runtime check can tell
-    if _is_protocol(in_origin):
+    if _is_protocol(in_origin) or _is_protocol(out_origin):  # issubclass() refuses most protocols
         return Assignable.MAY
     if issubclass(out_origin, in_origin):
         out_args, in_args = get_args(out), get_args(in_)
@@ -89,9 +89,49 @@ def runtime_checker(tp: Any) -> Callable[[object], bool]:
         return lambda v: v in allowed
     if tp is None or tp is type(None):
         return lambda v: v is None
+    if typing.is_typeddict(origin):  # isinstance() refuses TypedDicts: their values are dicts
+        return lambda v: isinstance(v, dict)
     if isinstance(origin, type) and (not _is_protocol(origin) or getattr(origin, "_is_runtime_protocol", False)):
         return lambda v: isinstance(v, origin)
     return lambda _v: True
+
+
+ClassInfo = type | tuple[type, ...]
+
+# PEP 484's numeric tower: an int is a fine float (and both are fine complex numbers)
+_PROMOTED: dict[type, tuple[type, ...]] = {float: (float, int), complex: (complex, float, int)}
+
+
+def instance_check(tp: Any) -> ClassInfo | None:
+    """The class (or tuple of classes) that a value of type ``tp`` is an instance of, for one ``isinstance``
+    that checks it shallowly (``list[Message]``: a list); None when no ``isinstance`` tells exactly or cheaply:
+    ``Any``, ``object``, TypeVars, Protocols, ``Literal``, NewTypes, unions with such a member.
+
+    The engine checks a node's output with it: a value that fails is not of the declared type, and a type that
+    gives None is not checked."""
+    if tp is Any or tp is object:
+        return None
+    if tp is None or tp is type(None):
+        return type(None)
+    if get_origin(tp) is typing.Annotated:
+        return instance_check(tp.__origin__)
+    if _is_union(tp):
+        members: list[type] = []
+        for m in get_args(tp):
+            info = instance_check(m)
+            if info is None:
+                return None
+            members.extend(info if isinstance(info, tuple) else (info,))
+        return tuple(dict.fromkeys(members))
+    origin = get_origin(tp) or tp
+    meta = getattr(origin, "__pydantic_generic_metadata__", None)
+    if meta and meta.get("origin") is not None:  # Model[int]: a Model() built unparametrised is one too
+        origin = meta["origin"]
+    if typing.is_typeddict(origin):
+        return dict
+    if not isinstance(origin, type) or _is_protocol(origin):
+        return None
+    return _PROMOTED.get(origin, origin)
 
 
 def zero_value(tp: Any) -> Any:

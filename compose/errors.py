@@ -12,6 +12,7 @@ derive from :class:`ComposeError`::
     │   ├── GraphRunError                 a run failed
     │   │   ├── MaxStepsExceededError     the step limit was reached (Pregel mode)
     │   │   ├── NodeRunError              a node (or its handler) raised; ``.node_path``; cause in ``__cause__``
+    │   │   │   └── NodeOutputTypeError(RuntimeTypeError)   a node's output (or chunk) is not of its declared type
     │   │   ├── BranchError               a branch condition failed or chose a node outside its end nodes
     │   │   ├── RuntimeTypeError          a value crossing an ``Any`` edge had the wrong type
     │   │   ├── FanInMergeError           values arriving at one node could not be merged
@@ -47,6 +48,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from compose._types import type_name
+
 __all__ = [
     "BranchError",
     "ChatModelError",
@@ -71,6 +74,7 @@ __all__ = [
     "ModelResponseError",
     "ModelServerError",
     "ModelTimeoutError",
+    "NodeOutputTypeError",
     "NodeRunError",
     "RuntimeTypeError",
     "ScriptExhaustedError",
@@ -186,6 +190,37 @@ class BranchError(GraphRunError):
 
 class RuntimeTypeError(GraphRunError, TypeError):
     """Raised when a value crossing an edge typed ``Any`` on one side is not of the type the other side needs."""
+
+
+class NodeOutputTypeError(NodeRunError, RuntimeTypeError):
+    """Raised when a node returns a value that is not of its declared output type, or its output stream yields
+    such a chunk (then as an error item of the stream, where it is read); ``node_path`` names the node.
+
+    Only concrete declared types are checked, with one shallow ``isinstance`` (``list[Message]``: a list; an
+    ``int`` passes for ``float``); ``Any``, TypeVars, Protocols and ``Literal`` are not. A node with an
+    ``output_key`` is checked on its value before it is wrapped. ``expected`` is the declared type, ``actual``
+    the type of the value. There is no ``__cause__``: the node itself did not fail.
+    """
+
+    def __init__(self, node_path: Sequence[str], expected: Any, actual: type, *, chunk: bool = False) -> None:
+        self.node_path = list(node_path)
+        self.phase = "output"
+        self.expected = expected
+        self.actual = actual
+        self.chunk = chunk
+        what = "a chunk of the output stream" if chunk else "the output"
+        key = self.node_path[-1] if self.node_path else ""
+        GraphRunError.__init__(
+            self,
+            f"[NodeRunError] runtime type check fail on {what} of node[{key}]: expected type: "
+            f"{type_name(expected)}, actual type: {actual.__qualname__}\n"
+            f"------------------------\nnode path: [{', '.join(self.node_path)}]",
+        )
+
+    def with_parent(self, key: str) -> NodeRunError:
+        err = NodeOutputTypeError([key, *self.node_path], self.expected, self.actual, chunk=self.chunk)
+        err.__traceback__ = self.__traceback__
+        return err
 
 
 class FanInMergeError(GraphRunError):

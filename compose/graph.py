@@ -4,8 +4,9 @@ Every builder call checks what it can at once and raises a ``GraphBuildError`` s
 at fault (errors are not sticky: a failed call changes nothing); passthrough types are inferred as edges are
 added, so a mismatch through passthroughs fails at the edge that causes it. ``compile()`` checks the whole
 structure with networkx (a loop in DAG mode, nodes START cannot reach), that every passthrough type was
-inferred, adds runtime checks where types only may fit (edges, branch conditions), and precompiles the
-integer-indexed tables the scheduler runs on. The graph is frozen afterwards.
+inferred, adds runtime checks where types only may fit (edges, branch conditions) and on every node's output
+whose declared type is concrete (one ``isinstance``: a wrong value raises ``NodeOutputTypeError`` naming the
+node), and precompiles the integer-indexed tables the scheduler runs on. The graph is frozen afterwards.
 """
 
 from __future__ import annotations

@@ -4,11 +4,19 @@ inserted on the edge) or NO (``TypeMismatchError``); ``runtime_checker`` is that
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Literal, Optional, Protocol, TypeVar, Union, runtime_checkable
+from typing import Annotated, Any, Literal, NewType, Optional, Protocol, TypedDict, TypeVar, Union, runtime_checkable
 
 import pytest
 
-from compose._types import Assignable, assignable, runtime_checker, stream_item_type, type_name, zero_value
+from compose._types import (
+    Assignable,
+    assignable,
+    instance_check,
+    runtime_checker,
+    stream_item_type,
+    type_name,
+    zero_value,
+)
 from compose.schema import Message
 from compose.stream import StreamReader
 
@@ -57,6 +65,7 @@ class Named(Protocol):
         (dict[str, int], dict[str, Any], YES),
         (list[int], Sequence[int], YES),
         (Base, Greets, MAY),  # protocols are checked at run time
+        (Greets, int, MAY),  # a protocol-typed value may be an int (issubclass() refuses the protocol)
         (T, int, MAY),
         (Literal["a"], str, MAY),
         (list[Message], list[Message], YES),
@@ -82,6 +91,43 @@ def test_runtime_checker_is_shallow_and_knows_unions_literals_none_and_protocols
 
     assert runtime_checker(Named)(HasName()) and not runtime_checker(Named)(3)
     assert runtime_checker(Greets)(3)  # not runtime-checkable: nothing to check
+
+
+class Point(TypedDict):
+    x: int
+
+
+def test_runtime_checker_takes_a_typeddict_as_a_dict() -> None:
+    assert runtime_checker(Point)({"x": 1}) and not runtime_checker(Point)([1])
+
+
+@pytest.mark.parametrize(
+    ("tp", "expected"),
+    [
+        (int, int),
+        (float, (float, int)),  # PEP 484: an int is a fine float
+        (complex, (complex, float, int)),
+        (list[Message], list),  # shallow: the origin only
+        (int | None, (int, type(None))),
+        (Optional[str], (str, type(None))),  # noqa: UP045
+        (float | int, (float, int)),
+        (None, type(None)),
+        (Point, dict),
+        (Annotated[int, "meta"], int),
+        (Message, Message),
+        (Any, None),
+        (object, None),
+        (T, None),
+        (int | T, None),  # a member no isinstance tells: nothing is checked
+        (Greets, None),
+        (Named, None),  # runtime-checkable, but neither exact nor cheap
+        (Literal["a"], None),
+        (NewType("UserId", int), None),
+        ("int", None),  # an unresolved forward reference
+    ],
+)
+def test_instance_check_is_one_exact_isinstance_or_none(tp: Any, expected: Any) -> None:
+    assert instance_check(tp) == expected
 
 
 def test_zero_values_and_stream_item_types_and_names() -> None:
