@@ -61,13 +61,16 @@ class EventModel:
         if run.telemetry:
             run.emit("model.call.started", attempt=current_attempt.get(), streaming=False)
             try:
-                msg = checked_message(await self.inner.generate(messages, **opts), self._source(run, "generate()"))
+                got: object = await self.inner.generate(messages, **opts)
+                msg = got if isinstance(got, Message) else checked_message(got, self._source(run, "generate()"))
             except Exception as exc:
                 run.emit("model.call.completed", attempt=current_attempt.get(), error=repr(exc), usage=None)
                 raise
             run.emit("model.call.completed", attempt=current_attempt.get(), usage=_usage(msg))
         else:
-            msg = checked_message(await self.inner.generate(messages, **opts), self._source(run, "generate()"))
+            # the error names the agent: its text is built only when it is needed
+            answer: object = await self.inner.generate(messages, **opts)
+            msg = answer if isinstance(answer, Message) else checked_message(answer, self._source(run, "generate()"))
         run.send(AgentEvent(output=AgentOutput(MessageVariant(False, message=msg))))
         return msg
 
@@ -78,7 +81,10 @@ class EventModel:
         attempt = current_attempt.get()
         run.emit("model.call.started", attempt=attempt, streaming=True)
         try:
-            reader = checked_stream(await self.inner.stream(messages, **opts), self._source(run, "stream()"))
+            started: object = await self.inner.stream(messages, **opts)
+            reader = (
+                started if isinstance(started, StreamReader) else checked_stream(started, self._source(run, "stream()"))
+            )
         except Exception as exc:
             run.emit("model.call.completed", attempt=attempt, usage=None, error=repr(exc))
             raise

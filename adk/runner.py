@@ -149,9 +149,11 @@ class AgentRun(AsyncIterator[AgentEvent]):
         return self
 
     async def __anext__(self) -> AgentEvent:
-        # a cancellation point before anything (trio's rule for async APIs): in a cancelled scope no checkpoint
-        # is claimed and no node runs; the run is left as it was (close it as usual)
-        await anyio.lowlevel.checkpoint_if_cancelled()
+        if self._run is None and not self._finished:
+            # the run's entry: a cancellation point before anything (trio's rule for async APIs): in a cancelled
+            # scope no checkpoint is claimed and no node runs; the run is left as it was (close it as usual).
+            # Later calls hand out queued events or run supersteps, which await inside the graph.
+            await anyio.lowlevel.checkpoint_if_cancelled()
         if not self._loaded:
             await self._load()
         events = self._ctx.events
