@@ -254,6 +254,10 @@ async def main(argv: Sequence[str] | None = None) -> None:
         for s in stats[: args.top]:
             frame = s.traceback[0]
             print(f"   {s.size_diff / m:8.0f} B {s.count_diff / m:6.2f}  {site(frame.filename)}:{frame.lineno}")
+        # a coroutine's frame is allocated where it is called: by file, this is roughly who holds what
+        print("   by file:")
+        for s in snapshots[0].compare_to(before, "filename")[: args.top]:
+            print(f"   {s.size_diff / m:8.0f} B {s.count_diff / m:6.2f}  {site(s.traceback[0].filename)}")
 
 
 if __name__ == "__main__":
