@@ -38,10 +38,12 @@ class _StateLock:
 
     def __init__(self) -> None:
         self._locked = False
-        self._waiters: deque[anyio.Event] = deque()
+        # made on first contention: an empty deque costs 760 bytes, and every run of a graph with state has a
+        # lock that is rarely contended (10,000 runs held in flight would pay 7 MiB for empty deques)
+        self._waiters: deque[anyio.Event] | None = None
 
     def __repr__(self) -> str:
-        return f"_StateLock(locked={self._locked}, waiters={len(self._waiters)})"
+        return f"_StateLock(locked={self._locked}, waiters={len(self._waiters or ())})"
 
     def acquire_nowait(self) -> bool:
         """Take the lock if it is free (never touches the event loop); False if it is held."""
@@ -55,14 +57,17 @@ class _StateLock:
             self._locked = True
             return
         event = anyio.Event()
-        self._waiters.append(event)
+        waiters = self._waiters
+        if waiters is None:
+            waiters = self._waiters = deque()  # kept once made
+        waiters.append(event)
         try:
             await event.wait()
         except BaseException:
             if event.is_set():  # handed the lock just as we were cancelled: pass it on
                 self._release()
             else:
-                self._waiters.remove(event)
+                waiters.remove(event)
             raise
 
     async def __aexit__(self, *exc: object) -> None:
