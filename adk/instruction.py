@@ -13,13 +13,13 @@ Example::
 
 from __future__ import annotations
 
-import re
-import string
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adk.errors import AgentError
+from compose.errors import TemplateFormatError
+from compose.prompt._formats import format_fstring
 from compose.schema import FunctionCall, Message, ToolCall, assistant_message, tool_message
 
 __all__ = [
@@ -82,7 +82,8 @@ class InstructionFormatError(AgentError, ValueError):
 def format_instruction(instruction: str, session_values: Mapping[str, Any], *, agent_name: str) -> str:
     """Fill the ``{key}`` placeholders of ``instruction`` from ``session_values``, as Eino's default
     ``GenModelInput`` does (chatmodel.go ``defaultGenModelInput``: ``prompt.FromMessages(schema.FString, ...)``,
-    i.e. ``pyfmt.Fmt(instruction, values)``, PEP 3101 formatting with the values map as the one argument).
+    i.e. ``pyfmt.Fmt(instruction, values)``, PEP 3101 formatting with the values map as the one argument). The
+    formatting is ``ChatTemplate``'s f-string format (``compose.prompt``).
 
     Rules (Eino's, through pyfmt):
 
@@ -111,100 +112,10 @@ def format_instruction(instruction: str, session_values: Mapping[str, Any], *, a
     """
     if not instruction or not session_values:
         return instruction
-    out: list[str] = []
     try:
-        # Formatter.parse is PEP 3101's own scanner: the same brace rules and errors as pyfmt's doFormat.
-        for literal, field_name, spec, conversion in string.Formatter().parse(instruction):
-            out.append(literal)
-            if field_name is None:
-                continue
-            out.append(_render_field(field_name, spec or "", conversion, session_values, agent_name))
-    except ValueError as error:
-        if isinstance(error, InstructionFormatError):
-            raise
-        raise InstructionFormatError(str(error), agent_name=agent_name) from error
-    return "".join(out)
-
-
-def _render_field(
-    field_name: str, spec: str, conversion: str | None, values: Mapping[str, Any], agent_name: str
-) -> str:
-    first, rest = _split_field_name(field_name, agent_name)
-    if first == "" or first.isdigit():
-        raise InstructionFormatError(
-            f"the positional placeholder {{{field_name}}} has no value (name a session value: {{key}})",
-            agent_name=agent_name,
-        )
-    if conversion is not None:
-        raise InstructionFormatError(
-            f"the conversion !{conversion} in {{{field_name}!{conversion}}} is not supported",
-            agent_name=agent_name,
-            key=field_name,
-        )
-    if first not in values:
-        known = ", ".join(sorted(map(str, values)))
-        raise InstructionFormatError(
-            f"the placeholder {{{field_name}}} names no session value {first!r} (session values: {known})",
-            agent_name=agent_name,
-            key=first,
-        )
-    value = values[first]
-    for part in rest:
-        value = _lookup(value, part, field_name, agent_name)
-    if "{" in spec or "}" in spec:
-        raise InstructionFormatError(
-            f"the format spec of {{{field_name}:{spec}}} contains a brace", agent_name=agent_name, key=field_name
-        )
-    try:
-        return format(value, spec)
-    except (ValueError, TypeError) as error:
-        raise InstructionFormatError(
-            f"cannot format {{{field_name}:{spec}}} ({type(value).__qualname__}): {error}",
-            agent_name=agent_name,
-            key=field_name,
-        ) from error
-
-
-_SUBFIELD = re.compile(r"\.([^.\[]+)|\[([^\]]+)\]")
-
-
-def _split_field_name(field_name: str, agent_name: str) -> tuple[str, list[str]]:
-    """``a.b[0]`` -> ``("a", ["b", "0"])``; both ``.x`` and ``[x]`` look up ``x`` (pyfmt's ``splitName``)."""
-    end = len(field_name)
-    for i, c in enumerate(field_name):
-        if c in ".[":
-            end = i
-            break
-    parts: list[str] = []
-    pos = end
-    while pos < len(field_name):
-        match = _SUBFIELD.match(field_name, pos)
-        if match is None:
-            raise InstructionFormatError(
-                f"cannot read the field name {{{field_name}}} (write {{key.field}} or {{key[field]}})",
-                agent_name=agent_name,
-                key=field_name,
-            )
-        parts.append(match.group(1) if match.group(1) is not None else match.group(2))
-        pos = match.end()
-    return field_name[:end], parts
-
-
-def _lookup(value: Any, part: str, field_name: str, agent_name: str) -> Any:
-    """pyfmt's ``elementByName``: a mapping by key, a sequence by index, otherwise an attribute."""
-    if isinstance(value, Mapping):
-        if part in value:
-            return value[part]
-    elif isinstance(value, Sequence) and not isinstance(value, str) and part.isdigit():
-        if int(part) < len(value):
-            return value[int(part)]
-    elif not part.startswith("_") and hasattr(value, part):
-        return getattr(value, part)
-    raise InstructionFormatError(
-        f"the placeholder {{{field_name}}}: {type(value).__qualname__} value has no {part!r}",
-        agent_name=agent_name,
-        key=field_name,
-    )
+        return format_fstring(instruction, session_values, noun="session value")
+    except TemplateFormatError as error:
+        raise InstructionFormatError(error.problem, agent_name=agent_name, key=error.key) from error
 
 
 def transfer_instruction(agents: Sequence[tuple[str, str]]) -> str:

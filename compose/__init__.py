@@ -33,6 +33,7 @@ from compose.errors import (
     InterruptNotFoundError,
     InvalidGraphError,
     MaxStepsExceededError,
+    MessagesPlaceholderError,
     ModelAuthError,
     ModelBadRequestError,
     ModelRateLimitError,
@@ -41,11 +42,14 @@ from compose.errors import (
     ModelTimeoutError,
     NodeOutputTypeError,
     NodeRunError,
+    PromptError,
     RuntimeTypeError,
     ScriptExhaustedError,
     StateError,
     StreamEnd,
     StreamError,
+    TemplateFormatError,
+    TemplateSandboxError,
     ToolArgumentsError,
     ToolArgumentsHandlerError,
     ToolError,
@@ -70,6 +74,7 @@ from compose.interrupt import (
 from compose.lambdas import Lambda
 from compose.merge import register_values_merge
 from compose.models import ChatModel, ChatModelOptions, ScriptedChatModel
+from compose.prompt import ChatTemplate, FormatType, MessagesPlaceholder, MessagesTemplate
 from compose.runnable import Runnable
 from compose.schema import (
     FunctionCall,
@@ -130,6 +135,7 @@ __all__ = [
     "ChatModel",
     "ChatModelError",
     "ChatModelOptions",
+    "ChatTemplate",
     "CheckPointStore",
     "CheckpointError",
     "CheckpointNotFoundError",
@@ -140,6 +146,7 @@ __all__ = [
     "ExternalInterrupt",
     "FanInMergeConfig",
     "FanInMergeError",
+    "FormatType",
     "FunctionCall",
     "Graph",
     "GraphBranch",
@@ -159,6 +166,9 @@ __all__ = [
     "Lambda",
     "MaxStepsExceededError",
     "Message",
+    "MessagesPlaceholder",
+    "MessagesPlaceholderError",
+    "MessagesTemplate",
     "ModelAuthError",
     "ModelBadRequestError",
     "ModelRateLimitError",
@@ -170,6 +180,7 @@ __all__ = [
     "NodeRunError",
     "OpenAIChatModel",
     "PostgresCheckPointStore",
+    "PromptError",
     "ResponseMeta",
     "ResumeContext",
     "Role",
@@ -189,6 +200,8 @@ __all__ = [
     "StreamToolOutput",
     "StreamWriter",
     "StreamableTool",
+    "TemplateFormatError",
+    "TemplateSandboxError",
     "ToolArgumentsError",
     "ToolArgumentsHandlerError",
     "ToolCall",

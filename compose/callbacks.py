@@ -24,7 +24,7 @@ __all__ = ["CallbackHandler", "RunInfo", "append_global_callbacks", "clear_globa
 class RunInfo:
     """What is running: ``name`` (the node's ``name=``, else its key; the graph's compile name), ``type`` (the
     implementation, e.g. ``"ScriptedChatModel"``) and ``component`` (``"Graph"``, ``"Lambda"``, ``"ChatModel"``,
-    ``"ToolsNode"``, ``"Tool"``, ``"Passthrough"``)."""
+    ``"ChatTemplate"``, ``"ToolsNode"``, ``"Tool"``, ``"Passthrough"``)."""
 
     name: str
     type: str

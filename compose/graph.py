@@ -258,6 +258,27 @@ class Graph(Generic[I, O]):
         node = _NodeDef(key, "ChatModel", type(model).__name__, model, paradigms, list[Message], Message)
         self._add(key, node, options)
 
+    def add_chat_template_node(
+        self,
+        key: str,
+        template: Any,
+        **options: Unpack[NodeOptions],
+    ) -> None:
+        """Add a chat template node: ``dict[str, Any] -> list[Message]`` (``format`` to invoke; a stream is the
+        one formatted list). Callbacks see the variables as input and the messages as output."""
+        if not callable(getattr(template, "format", None)):
+            raise GraphBuildError(f"node '{key}': a chat template needs an async format(variables) method")
+        fmt = template.format
+
+        async def invoke(variables: Any, **_o: Any) -> Any:
+            return await fmt(variables)
+
+        paradigms = dataclasses.replace(derive(invoke=invoke), invoke1=fmt)
+        node = _NodeDef(
+            key, "ChatTemplate", type(template).__name__, template, paradigms, dict[str, Any], list[Message]
+        )
+        self._add(key, node, options)
+
     def add_tools_node(
         self,
         key: str,

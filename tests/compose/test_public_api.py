@@ -8,7 +8,7 @@ import types
 import pytest
 
 
-@pytest.mark.parametrize("package", ["compose", "adk", "compose.models"])
+@pytest.mark.parametrize("package", ["compose", "adk", "compose.models", "compose.prompt"])
 def test_all_is_exact_and_importable(package: str) -> None:
     mod = importlib.import_module(package)
     exported = list(mod.__all__)
@@ -60,7 +60,7 @@ async def add_one(x: int) -> int:
     return x + 1
 
 Runner(ChatModelAgent("a", "an agent", model=ScriptedChatModel(["hi"]), tools=[tool(add_one)]))
-heavy = ("openai", "networkx", "psycopg", "psycopg_pool", "sqlite3", "compose.models.json_action")
+heavy = ("openai", "networkx", "psycopg", "psycopg_pool", "sqlite3", "compose.models.json_action", "jinja2")
 print(sorted(m for m in heavy if m in sys.modules))
 
 import compose.models
