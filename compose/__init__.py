@@ -56,6 +56,7 @@ from compose.errors import (
     TypeMismatchError,
 )
 from compose.graph import END, START, FanInMergeConfig, Graph, NodeOptions, TriggerMode
+from compose.graph_info import BranchInfo, CompileCallback, GraphCompileCallback, GraphInfo, NodeInfo
 from compose.interrupt import (
     ExternalInterrupt,
     InterruptCtx,
@@ -126,6 +127,7 @@ __all__ = [
     "START",
     "BaseTool",
     "BranchError",
+    "BranchInfo",
     "CallbackHandler",
     "ChatModel",
     "ChatModelError",
@@ -134,6 +136,7 @@ __all__ = [
     "CheckpointError",
     "CheckpointNotFoundError",
     "CheckpointStoreError",
+    "CompileCallback",
     "ComposeError",
     "ConcatError",
     "EmptyStreamError",
@@ -144,7 +147,9 @@ __all__ = [
     "Graph",
     "GraphBranch",
     "GraphBuildError",
+    "GraphCompileCallback",
     "GraphCompiledError",
+    "GraphInfo",
     "GraphInterrupt",
     "GraphMultiBranch",
     "GraphRunError",
@@ -165,6 +170,7 @@ __all__ = [
     "ModelResponseError",
     "ModelServerError",
     "ModelTimeoutError",
+    "NodeInfo",
     "NodeOptions",
     "NodeOutputTypeError",
     "NodeRunError",
