@@ -60,6 +60,7 @@ from compose.errors import (
     TypeMismatchError,
 )
 from compose.graph import END, START, FanInMergeConfig, Graph, NodeOptions, TriggerMode
+from compose.graph_info import BranchInfo, CompileCallback, GraphCompileCallback, GraphInfo, NodeInfo
 from compose.interrupt import (
     ExternalInterrupt,
     InterruptCtx,
@@ -131,6 +132,7 @@ __all__ = [
     "START",
     "BaseTool",
     "BranchError",
+    "BranchInfo",
     "CallbackHandler",
     "ChatModel",
     "ChatModelError",
@@ -140,6 +142,7 @@ __all__ = [
     "CheckpointError",
     "CheckpointNotFoundError",
     "CheckpointStoreError",
+    "CompileCallback",
     "ComposeError",
     "ConcatError",
     "EmptyStreamError",
@@ -151,7 +154,9 @@ __all__ = [
     "Graph",
     "GraphBranch",
     "GraphBuildError",
+    "GraphCompileCallback",
     "GraphCompiledError",
+    "GraphInfo",
     "GraphInterrupt",
     "GraphMultiBranch",
     "GraphRunError",
@@ -175,6 +180,7 @@ __all__ = [
     "ModelResponseError",
     "ModelServerError",
     "ModelTimeoutError",
+    "NodeInfo",
     "NodeOptions",
     "NodeOutputTypeError",
     "NodeRunError",

@@ -74,6 +74,7 @@ def build_tables(
                 takes_options=d.component in ("ChatModel", "ToolsNode", "Graph")
                 or (d.component == "Lambda" and d.impl.takes_options),
                 invoke1=d.paradigms.invoke1 if plain and sub is None and d.paradigms is not None else None,
+                instance=d.impl,
             )
         )
 

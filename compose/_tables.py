@@ -61,6 +61,7 @@ class NodeRT:
     takes_options: bool  # accepts per-call node options (keyword arguments)
     # the node's own single-argument invoke when it is plain and not a sub-graph: the invoke-mode fast path
     invoke1: Callable[[Any], Any] | None
+    instance: Any = None  # what was added (the model, the Lambda, the sub-graph), for ``graph_info()`` only
 
 
 @dataclass(frozen=True, slots=True)

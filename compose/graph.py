@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unp
 from compose._types import Assignable, assignable, runtime_checker, type_name
 from compose.branch import _Branch
 from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
+from compose.graph_info import CompileCallback, check_compile_callbacks
 from compose.lambdas import Lambda, Paradigms, _hints, derive
 from compose.schema import Message
 
@@ -435,8 +436,12 @@ class Graph(Generic[I, O]):
         interrupt_after: Iterable[str] | None = None,
         checkpoint_store: Any = None,
         fan_in_merge_config: Mapping[str, FanInMergeConfig] | None = None,
+        compile_callbacks: Iterable[CompileCallback] | None = None,
     ) -> Runnable[I, O]:
         """Check the whole graph and return a ``Runnable``; the graph is frozen afterwards.
+
+        ``compile_callbacks``: each is called once, when compilation has finished, with the graph's ``GraphInfo``
+        (a callable, or an object with ``on_finish(info)``); a sub-graph's go in its node's ``compile_options``.
 
         Raises ``InvalidGraphError`` for a loop in ``all_predecessor`` (DAG) mode, a node START cannot reach, no
         edge from START or to END, and ``GraphBuildError`` for bad options.
@@ -452,6 +457,7 @@ class Graph(Generic[I, O]):
         if max_run_steps is not None and max_run_steps < 1:
             raise GraphBuildError("max run steps limit must be at least 1")
         before, after = list(interrupt_before or ()), list(interrupt_after or ())
+        on_finish = check_compile_callbacks(compile_callbacks or ())
         for key in before + after:
             if key not in self._nodes:
                 raise GraphBuildError(f"interrupt node '{key}' needs to be added to graph first")
@@ -491,7 +497,12 @@ class Graph(Generic[I, O]):
             checkpoint_store=checkpoint_store,
         )
         self._compiled = True
-        return _Runnable(tables)
+        runnable: Runnable[I, O] = _Runnable(tables)
+        if on_finish:
+            info = runnable.graph_info()
+            for call in on_finish:
+                call(info)
+        return runnable
 
     def _check_structure(self, *, dag: bool) -> None:
         """Every node is reachable from START, and a DAG has no loop (the loop is printed ``a -> b -> a``)."""

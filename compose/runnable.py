@@ -24,6 +24,7 @@ from compose._types import runtime_checker, type_name
 from compose.callbacks import RunInfo
 from compose.checkpoint import _release_claim, _release_claim_after, _retire, encode_checkpoint
 from compose.errors import GraphInterrupt, GraphRunError, RuntimeTypeError, StreamEnd
+from compose.graph_info import GraphInfo, build_graph_info
 from compose.stream import StreamReader, concat
 from compose.stream import close_if_stream as _close
 
@@ -58,6 +59,7 @@ class Runnable(Generic[I, O]):
         self._tables = tables
         self._info = RunInfo(tables.name, "Graph", "Graph")
         self._input_ok = runtime_checker(tables.input_type)
+        self._graph_info: GraphInfo | None = None
 
     def _check_input(self, x: Any) -> None:
         if not self._input_ok(x):
@@ -80,6 +82,17 @@ class Runnable(Generic[I, O]):
     def output_type(self) -> Any:
         """The graph's output type."""
         return self._tables.output_type
+
+    def graph_info(self) -> GraphInfo:
+        """What the graph is made of: nodes, edges, branches, sub-graphs (built on the first call, then cached).
+
+        Example::
+
+            print(runnable.graph_info().to_mermaid())
+        """
+        if self._graph_info is None:
+            self._graph_info = build_graph_info(self._tables)
+        return self._graph_info
 
     def __repr__(self) -> str:
         t = self._tables
