@@ -38,7 +38,9 @@ derive from :class:`ComposeError`::
     │   ├── CheckpointError(ValueError)   a checkpoint cannot be read, trusted or resumed; ``.reason`` says why
     │   │   ├── CheckpointNotFoundError(LookupError)  a resume names a checkpoint id with nothing stored under it
     │   │   └── InterruptNotFoundError(LookupError)   resume data names an interrupt id the checkpoint does not have
-    │   └── CheckpointStoreError          a checkpoint store's database failed; cause in ``__cause__``
+    │   ├── CheckpointStoreError          a checkpoint store's database failed; cause in ``__cause__``
+    │   └── LoaderError                   a document loader could not read its source; cause in ``__cause__``
+    │       └── PathOutsideRootError(PermissionError)  a FileLoader source escapes its root directory
     ├── StreamEnd(EOFError)               the end of a stream; raised by ``recv()`` again on every later call
     └── GraphInterrupt                    a run paused at an interrupt (not a failure); ``.info``, ``.checkpoint_id``
 """
@@ -67,6 +69,7 @@ __all__ = [
     "GraphRunError",
     "InterruptNotFoundError",
     "InvalidGraphError",
+    "LoaderError",
     "MaxStepsExceededError",
     "ModelAuthError",
     "ModelBadRequestError",
@@ -76,6 +79,7 @@ __all__ = [
     "ModelTimeoutError",
     "NodeOutputTypeError",
     "NodeRunError",
+    "PathOutsideRootError",
     "RuntimeTypeError",
     "ScriptExhaustedError",
     "StateError",
@@ -449,6 +453,24 @@ class CheckpointStoreError(ComposeError):
 
 # ---------------------------------------------------------------------------------------------------------------
 # Interrupts
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Retrieval components
+
+
+class LoaderError(ComposeError):
+    """Raised by a loader that cannot read a source: missing, not a file, not decodable, a bad URI."""
+
+
+class PathOutsideRootError(LoaderError, PermissionError):
+    """Raised by a FileLoader for a source outside its root: an absolute path, a ``..`` component, or a symlink
+    that resolves outside the root. ``.uri`` is the source asked for."""
+
+    def __init__(self, uri: str, root: str) -> None:
+        super().__init__(f"source {uri!r} is outside the loader's root directory {root!r}")
+        self.uri = uri
+        self.root = root
 
 
 class GraphInterrupt(Exception):
