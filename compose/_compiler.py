@@ -71,7 +71,7 @@ def build_tables(
                 out_check=output_check(d),
                 declared=d.output_type,
                 plain=plain,
-                takes_options=d.component in ("ChatModel", "ToolsNode", "Graph")
+                takes_options=d.component in _TAKES_OPTIONS
                 or (d.component == "Lambda" and d.impl.takes_options),
                 invoke1=d.paradigms.invoke1 if plain and sub is None and d.paradigms is not None else None,
                 instance=d.impl,
@@ -179,6 +179,11 @@ def build_tables(
         fused_check=tuple(fused_check),
         route=tuple(route),
     )
+
+
+_TAKES_OPTIONS = frozenset(
+    ("ChatModel", "ToolsNode", "Graph", "Retriever", "Embedding", "Indexer", "Loader", "DocumentTransformer")
+)
 
 
 def output_check(d: Any) -> ClassInfo | None:

@@ -39,10 +39,12 @@ derive from :class:`ComposeError`::
     │   │   ├── CheckpointNotFoundError(LookupError)  a resume names a checkpoint id with nothing stored under it
     │   │   └── InterruptNotFoundError(LookupError)   resume data names an interrupt id the checkpoint does not have
     │   ├── CheckpointStoreError          a checkpoint store's database failed; cause in ``__cause__``
-    │   └── PromptError(ValueError)       a chat template cannot produce its messages (compose.prompt)
-    │       ├── TemplateFormatError       a message's content cannot be rendered (syntax, missing variable, ...)
-    │       │   └── TemplateSandboxError  a Jinja2 template tried to read a file or reach an unsafe attribute
-    │       └── MessagesPlaceholderError  a placeholder's variable is missing or is not a list of messages
+    │   ├── PromptError(ValueError)       a chat template cannot produce its messages (compose.prompt)
+    │   │   ├── TemplateFormatError       a message's content cannot be rendered (syntax, missing variable, ...)
+    │   │   │   └── TemplateSandboxError  a Jinja2 template tried to read a file or reach an unsafe attribute
+    │   │   └── MessagesPlaceholderError  a placeholder's variable is missing or is not a list of messages
+    │   └── LoaderError                   a document loader could not read its source; cause in ``__cause__``
+    │       └── PathOutsideRootError(PermissionError)  a FileLoader source escapes its root directory
     ├── StreamEnd(EOFError)               the end of a stream; raised by ``recv()`` again on every later call
     └── GraphInterrupt                    a run paused at an interrupt (not a failure); ``.info``, ``.checkpoint_id``
 """
@@ -71,6 +73,7 @@ __all__ = [
     "GraphRunError",
     "InterruptNotFoundError",
     "InvalidGraphError",
+    "LoaderError",
     "MaxStepsExceededError",
     "MessagesPlaceholderError",
     "ModelAuthError",
@@ -81,6 +84,7 @@ __all__ = [
     "ModelTimeoutError",
     "NodeOutputTypeError",
     "NodeRunError",
+    "PathOutsideRootError",
     "PromptError",
     "RuntimeTypeError",
     "ScriptExhaustedError",
@@ -509,6 +513,24 @@ class MessagesPlaceholderError(PromptError):
 
 # ---------------------------------------------------------------------------------------------------------------
 # Interrupts
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Retrieval components
+
+
+class LoaderError(ComposeError):
+    """Raised by a loader that cannot read a source: missing, not a file, not decodable, a bad URI."""
+
+
+class PathOutsideRootError(LoaderError, PermissionError):
+    """Raised by a FileLoader for a source outside its root: an absolute path, a ``..`` component, or a symlink
+    that resolves outside the root. ``.uri`` is the source asked for."""
+
+    def __init__(self, uri: str, root: str) -> None:
+        super().__init__(f"source {uri!r} is outside the loader's root directory {root!r}")
+        self.uri = uri
+        self.root = root
 
 
 class GraphInterrupt(Exception):

@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unp
 
 from compose._types import Assignable, assignable, runtime_checker, type_name
 from compose.branch import _Branch
+from compose.components.document import Document, Source
 from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
 from compose.graph_info import CompileCallback, check_compile_callbacks
 from compose.lambdas import Lambda, Paradigms, _hints, derive
 from compose.schema import Message
 
 if TYPE_CHECKING:
+    from compose.components.base import DocumentTransformer, Embedder, Indexer, Loader, Retriever
     from compose.runnable import Runnable
 
 __all__ = ["END", "START", "FanInMergeConfig", "Graph", "NodeOptions", "TriggerMode"]
@@ -294,6 +296,40 @@ class Graph(Generic[I, O]):
         )
         node = _NodeDef(key, "ToolsNode", type(tools_node).__name__, tools_node, paradigms, Message, list[Message])
         self._add(key, node, options)
+
+    # retrieval components (eino-semantics 1.1): invoke only, the rest derived; node_options are keyword options
+
+    def add_retriever_node(self, key: str, retriever: Retriever, **options: Unpack[NodeOptions]) -> None:
+        """Add a retriever node: ``str -> list[Document]`` (``retrieve``)."""
+        self._add_component(key, "Retriever", retriever, "retrieve", str, list[Document], options)
+
+    def add_embedding_node(self, key: str, embedder: Embedder, **options: Unpack[NodeOptions]) -> None:
+        """Add an embedding node: ``list[str] -> list[list[float]]`` (``embed_strings``)."""
+        self._add_component(key, "Embedding", embedder, "embed_strings", list[str], list[list[float]], options)
+
+    def add_indexer_node(self, key: str, indexer: Indexer, **options: Unpack[NodeOptions]) -> None:
+        """Add an indexer node: ``list[Document] -> list[str]`` (``store``, returning the ids)."""
+        self._add_component(key, "Indexer", indexer, "store", list[Document], list[str], options)
+
+    def add_loader_node(self, key: str, loader: Loader, **options: Unpack[NodeOptions]) -> None:
+        """Add a loader node: ``Source -> list[Document]`` (``load``)."""
+        self._add_component(key, "Loader", loader, "load", Source, list[Document], options)
+
+    def add_document_transformer_node(
+        self, key: str, transformer: DocumentTransformer, **options: Unpack[NodeOptions]
+    ) -> None:
+        """Add a document transformer node: ``list[Document] -> list[Document]`` (``transform``)."""
+        docs = list[Document]
+        self._add_component(key, "DocumentTransformer", transformer, "transform", docs, docs, options)
+
+    def _add_component(
+        self, key: str, component: str, impl: Any, method: str, in_t: Any, out_t: Any, options: NodeOptions
+    ) -> None:
+        fn = getattr(impl, method, None)
+        if not callable(fn):
+            raise GraphBuildError(f"node '{key}': a {component} node needs an async {method}() method")
+        paradigms = dataclasses.replace(derive(invoke=fn), invoke1=fn)
+        self._add(key, _NodeDef(key, component, type(impl).__name__, impl, paradigms, in_t, out_t), options)
 
     def add_graph_node(
         self,

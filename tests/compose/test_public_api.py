@@ -8,7 +8,7 @@ import types
 import pytest
 
 
-@pytest.mark.parametrize("package", ["compose", "adk", "compose.models", "compose.prompt"])
+@pytest.mark.parametrize("package", ["compose", "adk", "compose.models", "compose.prompt", "compose.components"])
 def test_all_is_exact_and_importable(package: str) -> None:
     mod = importlib.import_module(package)
     exported = list(mod.__all__)
