@@ -9,6 +9,7 @@ import typing
 from compose._lazy import lazy_names as _lazy_names
 from compose.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
 from compose.callbacks import CallbackHandler, RunInfo, append_global_callbacks, clear_global_callbacks
+from compose.chain import Chain, ChainBranch, ChainNodeOptions, Parallel
 from compose.checkpoint import (
     CheckPointStore,
     InMemoryCheckPointStore,
@@ -151,6 +152,9 @@ __all__ = [
     "BranchError",
     "BranchInfo",
     "CallbackHandler",
+    "Chain",
+    "ChainBranch",
+    "ChainNodeOptions",
     "ChatModel",
     "ChatModelError",
     "ChatModelOptions",
@@ -212,6 +216,7 @@ __all__ = [
     "NodeOutputTypeError",
     "NodeRunError",
     "OpenAIChatModel",
+    "Parallel",
     "PathOutsideRootError",
     "PostgresCheckPointStore",
     "PromptError",

@@ -339,10 +339,12 @@ class Graph(Generic[I, O]):
         compile_options: Mapping[str, Any] | None = None,
         **options: Unpack[NodeOptions],
     ) -> None:
-        """Add a sub-graph (compiled with the parent, with ``compile_options``) or an already compiled Runnable."""
+        """Add a sub-graph or a Chain (compiled with the parent, with ``compile_options``) or an already compiled
+        Runnable."""
+        from compose.chain import Chain
         from compose.runnable import Runnable
 
-        if isinstance(graph, Graph | Runnable):
+        if isinstance(graph, Graph | Chain | Runnable):
             in_t, out_t = graph.input_type, graph.output_type
         else:
             raise GraphBuildError(f"node '{key}': add_graph_node needs a Graph or a compiled Runnable")
