@@ -297,17 +297,11 @@ class Chain(Generic[I, O]):
         g = self._graph
         if g._compiled:
             raise GraphCompiledError("chain has been compiled, cannot be modified")
-        nodes = dict(g._nodes)
-        types = {k: (n.input_type, n.output_type) for k, n in nodes.items()}
-        edges, unresolved = list(g._edges), list(g._unresolved)
-        branches = {k: list(v) for k, v in g._branches.items()}
         idx, tails = self._idx, list(self._tails)
         try:
-            yield g
+            with g._transaction():
+                yield g
         except BaseException:
-            g._nodes, g._edges, g._unresolved, g._branches = nodes, edges, unresolved, branches
-            for k, (in_t, out_t) in types.items():
-                nodes[k].input_type, nodes[k].output_type = in_t, out_t
             self._idx, self._tails = idx, tails
             raise
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unpack, get_args
 
@@ -163,6 +164,22 @@ class Graph(Generic[I, O]):
         return self.output_type if key == END else self._nodes[key].outer_input_type
 
     # ------------------------------------------------------------------ nodes
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """Several builder calls as one: if the block fails, the graph is left as it was before it (nodes, edges,
+        branches and the types inferred for passthrough nodes). Used by ``Chain``, whose appends add several."""
+        nodes = dict(self._nodes)
+        types = {k: (n.input_type, n.output_type) for k, n in nodes.items()}
+        edges, unresolved = list(self._edges), list(self._unresolved)
+        branches = {k: list(v) for k, v in self._branches.items()}
+        try:
+            yield
+        except BaseException:
+            self._nodes, self._edges, self._unresolved, self._branches = nodes, edges, unresolved, branches
+            for k, (in_t, out_t) in types.items():
+                nodes[k].input_type, nodes[k].output_type = in_t, out_t
+            raise
 
     def _check_mutable(self) -> None:
         if self._compiled:
