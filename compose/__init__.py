@@ -6,6 +6,16 @@ A Python port of CloudWeGo Eino's ``compose``. Build a :class:`Graph`, join node
 
 import typing
 
+from compose._field_mapping import (
+    FieldMapping,
+    FieldMappingError,
+    from_field,
+    from_field_path,
+    map_field_paths,
+    map_fields,
+    to_field,
+    to_field_path,
+)
 from compose._lazy import lazy_names as _lazy_names
 from compose.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
 from compose.callbacks import CallbackHandler, RunInfo, append_global_callbacks, clear_global_callbacks
@@ -133,6 +143,7 @@ from compose.tool_node import (
     tool_errors_as_results,
 )
 from compose.tools import BaseTool, InvokableTool, StreamableTool, tool
+from compose.workflow import Workflow, WorkflowNode
 
 if typing.TYPE_CHECKING:
     from compose.models.json_action import JSONActionChatModel
@@ -173,6 +184,8 @@ __all__ = [
     "ExternalInterrupt",
     "FanInMergeConfig",
     "FanInMergeError",
+    "FieldMapping",
+    "FieldMappingError",
     "FileLoader",
     "FormatType",
     "FunctionCall",
@@ -261,6 +274,8 @@ __all__ = [
     "TriggerMode",
     "TypeMismatchError",
     "Usage",
+    "Workflow",
+    "WorkflowNode",
     "append_global_callbacks",
     "assistant_message",
     "clear_global_callbacks",
@@ -268,10 +283,14 @@ __all__ = [
     "concat_items",
     "concat_message_lists",
     "concat_messages",
+    "from_field",
+    "from_field_path",
     "get_interrupt_state",
     "get_resume_context",
     "get_tool_call_id",
     "interrupt",
+    "map_field_paths",
+    "map_fields",
     "merge_named_streams",
     "merge_streams",
     "pipe",
@@ -281,6 +300,8 @@ __all__ = [
     "register_values_merge",
     "stateful_interrupt",
     "system_message",
+    "to_field",
+    "to_field_path",
     "tool",
     "tool_errors_as_results",
     "tool_message",

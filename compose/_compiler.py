@@ -178,6 +178,14 @@ def build_tables(
         fused_stream=tuple(fused_stream),
         fused_check=tuple(fused_check),
         route=tuple(route),
+        edge_maps={(index[a], index[b]): fn for (a, b), fn in graph._edge_maps.items()},
+        builds={index[k]: fn for k, fn in graph._input_builds.items()},
+        data_only=frozenset(
+            (index[a], index[b])
+            for a, b in graph._data_only
+            if not any(b in br.end_nodes for br in graph._branches.get(a, []))
+        ),
+        data_edges=frozenset((index[a], index[b]) for a, b in graph._data_only),
     )
 
 

@@ -177,7 +177,11 @@ async def run_dag(self: GraphRun) -> Any:
 
 def take_dag(self: GraphRun, j: int) -> Any:
     if j in self.inbox:
-        return self._take(j)
+        value = self._take(j)
+        build = self.t.builds.get(j)
+        if build is None:
+            return value
+        return value.map(build) if self.streaming else build(value)
     tp = self.t.nodes[j].input_type if j < self.t.n else self.t.output_type
     zero = zero_value(tp)
     return _one(zero) if self.streaming else zero
@@ -193,6 +197,8 @@ def report(self: GraphRun, src: int, dst: int, skipped: bool) -> None:
         return
     del self.reported[dst]
     sk = self.skipped.pop(dst, set())
+    if t.data_only:  # a Workflow: only control predecessors decide whether the node is skipped
+        sk |= {p for p in preds if (p, dst) in t.data_only}
     if len(sk) < len(preds):
         self.ready.append(dst)
         return

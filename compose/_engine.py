@@ -579,9 +579,16 @@ class GraphRun:
         if t.dag:
             for s in skipped:
                 report(self, src, s, True)
+            if t.data_edges:  # chosen branch end nodes that took their data along a data-only edge
+                for s in {e for b, keys in zip(brs, chosen, strict=True) for k in keys for e in [b.index_of[k]]}:
+                    if (src, s) in t.data_edges and (src, s) not in t.data_only:
+                        report(self, src, s, False)
 
     def _deliver(self, src: int, dst: int, value: Any) -> None:
         t = self.t
+        mapping = t.edge_maps.get((src, dst)) if t.edge_maps else None
+        if mapping is not None:
+            value = value.map(mapping) if self.streaming else mapping(value)
         check = t.checks.get((src, dst)) if t.checks else None
         if check is not None:
             if self.streaming:
@@ -593,5 +600,5 @@ class GraphRun:
             self.inbox[dst] = {src: value}
         else:
             box[src] = value
-        if t.dag:
-            report(self, src, dst, False)
+        if t.dag and not ((src, dst) in t.data_edges and (src, dst) not in t.data_only):
+            report(self, src, dst, False)  # a data edge to a branch end node: the branch's choice reports

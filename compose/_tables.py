@@ -119,6 +119,14 @@ class Tables:
     # the call, as a node with an output key is)
     fused_check: tuple[ClassInfo | None, ...] = ()
     route: tuple[BranchRT | None, ...] = ()
+    # Workflow field mapping (eino-semantics 1.13): a transform per (source, successor) applied to each value
+    # (each chunk, streaming) delivered along that edge or branch; a build per node applied to its merged input;
+    # the edges that carry data only (data_edges), and those of them no branch of their source controls either
+    # (data_only: they do not count when deciding whether a node is skipped)
+    edge_maps: dict[tuple[int, int], Callable[[Any], Any]] = field(default_factory=dict)
+    builds: dict[int, Callable[[Any], Any]] = field(default_factory=dict)
+    data_only: frozenset[tuple[int, int]] = frozenset()
+    data_edges: frozenset[tuple[int, int]] = frozenset()
 
     n: int = field(init=False)
     end: int = field(init=False)  # == n
@@ -139,6 +147,9 @@ def branch_targets(
     (meaningful in DAG mode only).
     """
     direct = tables.succ[src]
+    ctrl = direct  # a data-only edge (a Workflow's) does not keep a branch end node from being skipped
+    if tables.data_edges:
+        ctrl = tuple(d for d in direct if (src, d) not in tables.data_edges)
     brs = tables.branches[src]
     if len(brs) == 1 and len(chosen[0]) == 1:  # the common case: one branch choosing one node
         b = brs[0]
@@ -146,7 +157,7 @@ def branch_targets(
         one = [] if idx in direct else [idx]
         if not tables.dag:
             return one, []
-        return one, [e for e in b.ends if e != idx and e not in direct]
+        return one, [e for e in b.ends if e != idx and e not in ctrl]
     deliver: list[int] = []
     picked: set[int] = set()
     for b, keys in zip(brs, chosen, strict=True):
@@ -156,5 +167,5 @@ def branch_targets(
                 picked.add(idx)
                 if idx not in direct:
                     deliver.append(idx)
-    skipped = sorted({e for b in brs for e in b.ends if e not in picked and e not in direct})
+    skipped = sorted({e for b in brs for e in b.ends if e not in picked and e not in ctrl})
     return deliver, skipped

@@ -138,6 +138,11 @@ class Graph(Generic[I, O]):
         # not inferred yet; checked once both ends are known (Eino's toValidateMap)
         self._unresolved: list[tuple[str, str]] = []
         self._compiled = False
+        # set by Workflow (eino-semantics 1.13): edges (and branch end nodes) whose values are transformed by a
+        # field mapping, so not type-checked as plain edges; edges carrying data only; per-node input builders
+        self._edge_maps: dict[tuple[str, str], Callable[[Any], Any]] = {}
+        self._data_only: set[tuple[str, str]] = set()
+        self._input_builds: dict[str, Callable[[Any], Any]] = {}
 
     # ------------------------------------------------------------------ types
 
@@ -173,10 +178,12 @@ class Graph(Generic[I, O]):
         types = {k: (n.input_type, n.output_type) for k, n in nodes.items()}
         edges, unresolved = list(self._edges), list(self._unresolved)
         branches = {k: list(v) for k, v in self._branches.items()}
+        maps, data_only, builds = dict(self._edge_maps), set(self._data_only), dict(self._input_builds)
         try:
             yield
         except BaseException:
             self._nodes, self._edges, self._unresolved, self._branches = nodes, edges, unresolved, branches
+            self._edge_maps, self._data_only, self._input_builds = maps, data_only, builds
             for k, (in_t, out_t) in types.items():
                 nodes[k].input_type, nodes[k].output_type = in_t, out_t
             raise
@@ -406,6 +413,19 @@ class Graph(Generic[I, O]):
         self._edges.append((start, end))
         self._commit(inferred, unresolved)
 
+    def _add_mapped_edge(
+        self, start: str, end: str, mapping: Callable[[Any], Any], *, control: bool, edge: bool = True
+    ) -> None:
+        """A Workflow edge: ``mapping`` turns each value sent along it into ``end``'s gathered input, so the
+        plain edge type check does not apply; ``control=False``: data only; ``edge=False``: only the mapping of
+        a branch's end node. Checked by the Workflow."""
+        self._check_mutable()
+        self._edge_maps[(start, end)] = mapping
+        if not control:
+            self._data_only.add((start, end))
+        if edge:
+            self._edges.append((start, end))
+
     def _infer(
         self, new: Iterable[tuple[str, str]], seed: Mapping[str, Any] | None = None
     ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
@@ -475,7 +495,9 @@ class Graph(Generic[I, O]):
                 f"type[{type_name(out_t)}] are mismatched",
                 start=start, output_type=out_t, input_type=cond_t,
             )
-        inferred, unresolved = self._infer([(start, end) for end in sorted(branch.end_nodes)], seed)
+        inferred, unresolved = self._infer(
+            [(start, end) for end in sorted(branch.end_nodes) if (start, end) not in self._edge_maps], seed
+        )
         self._branches.setdefault(start, []).append(branch)
         self._commit(inferred, unresolved)
 
@@ -609,6 +631,8 @@ class Graph(Generic[I, O]):
         for s in [START, *self._nodes]:
             out_t = self.input_type if s == START else types[s][1]
             for e in self._successors(s):
+                if (s, e) in self._edge_maps:
+                    continue
                 in_t = self.output_type if e == END else types[e][0]
                 if _check_edge(s, e, out_t, in_t) is Assignable.MAY:
                     checks[(s, e)] = runtime_checker(in_t)
