@@ -156,3 +156,14 @@ def stream_item_type(tp: Any) -> Any:
     if origin is not None and getattr(origin, "__name__", "") == "StreamReader" and args:
         return args[0]
     return Any
+
+
+def type_argument(obj: object, explicit: Any, index: int) -> Any:
+    """``explicit`` if given, else type argument ``index`` of a ``Builder[I, O]()`` instance, else ``Any``.
+
+    (``Graph[int, str]()`` records its arguments in ``__orig_class__``, set after ``__init__``.)
+    """
+    if explicit is not None:
+        return explicit
+    args = get_args(getattr(obj, "__orig_class__", None))
+    return args[index] if len(args) > index else Any

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, Unpack, cast, get_args
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, Unpack, cast
 
+from compose._types import type_argument
 from compose.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch, _Branch
 from compose.errors import BranchError, GraphBuildError, GraphCompiledError, InvalidGraphError
 from compose.graph import END, START, FanInMergeConfig, Graph, NodeOptions, TriggerMode
@@ -271,18 +272,12 @@ class Chain(Generic[I, O]):
     @property
     def input_type(self) -> Any:
         """The chain's input type."""
-        if self._input_type is not None:
-            return self._input_type
-        args = get_args(getattr(self, "__orig_class__", None))
-        return args[0] if args else Any
+        return type_argument(self, self._input_type, 0)
 
     @property
     def output_type(self) -> Any:
         """The chain's output type."""
-        if self._output_type is not None:
-            return self._output_type
-        args = get_args(getattr(self, "__orig_class__", None))
-        return args[1] if len(args) > 1 else Any
+        return type_argument(self, self._output_type, 1)
 
     @property
     def _graph(self) -> Graph[I, O]:

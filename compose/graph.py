@@ -16,9 +16,9 @@ import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unpack, get_args
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unpack
 
-from compose._types import Assignable, assignable, runtime_checker, type_name
+from compose._types import Assignable, assignable, runtime_checker, type_argument, type_name
 from compose.branch import _Branch
 from compose.components.document import Document, Source
 from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
@@ -149,18 +149,12 @@ class Graph(Generic[I, O]):
     @property
     def input_type(self) -> Any:
         """The graph's input type (START's output)."""
-        if self._input_type is not None:
-            return self._input_type
-        args = get_args(getattr(self, "__orig_class__", None))
-        return args[0] if args else Any
+        return type_argument(self, self._input_type, 0)
 
     @property
     def output_type(self) -> Any:
         """The graph's output type (END's input)."""
-        if self._output_type is not None:
-            return self._output_type
-        args = get_args(getattr(self, "__orig_class__", None))
-        return args[1] if len(args) > 1 else Any
+        return type_argument(self, self._output_type, 1)
 
     def _out_type(self, key: str) -> Any:
         return self.input_type if key == START else self._nodes[key].outer_output_type
