@@ -12,13 +12,15 @@ node), and precompiles the integer-indexed tables the scheduler runs on. The gra
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unpack
 
-from compose._types import Assignable, assignable, runtime_checker, type_argument, type_name
+from compose._graph_checks import check_edge as _check_edge
+from compose._graph_checks import handler_hints as _handler_hints
+from compose._graph_checks import runtime_branch_checks, runtime_edge_checks
+from compose._types import Assignable, assignable, type_argument, type_name
 from compose.branch import _Branch
 from compose.components.document import Document, Source
 from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
@@ -552,8 +554,8 @@ class Graph(Generic[I, O]):
 
         self._check_structure(dag=dag)
         types = self._infer_passthrough_types()
-        edge_checks = self._runtime_checks(types)
-        branch_checks = self._branch_checks(types)
+        edge_checks = runtime_edge_checks(self, types)
+        branch_checks = runtime_branch_checks(self, types)
         tables = build_tables(
             self,
             name=name or "graph",
@@ -619,71 +621,9 @@ class Graph(Generic[I, O]):
             raise InvalidGraphError(f"some node's input or output types cannot be inferred: {pending}")
         return types
 
-    def _runtime_checks(self, types: dict[str, tuple[Any, Any]]) -> dict[tuple[str, str], Callable[[Any], bool]]:
-        """Check every edge with inferred types; edges that only *may* fit get a runtime checker."""
-        checks: dict[tuple[str, str], Callable[[Any], bool]] = {}
-        for s in [START, *self._nodes]:
-            out_t = self.input_type if s == START else types[s][1]
-            for e in self._successors(s):
-                if (s, e) in self._edge_maps:
-                    continue
-                in_t = self.output_type if e == END else types[e][0]
-                if _check_edge(s, e, out_t, in_t) is Assignable.MAY:
-                    checks[(s, e)] = runtime_checker(in_t)
-        return checks
-
-    def _branch_checks(self, types: dict[str, tuple[Any, Any]]) -> dict[tuple[str, int], Callable[[Any], bool]]:
-        """Check every branch condition's input type against its node's (inferred) output type; a condition
-        that only *may* fit (the node returns ``Any``, the condition takes ``int``) gets a runtime checker, as
-        Eino inserts a converter before the condition (keyed by node and the branch's registration index)."""
-        checks: dict[tuple[str, int], Callable[[Any], bool]] = {}
-        for s, branches in self._branches.items():
-            out_t = self.input_type if s == START else types[s][1]
-            for idx, branch in enumerate(branches):
-                cond_t = branch.input_type
-                verdict = assignable(out_t, cond_t)
-                if verdict is Assignable.NO:
-                    raise TypeMismatchError(
-                        f"condition's input type[{type_name(cond_t)}] and start node[{s}]'s output "
-                        f"type[{type_name(out_t)}] are mismatched",
-                        start=s, output_type=out_t, input_type=cond_t,
-                    )
-                if verdict is Assignable.MAY:
-                    checks[(s, idx)] = runtime_checker(cond_t)
-        return checks
-
     def __repr__(self) -> str:
         state = "compiled" if self._compiled else "building"
         return (
             f"Graph({type_name(self.input_type)} -> {type_name(self.output_type)}, nodes={list(self._nodes)}, "
             f"edges={len(self._edges)}, branches={sum(map(len, self._branches.values()))}, {state})"
         )
-
-
-def _check_edge(start: str, end: str, out_t: Any, in_t: Any) -> Assignable:
-    """``assignable(out_t, in_t)``; raises ``TypeMismatchError`` naming the edge and both types for NO."""
-    verdict = assignable(out_t, in_t)
-    if verdict is Assignable.NO:
-        raise TypeMismatchError(
-            f"graph edge[{start}]-[{end}]: start node's output type[{type_name(out_t)}] and end node's "
-            f"input type[{type_name(in_t)}] mismatch",
-            start=start, end=end, output_type=out_t, input_type=in_t,
-        )
-    return verdict
-
-
-def _handler_hints(handler: Handler) -> tuple[Any, Any]:
-    """(value type, state type) of a handler ``(value, state) -> value``; Any where not annotated."""
-    import typing
-
-    target: Any = handler
-    if not inspect.isfunction(handler) and not inspect.ismethod(handler):
-        target = getattr(handler, "__call__", handler)  # noqa: B004
-    try:
-        hints = typing.get_type_hints(target)
-        params = list(inspect.signature(target).parameters.values())
-    except Exception:  # unresolvable annotations: no static check
-        return Any, Any
-    value_t = hints.get(params[0].name, Any) if params else Any
-    state_t = hints.get(params[1].name, Any) if len(params) > 1 else Any
-    return value_t, state_t
