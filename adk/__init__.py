@@ -3,6 +3,7 @@
 import typing
 
 from adk.actions import send_tool_gen_action
+from adk.agent import Agent, AgentContext, ResumableAgent, ResumeInfo, RunSession
 from adk.agents.history import HistoryEntry, HistoryRewriter, default_history_rewriter, rewrite_message
 from adk.approval import ApprovalDecision, ApprovalPredicate, ApprovalRequest, approval_middleware
 from adk.chat_model_agent import ChatModelAgent, ToolExecutionMode, ToolsConfig, exit_tool
@@ -37,7 +38,7 @@ from adk.instruction import (
 )
 from adk.react import ChatModelAgentState, ChatModelHook, State
 from adk.retry import ModelRetryConfig, default_backoff, default_is_retryable
-from adk.runner import Agent, AgentRun, Runner
+from adk.runner import AgentRun, Runner
 from adk.session_values import add_session_value, add_session_values, get_session_value, get_session_values
 from adk.telemetry import TELEMETRY_EVENT_NAMES, JSONLTraceWriter, TelemetryEvent, TelemetryHandler
 from compose._lazy import lazy_names as _lazy_names
@@ -54,6 +55,7 @@ __all__ = [
     "Agent",
     "AgentAction",
     "AgentCheckpoint",
+    "AgentContext",
     "AgentError",
     "AgentEvent",
     "AgentInput",
@@ -77,7 +79,10 @@ __all__ = [
     "JSONLTraceWriter",
     "MessageVariant",
     "ModelRetryConfig",
+    "ResumableAgent",
+    "ResumeInfo",
     "RetryExhaustedError",
+    "RunSession",
     "Runner",
     "StallDetectedError",
     "State",

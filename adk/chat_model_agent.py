@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from adk._model import EventModel, FirstCallOptionsModel
+from adk._react_run import ReactRun, load_resume_state
 from adk._run import RunContext
 from adk.actions import send_tool_gen_action
+from adk.agent import AgentContext, ResumeInfo
 from adk.approval import ApprovalPredicate, approval_middleware
-from adk.checkpointing import CheckpointBinding
 from adk.events import AgentAction, AgentInput, checked_messages
 from adk.instruction import format_instruction
 from adk.react import (
@@ -35,9 +36,7 @@ from adk.react import (
     tool_result_collector,
 )
 from adk.retry import ModelRetryConfig, RetryChatModel
-from adk.runner import AgentRun
-from adk.telemetry import TelemetryHandler
-from compose.checkpoint import CheckPointStore, InMemoryCheckPointStore
+from compose.checkpoint import InMemoryCheckPointStore
 from compose.models.base import ChatModel, ToolChoice
 from compose.runnable import Runnable
 from compose.schema import Message, system_message
@@ -294,66 +293,58 @@ class ChatModelAgent:
             messages.insert(0, system_message(instruction))
         return messages
 
-    def run(
-        self,
-        input: AgentInput,
-        *,
-        telemetry: Sequence[TelemetryHandler] = (),
-        session_values: dict[str, Any] | None = None,
-        run_path: Sequence[str] | None = None,
-        checkpoint: tuple[CheckPointStore, str] | None = None,
-    ) -> AgentRun:
-        """Start a run; iterate the returned :class:`~adk.runner.AgentRun` for its events (see ``Runner``).
+    def run(self, input: AgentInput, ctx: AgentContext | None = None) -> ReactRun:
+        """Start a run; iterate the returned events (the ``Agent`` protocol; ``Runner`` calls this).
 
-        ``checkpoint=(store, checkpoint_id)`` saves the run there if it pauses.
+        ``ctx`` gives the run's session and run path (a fresh session and ``(name,)`` when omitted).
         """
         checked_messages(input.messages, f"agent '{self.name}'")
-        binding = CheckpointBinding(checkpoint[0], checkpoint[1], self._bridge) if checkpoint is not None else None
-        ctx = self._context(telemetry, session_values, run_path)
-        return AgentRun(
+        agent_ctx = ctx if ctx is not None else AgentContext.root(self.name)
+        run = self._context(agent_ctx)
+        return ReactRun(
             self.runnable,
-            self.model_input(input, ctx.session_values),
-            ctx,
+            self._bridge,
+            self.model_input(input, run.session_values),
+            run,
+            agent_ctx,
             streaming=input.enable_streaming,
             timeout=self.timeout,
             output_key=self.output_key,
-            checkpoint=binding,
         )
 
-    def resume(
-        self,
-        store: CheckPointStore,
-        checkpoint_id: str,
-        targets: Mapping[str, Any],
-        *,
-        telemetry: Sequence[TelemetryHandler] = (),
-        session_values: dict[str, Any] | None = None,
-        claim_stale_after: float | None = None,
-    ) -> AgentRun:
-        """Continue the run saved under ``checkpoint_id`` in ``store`` (see ``Runner.resume``); the checkpoint is
-        read when the iteration starts."""
-        binding = CheckpointBinding(
-            store, checkpoint_id, self._bridge, resuming=True, targets=dict(targets), stale_after=claim_stale_after
-        )
-        return AgentRun(
+    def resume(self, info: ResumeInfo, ctx: AgentContext | None = None) -> ReactRun:
+        """Continue the run whose interrupt event carried ``info.state`` (the ``ResumableAgent`` protocol; see
+        ``Runner.resume``).
+
+        Raises:
+            CheckpointError: ``info.state`` is not a paused run of this agent (``reason`` ``"payload"`` or
+                ``"fingerprint"``).
+        """
+        saved = load_resume_state(info.state, self.name)
+        agent_ctx = ctx if ctx is not None else AgentContext.root(self.name)
+        run = self._context(agent_ctx)
+        run.model_calls = saved.model_calls
+        run.total_tokens = saved.total_tokens
+        run.tool_history = list(saved.tool_history)
+        known = set(saved.interrupts)
+        targets = {k: v for k, v in info.targets.items() if k in known}
+        return ReactRun(
             self.runnable,
+            self._bridge,
             [],
-            self._context(telemetry, session_values, None),
-            streaming=False,  # replaced by the checkpoint's mode when it is loaded
+            run,
+            agent_ctx,
+            streaming=info.enable_streaming,
             timeout=self.timeout,
             output_key=self.output_key,
-            checkpoint=binding,
+            resume=(saved, targets),
         )
 
-    def _context(
-        self,
-        telemetry: Sequence[TelemetryHandler],
-        session_values: dict[str, Any] | None,
-        run_path: Sequence[str] | None,
-    ) -> RunContext:
+    def _context(self, ctx: AgentContext) -> RunContext:
+        session = ctx.session
         return RunContext(
             agent_name=self.name,
-            run_path=tuple(run_path) if run_path is not None else (self.name,),
-            telemetry=tuple(telemetry),
-            session_values=session_values if session_values is not None else {},
+            run_path=ctx.run_path,
+            telemetry=session.telemetry,
+            session_values=session.values,
         )

@@ -1,20 +1,21 @@
 """Agent checkpoints: how a paused agent run is saved in the runner's store and continued from it
 (eino-semantics 4.5-4.6).
 
-**One key per run.** As in Eino, the agent's ReAct graph is compiled with a private in-memory *bridge* store
-(one per agent, each run under its own random id). When the graph pauses, it writes its own checkpoint there;
-the runner wraps those bytes, with everything else it needs to continue, in an :class:`AgentCheckpoint` and
-writes that, once, under exactly the caller's ``checkpoint_id`` in the runner's store, **before** the interrupt
-event is yielded. So a checkpoint is one value: no sibling keys to keep in step, ``prune`` and ``list`` see one
-id per paused run.
+**One key per run; the Runner saves.** An agent that pauses ends its events with an interrupt event carrying its
+``resume_state`` (JSON data: a ``ChatModelAgent``'s is its ReAct graph's own checkpoint, written to the agent's
+private in-memory *bridge* store and read back, with its counters; a workflow agent's is the index or iteration
+where it stopped and its paused child's state; an agent tool's state sits inside its caller's). The runner wraps
+that state, with everything else it needs to continue, in an :class:`AgentCheckpoint` and writes it, once, under
+exactly the caller's ``checkpoint_id``, **before** the interrupt event is yielded. So a checkpoint is one value:
+no sibling keys to keep in step, ``prune`` and ``list`` see one id per paused run.
 
 The envelope is compose's (:func:`~compose.checkpoint.encode_checkpoint`: JSON through pydantic, a digest, an
-optional HMAC key, never pickle) with kind ``"agent-run"`` and the agent's name as fingerprint, around:
+optional HMAC key, never pickle) with kind ``"agent-run"`` and the root agent's name as fingerprint, around:
 
-* the graph's checkpoint bytes (conversation, ReAct state, finished tool results, pending interrupts), checked
-  again by the graph with its own kind and fingerprint on resume;
-* the run's context: agent name, run path, streaming mode, session values, model-call count, token usage and
-  recent tool names (so ``tool_choice``, the token budget and stall detection continue where they were);
+* the root agent's resume state (a graph checkpoint inside is checked again by the graph with its own kind and
+  fingerprint on resume);
+* the run's session: streaming mode, session values, token usage, the root input and the recorded history the
+  agents still to run will be given;
 * the interrupt ids and their addresses, so resuming with an unknown id fails clearly.
 
 **Resume** claims the checkpoint (:func:`~compose.checkpoint.claim_checkpoint`): of concurrent resumes exactly
@@ -35,18 +36,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
-from adk._run import RunContext
 from adk.approval import as_approval_request
 from adk.errors import CheckpointNotFoundError
 from compose.checkpoint import (
     CheckPointStore,
-    InMemoryCheckPointStore,
     _release_claim,
     _release_claim_after,
     _retire,
@@ -57,10 +56,22 @@ from compose.checkpoint import (
 )
 from compose.errors import CheckpointError, InterruptNotFoundError
 from compose.interrupt import InterruptCtx
+from compose.schema import Message
 
-__all__ = ["AGENT_CHECKPOINT_KIND", "AgentCheckpoint", "CheckpointBinding", "agent_contexts"]
+__all__ = ["AGENT_CHECKPOINT_KIND", "AgentCheckpoint", "CheckpointBinding", "SavedEvent", "agent_contexts"]
 
 AGENT_CHECKPOINT_KIND = "agent-run"
+
+
+class SavedEvent(BaseModel):
+    """One event of the run's recorded history (see ``adk.agents.history.RecordedEvent``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent_name: str
+    message: Message | None
+    role: Literal["assistant", "tool"] | None = None
+    transfer: bool = False
 
 
 class AgentCheckpoint(BaseModel):
@@ -69,20 +80,21 @@ class AgentCheckpoint(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent_name: str
-    run_path: list[str]
     enable_streaming: bool
     session_values: dict[str, Any]
-    model_calls: int
     total_tokens: int
-    tool_history: list[str]
+    root_input: list[Message]
+    history: list[SavedEvent]
+    """The agents' recorded events (a flow's or workflow's history for the agents still to run)."""
     interrupts: dict[str, str]
     """interrupt id -> address, as shown on the interrupt event."""
-    graph: str
-    """The agent graph's own checkpoint envelope (JSON text)."""
+    state: Any
+    """The root agent's ``resume_state`` (its interrupt event's), e.g. a ChatModelAgent's graph checkpoint."""
 
 
 def _segments(address: str) -> list[str]:
-    return [s for s in address.split(";") if s.startswith("tool:")]
+    # tool segments, and the agent segments below them (an agent tool's inner agent)
+    return [s for s in address.split(";") if s.startswith(("tool:", "agent:"))]
 
 
 def agent_contexts(contexts: list[InterruptCtx], run_path: tuple[str, ...]) -> list[InterruptCtx]:
@@ -136,18 +148,15 @@ def agent_contexts(contexts: list[InterruptCtx], run_path: tuple[str, ...]) -> l
 
 @dataclass(slots=True, eq=False)
 class CheckpointBinding:
-    """One agent run's link to the runner's store: where it saves when it pauses, what it resumes from.
+    """One Runner run's link to the checkpoint store: where it saves when it pauses, what it resumes from.
 
-    ``bridge`` is the agent's private store its graph was compiled with; ``graph_id`` the run's key in it.
     With ``resuming`` set, :meth:`load` claims and reads ``checkpoint_id`` before the run starts.
     """
 
     store: CheckPointStore
     checkpoint_id: str
-    bridge: InMemoryCheckPointStore
     resuming: bool = False
     targets: Mapping[str, Any] = field(default_factory=dict)
-    graph_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     owner: str = ""
     stale_after: float | None = None  # take over a claim older than this (its worker died mid-resume)
     unreleased: BaseException | None = None  # the reported error of a failure whose claim release failed
@@ -159,10 +168,8 @@ class CheckpointBinding:
         mode = "resume" if self.resuming else "run"
         return f"CheckpointBinding({self.checkpoint_id!r}, {mode}, claimed={bool(self.owner)})"
 
-    async def load(self, ctx: RunContext) -> bool:
-        """Claim and read the checkpoint, restore ``ctx`` from it and put the graph's bytes in the bridge.
-
-        Returns the run's streaming mode (the checkpoint's, not the runner's).
+    async def load(self, agent_name: str) -> AgentCheckpoint:
+        """Claim and read the checkpoint of agent ``agent_name``'s run.
 
         Raises:
             CheckpointNotFoundError: nothing is stored under ``checkpoint_id``.
@@ -176,44 +183,24 @@ class CheckpointBinding:
         try:
             if data is None:
                 raise CheckpointNotFoundError(self.checkpoint_id)
-            saved = decode_checkpoint(data, AgentCheckpoint, kind=AGENT_CHECKPOINT_KIND, fingerprint=ctx.agent_name)
+            saved = decode_checkpoint(data, AgentCheckpoint, kind=AGENT_CHECKPOINT_KIND, fingerprint=agent_name)
             unknown = sorted(set(self.targets) - saved.interrupts.keys())
             if unknown:
                 raise InterruptNotFoundError(self.checkpoint_id, unknown, sorted(saved.interrupts))
         except BaseException as exc:
             await self.release(exc)
             raise
-        ctx.run_path = tuple(saved.run_path)
-        ctx.session_values.update(saved.session_values)
-        ctx.model_calls = saved.model_calls
-        ctx.total_tokens = saved.total_tokens
-        ctx.tool_history = list(saved.tool_history)
-        await self.bridge.set(self.graph_id, saved.graph.encode())
-        return saved.enable_streaming
+        return saved
 
-    async def save(self, ctx: RunContext, streaming: bool, contexts: list[InterruptCtx]) -> None:
+    async def save(self, saved: AgentCheckpoint) -> None:
         """Write the paused run under ``checkpoint_id`` (clearing this run's claim, if it resumed)."""
-        graph = await self.bridge.get(self.graph_id)
-        assert graph is not None, "the graph writes its checkpoint to the bridge before raising the interrupt"
-        await self.bridge.delete(self.graph_id)
-        saved = AgentCheckpoint(
-            agent_name=ctx.agent_name,
-            run_path=list(ctx.run_path),
-            enable_streaming=streaming,
-            session_values=dict(ctx.session_values),
-            model_calls=ctx.model_calls,
-            total_tokens=ctx.total_tokens,
-            tool_history=list(ctx.tool_history),
-            interrupts={c.id: c.address for c in contexts},
-            graph=graph.decode(),
-        )
         try:
-            data = encode_checkpoint(saved, kind=AGENT_CHECKPOINT_KIND, fingerprint=ctx.agent_name)
+            data = encode_checkpoint(saved, kind=AGENT_CHECKPOINT_KIND, fingerprint=saved.agent_name)
         except CheckpointError as exc:
-            key = _unsaveable_session_value(ctx.session_values)
+            key = _unsaveable_session_value(saved.session_values)
             if key is None:
                 raise
-            value = ctx.session_values[key]
+            value = saved.session_values[key]
             raise CheckpointError(
                 f"session value {key!r} ({type(value).__qualname__}) cannot be saved in a checkpoint: keep "
                 "JSON-serialisable data (or pydantic models) in session values",
@@ -228,8 +215,6 @@ class CheckpointBinding:
         Raises:
             CheckpointStoreError: the delete failed; the claim is still held, for :meth:`release` to give up.
         """
-        with anyio.CancelScope(shield=True):
-            await self.bridge.delete(self.graph_id)
         owner, self.owner = self.owner, ""
         if owner:
             try:
@@ -245,20 +230,19 @@ class CheckpointBinding:
         is reported once) and retried by the next call (``AgentRun.aclose()``), noting a second failure on the
         same error; without an error (an early close) a failing release raises ``CheckpointStoreError``.
         """
-        with anyio.CancelScope(shield=True):
-            await self.bridge.delete(self.graph_id)
         owner, self.owner = self.owner, ""
         if not owner:
             return
         reported = error if error is not None else self.unreleased
-        if reported is None:
-            await _release_claim(self.store, self.checkpoint_id, owner)
-        elif await _release_claim_after(reported, self.store, self.checkpoint_id, owner):
-            self.unreleased = None
-        elif self.unreleased is None:  # retried once more, by aclose()
-            self.owner, self.unreleased = owner, reported
-        else:
-            self.unreleased = None
+        with anyio.CancelScope(shield=True):
+            if reported is None:
+                await _release_claim(self.store, self.checkpoint_id, owner)
+            elif await _release_claim_after(reported, self.store, self.checkpoint_id, owner):
+                self.unreleased = None
+            elif self.unreleased is None:  # retried once more, by aclose()
+                self.owner, self.unreleased = owner, reported
+            else:
+                self.unreleased = None
 
 
 def _unsaveable_session_value(values: dict[str, Any]) -> str | None:

@@ -61,10 +61,13 @@ class AgentInterruptInfo:
             ``runnable``/``node`` segments are stripped, as in Eino).
         checkpoint_id: the id the run was saved under (None when the run had no checkpoint, so it cannot be
             resumed).
+        resume_state: what the interrupted agent needs to continue (JSON data the Runner saves with the
+            checkpoint and gives back to the agent's ``resume``; see ``adk.agent``); not meant to be read.
     """
 
     interrupt_contexts: list[InterruptCtx] = field(default_factory=list)
     checkpoint_id: str | None = None
+    resume_state: Any = field(default=None, repr=False)
 
     @property
     def ids(self) -> list[str]:

@@ -1,308 +1,224 @@
 """``Runner`` and ``AgentRun``: run an agent and iterate its events as they happen (eino-semantics 4.5).
 
-No background task: ``AgentRun`` drives the compiled graph one superstep at a time (``GraphRun.step()``) and,
-between supersteps, yields the events queued so far (the event-emitting model, the tool-result collector and
-the error path append to an unbounded deque synchronously). Consequences:
+The Runner knows an agent only through the ``Agent`` protocol (``adk.agent``): it makes the run's session
+(session values, root input, streaming mode), calls ``agent.run(input, ctx)`` or, for a paused run,
+``agent.resume(info, ctx)``, and hands the agent's events on. Whoever receives a streaming event owns its stream
+(read it or close it). ``aclose()`` (or leaving an ``async for`` early, then closing) closes the agent's run and
+every event stream not yet handed out. An error ends the run with exactly one event whose ``error`` is set.
 
-* a streaming model event is delivered right after the model node returned its stream, so the consumer reads
-  tokens live while the model generates (its copy drives the model stream; the graph's copy buffers and is
-  concatenated by the post handler at the next superstep);
-* events produced inside one superstep (parallel tool results) are delivered when that superstep ends, in
-  completion order, the return-directly tool's event last;
-* with model retries, an attempt's stream is read to its end before the agent goes on, so a retried model's
-  events arrive once the attempt is over;
-* an error ends the run with exactly one event whose ``error`` is set (agent errors such as
-  ``ExceedMaxIterationsError`` are unwrapped from the graph's ``NodeRunError``), then the iterator ends.
-
-Whoever receives a streaming event owns its stream (read it or close it). ``aclose()`` (or leaving an
-``async for`` early, then closing) closes the graph run and every event stream not yet handed out.
-
-**Interrupts** (eino-semantics 4.5-4.6). When the graph pauses (a tool waiting for approval, any
-``interrupt()``), the events queued so far are delivered, then one last event whose ``action.interrupted`` is an
-:class:`~adk.events.AgentInterruptInfo`, and the run ends (``termination_reason == "interrupted"``). With a
-checkpoint store and a ``checkpoint_id`` the run was saved before that event is yielded (see
-``adk.checkpointing``); ``runner.resume(checkpoint_id, targets={interrupt_id: data})`` continues it.
+**Interrupts and checkpoints** (eino-semantics 4.5-4.6). When the root agent pauses, its last event's
+``action.interrupted`` is an :class:`~adk.events.AgentInterruptInfo`, and the run ends
+(``termination_reason == "interrupted"``). With a checkpoint store and a ``checkpoint_id`` the Runner saves the
+run (the agent's ``resume_state``, the session and the interrupt ids; see ``adk.checkpointing``) **before** that
+event is yielded, and sets its ``checkpoint_id``; ``runner.resume(checkpoint_id, targets={interrupt_id: data})``
+continues it, in this or any other process sharing the store.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import anyio.lowlevel
 
-from adk._run import RunContext, current_run
-from adk.checkpointing import CheckpointBinding, agent_contexts
-from adk.errors import AgentError, AgentTimeoutError
-from adk.events import AgentAction, AgentEvent, AgentInput, AgentInterruptInfo, checked_messages
+from adk.agent import Agent, AgentContext, AgentEvents, ResumableAgent, ResumeInfo, RunSession, check_agent
+from adk.agents.history import RecordedEvent
+from adk.checkpointing import AgentCheckpoint, CheckpointBinding, SavedEvent
+from adk.errors import AgentError
+from adk.events import AgentEvent, AgentInput, checked_messages
 from adk.telemetry import TelemetryHandler
 from compose.checkpoint import CheckPointStore, check_store
-from compose.errors import GraphInterrupt
-from compose.runnable import RunHandle, Runnable
 from compose.schema import Message, user_message
-from compose.stream import StreamReader, concat
 
 __all__ = ["Agent", "AgentRun", "Runner"]
 
 
-class Agent(Protocol):
-    """What a Runner runs: a named agent whose ``run`` and ``resume`` return an ``AgentRun``."""
+class AgentRun:
+    """One Runner run: an async iterator of ``AgentEvent``s (see the module docstring).
 
-    name: str
-    description: str
+    After the iteration, ``final_message`` holds the answer (the last agent's final message: the model's last
+    message, or the return-directly tool's message), ``termination_reason`` says how the run ended
+    (``"completed"``, ``"exit"``, ``"interrupted"``, ``"max_iterations"``, ``"token_budget"``, ``"stall"``,
+    ``"timeout"``, ``"retry_exhausted"``, ``"error"``, ``"closed"``), and ``total_tokens`` the token usage summed
+    over every model call of the run.
 
-    def run(
-        self,
-        input: AgentInput,
-        *,
-        telemetry: Sequence[TelemetryHandler] = (),
-        session_values: dict[str, Any] | None = None,
-        run_path: Sequence[str] | None = None,
-        checkpoint: tuple[CheckPointStore, str] | None = None,
-    ) -> AgentRun: ...
-
-    def resume(
-        self,
-        store: CheckPointStore,
-        checkpoint_id: str,
-        targets: Mapping[str, Any],
-        *,
-        telemetry: Sequence[TelemetryHandler] = (),
-        session_values: dict[str, Any] | None = None,
-        claim_stale_after: float | None = None,
-    ) -> AgentRun: ...
-
-
-def _agent_error(exc: BaseException) -> BaseException:
-    """The error to report: an agent error found in the cause chain (under ``NodeRunError``), else ``exc``."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, AgentError):
-            return seen
-        seen = seen.__cause__
-    return exc
-
-
-class AgentRun(AsyncIterator[AgentEvent]):
-    """One agent run: an async iterator of ``AgentEvent``s (see the module docstring).
-
-    After the iteration, ``final_message`` holds the answer (the model's last message, or the return-directly
-    tool's message), ``termination_reason`` says how the run ended (``"completed"``, ``"exit"``,
-    ``"interrupted"``, ``"max_iterations"``, ``"token_budget"``, ``"stall"``, ``"timeout"``,
-    ``"retry_exhausted"``, ``"error"``), and ``total_tokens`` the token usage summed over the model calls.
-
-    With ``checkpoint``, a pause is saved (see ``adk.checkpointing``); a binding with ``resuming`` set loads
-    its checkpoint when the iteration starts, and errors doing so are raised by that first ``__anext__``.
+    A resume loads its checkpoint when the iteration starts; errors doing so are raised by that first
+    ``__anext__`` (no agent ran, so there is no event to carry them).
     """
 
     def __init__(
         self,
-        runnable: Runnable[list[Message], Message],
-        messages: list[Message],
-        ctx: RunContext,
+        agent: Agent,
+        session: RunSession,
         *,
-        streaming: bool,
-        timeout: float | None = None,
-        output_key: str | None = None,
+        input: AgentInput | None = None,
         checkpoint: CheckpointBinding | None = None,
     ) -> None:
-        self._runnable = runnable
-        self._input: list[Message] | None = messages
-        self._ctx = ctx
+        self._agent = agent
+        self._session = session
         self._checkpoint = checkpoint
-        self._loaded = checkpoint is None or not checkpoint.resuming
-        self._streaming = streaming
-        self._timeout = timeout
-        self._deadline: float | None = None
-        self._output_key = output_key
-        self._run: RunHandle | None = None
+        self._ctx = AgentContext.root(agent.name, session)
+        # a fresh run starts the agent's iterator now (a bad input fails the call), a resume on first iteration
+        self._events: AgentEvents | None = agent.run(input, self._ctx) if input is not None else None
+        self._started = False
         self._finished = False
         self._exit = False
-        self.final_message: Message | None = None
+        self._reason: str | None = None
+
+    @property
+    def final_message(self) -> Message | None:
+        """The answer, once the run completed."""
+        return self._session.final_message
 
     @property
     def termination_reason(self) -> str | None:
         """How the run ended; None while it runs."""
-        return self._ctx.termination_reason
+        return self._reason
 
     @property
     def total_tokens(self) -> int:
         """Token usage summed over the run's model calls."""
-        return self._ctx.total_tokens
+        return self._session.total_tokens
 
     @property
     def session_values(self) -> dict[str, Any]:
         """The run's session values (its own session: see ``Runner``; ``output_key`` writes here)."""
-        return self._ctx.session_values
+        return self._session.values
 
     def __repr__(self) -> str:
-        state = "finished" if self._finished else "running" if self._run is not None else "not started"
+        state = "finished" if self._finished else "running" if self._started else "not started"
         checkpoint = f", {self._checkpoint!r}" if self._checkpoint is not None else ""
-        return (
-            f"AgentRun({self._ctx.agent_name!r}, {state}, model_calls={self._ctx.model_calls}, "
-            f"queued={len(self._ctx.events)}, reason={self._ctx.termination_reason!r}{checkpoint})"
-        )
+        return f"AgentRun({self._agent.name!r}, {state}, reason={self._reason!r}{checkpoint})"
 
     def __aiter__(self) -> AgentRun:
         return self
 
     async def __anext__(self) -> AgentEvent:
-        if self._run is None and not self._finished:
+        if self._finished:
+            raise StopAsyncIteration
+        if not self._started:
             # the run's entry: a cancellation point before anything (trio's rule for async APIs): in a cancelled
-            # scope no checkpoint is claimed and no node runs; the run is left as it was (close it as usual).
-            # Later calls hand out queued events or run supersteps, which await inside the graph.
+            # scope no checkpoint is claimed and no agent runs; the run is left as it was (close it as usual).
             await anyio.lowlevel.checkpoint_if_cancelled()
-        if not self._loaded:
-            await self._load()
-        events = self._ctx.events
-        while not events:
-            if self._finished:
-                raise StopAsyncIteration
-            await self._advance()
-        event = events.popleft()
-        if event.action is not None and event.action.exit:
-            self._exit = True
-        return event
-
-    async def _advance(self) -> None:
-        """Run one superstep (the first call starts the run); on the end or an error, finish."""
-        ctx = self._ctx
-        token = current_run.set(ctx)
+            self._started = True
+            if self._events is None:
+                self._events = await self._resume()
+        assert self._events is not None
         try:
-            if self._timeout is None:
-                done = await self._step()
-            else:
-                if self._deadline is None:
-                    self._deadline = anyio.current_time() + self._timeout
-                    # model streams read outside the supersteps honour it too (adk._model)
-                    ctx.deadline, ctx.timeout = self._deadline, self._timeout
-                with anyio.CancelScope(deadline=self._deadline) as scope:
-                    done = await self._step()
-                if scope.cancelled_caught:
-                    raise AgentTimeoutError(self._timeout)
-            self._flush_held()
-            if done:
-                await self._complete()
-        except GraphInterrupt as exc:
-            if self._checkpoint is None:
-                self._flush_held()  # the run cannot resume: this is the event's only chance
-            else:
-                await self._drop_held()  # the resumed run sends it, last (see adk.react._to_end_converter)
-            await self._pause(exc)
-        except Exception as exc:
-            self._flush_held()
-            await self._fail(exc)
+            event = await self._events.__anext__()
+        except StopAsyncIteration:
+            return await self._end()
         except BaseException:
             await self.aclose()
             raise
-        finally:
-            current_run.reset(token)
+        if event.error is None and event.action is None:
+            return event
+        return await self._handle(event)
 
-    async def _load(self) -> None:
-        """Claim and read the checkpoint a resume continues from (errors propagate: no run started)."""
-        assert self._checkpoint is not None
-        self._loaded = True
+    async def _resume(self) -> AgentEvents:
+        cp = self._checkpoint
+        assert cp is not None and cp.resuming
         try:
-            self._streaming = await self._checkpoint.load(self._ctx)
+            saved = await cp.load(self._agent.name)
         except BaseException:
             self._finished = True
-            self._ctx.termination_reason = "error"
+            self._reason = "error"
+            raise
+        session = self._session
+        session.values.update(saved.session_values)
+        session.enable_streaming = saved.enable_streaming
+        session.total_tokens = saved.total_tokens
+        session.root_input = list(saved.root_input)
+        session.restore([RecordedEvent(e.agent_name, e.message, e.role, e.transfer) for e in saved.history])
+        agent = self._agent
+        try:
+            if not isinstance(agent, ResumableAgent):
+                raise TypeError(f"agent '{agent.name}' ({type(agent).__qualname__}) cannot resume: it has no resume()")
+            return agent.resume(ResumeInfo(saved.state, dict(cp.targets), saved.enable_streaming), self._ctx)
+        except BaseException as exc:
+            await cp.release(exc)
+            self._finished = True
+            self._reason = "error"
             raise
 
-    def _capture_state(self, path: list[str], state: Any) -> None:
-        # a resumed graph's state is the restored one, not the one its state factory made
-        if not path:
-            self._ctx.state = state
-
-    async def _step(self) -> bool:
-        if self._run is None:
-            messages, self._input = self._input, None
-            x: Any = StreamReader.from_iterable((messages,)) if self._streaming else messages
-            opts: dict[str, Any] = {}
+    async def _handle(self, event: AgentEvent) -> AgentEvent:
+        if event.error is not None:
+            error = event.error
+            self._reason = error.reason if isinstance(error, AgentError) else "error"
+            if self._checkpoint is not None:
+                await self._checkpoint.release(error)  # a failing release is noted on the error: one error event
+            return event
+        action = event.action
+        if action is None:
+            return event
+        if action.exit:
+            self._exit = True
+        info = action.interrupted
+        if info is not None and tuple(event.run_path) == self._ctx.run_path:
+            self._reason = "interrupted"
             cp = self._checkpoint
             if cp is not None:
-                opts["checkpoint_id"] = cp.graph_id
-                if cp.resuming:
-                    opts["resume"] = dict(cp.targets)
-                    opts["state_modifier"] = self._capture_state
-            self._run = await self._runnable.start_run(x, streaming=self._streaming, **opts)
-        # supersteps that produce no event run back to back: there is nothing to hand out between them
-        return await self._run.step(until=self._has_events)
+                try:
+                    await cp.save(await self._snapshot(info))
+                except Exception as error:  # e.g. a session value pydantic cannot serialise: the pause is lost
+                    self._reason = "error"
+                    await cp.release(error)
+                    await self._close_events()
+                    return AgentEvent(event.agent_name, event.run_path, error=error)
+                info.checkpoint_id = cp.checkpoint_id
+        return event
 
-    def _has_events(self) -> bool:
-        ctx = self._ctx
-        return bool(ctx.events) or ctx.held is not None
+    async def _snapshot(self, info: Any) -> AgentCheckpoint:
+        session = self._session
+        history = [
+            SavedEvent(agent_name=r.agent_name, message=r.message, role=r.role, transfer=r.transfer)
+            for r in await session.history()
+        ]
+        return AgentCheckpoint(
+            agent_name=self._agent.name,
+            enable_streaming=session.enable_streaming,
+            session_values=dict(session.values),
+            total_tokens=session.total_tokens,
+            root_input=list(session.root_input),
+            history=history,
+            interrupts={c.id: c.address for c in info.interrupt_contexts},
+            state=info.resume_state,
+        )
 
-    def _flush_held(self) -> None:
-        ctx = self._ctx
-        if ctx.held is not None:
-            ctx.events.append(ctx.held)
-            ctx.held = None
-
-    async def _drop_held(self) -> None:
-        ctx = self._ctx
-        if ctx.held is not None:
-            held, ctx.held = ctx.held, None
-            await held.aclose()
-
-    async def _complete(self) -> None:
-        assert self._run is not None
-        result = self._run.result
+    async def _end(self) -> AgentEvent:
+        """The agent's events ended: a completed resume retires its checkpoint (a failure to is the last event)."""
         self._finished = True
-        final: Message = await concat(result) if self._streaming else result
-        self.final_message = final
-        ctx = self._ctx
-        if self._output_key is not None:
-            ctx.session_values[self._output_key] = final.content
-        exits = self._exit or any(e.action is not None and e.action.exit for e in ctx.events)
-        ctx.termination_reason = "exit" if exits else "completed"
-        if self._checkpoint is not None:
-            await self._checkpoint.finish()
+        if self._reason is None:
+            self._reason = "exit" if self._exit else "completed"
+            cp = self._checkpoint
+            if cp is not None and cp.resuming:
+                try:
+                    await cp.finish()
+                except Exception as error:
+                    self._reason = "error"
+                    await cp.release(error)
+                    await self._close_events()
+                    return AgentEvent(self._agent.name, self._ctx.run_path, error=error)
+        await self._close_events()
+        raise StopAsyncIteration
 
-    async def _pause(self, exc: GraphInterrupt) -> None:
-        """The graph paused: save the run (when bound to a store), then queue the interrupt event."""
-        self._finished = True
-        ctx = self._ctx
-        if self._run is not None:
-            await self._run.aclose()
-        contexts = agent_contexts(exc.info.interrupt_contexts, ctx.run_path)
-        cp = self._checkpoint
-        if cp is not None:
-            try:
-                await cp.save(ctx, self._streaming, contexts)
-            except Exception as error:  # e.g. a session value pydantic cannot serialise: the pause is lost
-                await self._fail(error)
-                return
-        ctx.termination_reason = "interrupted"
-        info = AgentInterruptInfo(contexts, cp.checkpoint_id if cp is not None else None)
-        ctx.send(AgentEvent(action=AgentAction(interrupted=info)))
-
-    async def _fail(self, exc: BaseException) -> None:
-        self._finished = True
-        if self._run is not None:
-            await self._run.aclose()
-        if self._checkpoint is not None:
-            await self._checkpoint.release(exc)  # a failing release is noted on exc: one error event
-        error = _agent_error(exc)
-        self._ctx.termination_reason = error.reason if isinstance(error, AgentError) else "error"
-        self._ctx.events.append(AgentEvent(self._ctx.agent_name, self._ctx.run_path, error=error))
-
-    async def aclose(self) -> None:
-        """Stop the run: close the graph run and every event stream not yet handed out (idempotent)."""
+    async def _close_events(self) -> None:
         with anyio.CancelScope(shield=True):
             self._finished = True
-            if self._run is not None:
-                await self._run.aclose()
+            if self._events is not None:
+                await self._events.aclose()
+            await self._session.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the run: close the agent's run and every event stream not yet handed out (idempotent)."""
+        with anyio.CancelScope(shield=True):
+            await self._close_events()
             if self._checkpoint is not None:
                 await self._checkpoint.release()
-            ctx = self._ctx
-            self._flush_held()
-            while ctx.events:
-                await ctx.events.popleft().aclose()
-            if ctx.termination_reason is None:
-                ctx.termination_reason = "closed"
+            if self._reason is None:
+                self._reason = "closed"
 
     async def __aenter__(self) -> AgentRun:
         return self
@@ -362,6 +278,7 @@ class Runner:
     ) -> None:
         if checkpoint_store is not None:
             check_store(checkpoint_store, where="Runner(checkpoint_store=...)")
+        check_agent(agent, "Runner(agent)")
         self.agent = agent
         self.enable_streaming = enable_streaming
         self.checkpoint_store = checkpoint_store
@@ -397,13 +314,14 @@ class Runner:
             ValueError: ``checkpoint_id`` without a checkpoint store.
             TypeError: ``session_values`` is not a mapping.
         """
-        checkpoint = (self._store("checkpoint a run"), checkpoint_id) if checkpoint_id is not None else None
-        return self.agent.run(
-            AgentInput(checked_messages(messages, "Runner.run"), self.enable_streaming),
-            telemetry=self.telemetry,
-            session_values=self._session(session_values),
-            checkpoint=checkpoint,
+        checkpoint = (
+            CheckpointBinding(self._store("checkpoint a run"), checkpoint_id) if checkpoint_id is not None else None
         )
+        input = AgentInput(checked_messages(messages, "Runner.run"), self.enable_streaming)
+        session = self._session(session_values)
+        session.root_input = list(input.messages)
+        session.resumable = checkpoint is not None
+        return AgentRun(self.agent, session, input=input, checkpoint=checkpoint)
 
     def query(
         self, text: str, *, checkpoint_id: str | None = None, session_values: Mapping[str, Any] | None = None
@@ -411,14 +329,14 @@ class Runner:
         """Run the agent on one user message (see :meth:`run`)."""
         return self.run([user_message(text)], checkpoint_id=checkpoint_id, session_values=session_values)
 
-    def _session(self, values: Mapping[str, Any] | None) -> dict[str, Any]:
+    def _session(self, values: Mapping[str, Any] | None) -> RunSession:
         """A new run's session: the runner's defaults, then the call's values."""
         session = dict(self.session_values)
         if values is not None:
             if not isinstance(values, Mapping):
                 raise TypeError(f"session_values must be a mapping of names to values, got {type(values).__qualname__}")
             session.update(values)
-        return session
+        return RunSession(values=session, enable_streaming=self.enable_streaming, telemetry=self.telemetry)
 
     def resume(self, checkpoint_id: str, targets: Mapping[str, Any] | None = None) -> AgentRun:
         """Continue the run paused under ``checkpoint_id``; iterate the result for the rest of its events.
@@ -435,11 +353,13 @@ class Runner:
                 ``"payload"``: corrupted, foreign or another agent's bytes), ``InterruptNotFoundError`` (also a
                 ``ValueError``: a target id that is not one of the checkpoint's interrupts).
         """
-        return self.agent.resume(
+        binding = CheckpointBinding(
             self._store("resume"),
             checkpoint_id,
-            dict(targets or {}),
-            telemetry=self.telemetry,
-            session_values=self._session(None),
-            claim_stale_after=self.claim_stale_after,
+            resuming=True,
+            targets=dict(targets or {}),
+            stale_after=self.claim_stale_after,
         )
+        session = self._session(None)
+        session.resumable = True
+        return AgentRun(self.agent, session, checkpoint=binding)

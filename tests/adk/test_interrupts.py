@@ -521,7 +521,7 @@ async def test_checkpoints_hold_json_not_pickle() -> None:
     assert payload["agent_name"] == "ops" and payload["interrupts"] == {
         paused.ids[0]: "agent:ops;tool:pay:c1"  # type: ignore[union-attr]
     }
-    assert json.loads(payload["graph"].partition("\n")[0])["kind"] == "graph-run"
+    assert json.loads(payload["state"]["graph"].partition("\n")[0])["kind"] == "graph-run"
 
 
 async def test_interrupts_are_not_reported_as_tool_failures() -> None:

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from adk.actions import send_tool_gen_action
+from adk.agent import AgentContext, RunSession
 from adk.chat_model_agent import ChatModelAgent, ToolsConfig
 from adk.errors import ExceedMaxIterationsError
 from adk.events import AgentAction, AgentInput
@@ -430,7 +431,9 @@ async def test_leaving_a_run_early_closes_everything() -> None:
 async def test_agent_run_directly_with_agent_input() -> None:
     model = ScriptedChatModel(["hey"])
     agent = ChatModelAgent("a", "d", model=model)
-    seen = await collect(agent.run(AgentInput([user_message("hi")], enable_streaming=False), run_path=["root", "a"]))
+    ctx = AgentContext(RunSession(), ("root", "a"))
+    seen = await collect(agent.run(AgentInput([user_message("hi")], enable_streaming=False), ctx))
+    assert len(seen) == 1
     assert kinds(seen) == ["assistant"]
 
 

@@ -1,0 +1,314 @@
+"""One ``ChatModelAgent`` run: its events as they happen, from the compiled ReAct graph (eino-semantics 4.4-4.6).
+
+No background task: ``ReactRun`` drives the graph one superstep at a time (``GraphRun.step()``) and, between
+supersteps, yields the events queued so far (the event-emitting model, the tool-result collector and the error
+path append to an unbounded deque synchronously). Consequences:
+
+* a streaming model event is delivered right after the model node returned its stream, so the consumer reads
+  tokens live while the model generates (its copy drives the model stream; the graph's copy buffers and is
+  concatenated by the post handler at the next superstep);
+* events produced inside one superstep (parallel tool results) are delivered when that superstep ends, in
+  completion order, the return-directly tool's event last;
+* an error ends the run with exactly one event whose ``error`` is set (agent errors such as
+  ``ExceedMaxIterationsError`` are unwrapped from the graph's ``NodeRunError``), then the iterator ends.
+
+**Interrupts.** When the graph pauses, the events queued so far are delivered, then one last event whose
+``action.interrupted`` holds the contexts (addresses of agent and tool segments only) and, as
+``resume_state``, the graph's checkpoint and the run's counters (:class:`ReactResumeState`, JSON): the Runner
+saves it, and :meth:`ChatModelAgent.resume` continues from it. The graph checkpoints into the agent's private
+in-memory bridge store under a key of this run's own, which the run removes when it ends.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.lowlevel
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from adk._run import RunContext, current_run
+from adk.checkpointing import agent_contexts
+from adk.errors import AgentError, AgentTimeoutError
+from adk.events import AgentAction, AgentEvent, AgentInterruptInfo
+from compose.checkpoint import InMemoryCheckPointStore
+from compose.errors import CheckpointError, GraphInterrupt
+from compose.runnable import RunHandle, Runnable
+from compose.schema import Message
+from compose.stream import StreamReader, concat
+
+if TYPE_CHECKING:
+    from adk.agent import AgentContext
+
+__all__ = ["ReactResumeState", "ReactRun"]
+
+
+class ReactResumeState(BaseModel):
+    """What a paused ``ChatModelAgent`` run needs to continue (its interrupt event's ``resume_state``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = "chat-model-agent"
+    agent_name: str
+    graph: str
+    """The graph's own checkpoint envelope (JSON text): conversation, ReAct state, finished tool results."""
+    model_calls: int
+    total_tokens: int
+    tool_history: list[str]
+    interrupts: list[str]
+    """The ids of the pause's interrupt contexts (the targets this run takes)."""
+
+
+def _agent_error(exc: BaseException) -> BaseException:
+    """The error to report: an agent error found in the cause chain (under ``NodeRunError``), else ``exc``."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, AgentError):
+            return seen
+        seen = seen.__cause__
+    return exc
+
+
+def load_resume_state(state: Any, agent_name: str) -> ReactResumeState:
+    """``state`` as a :class:`ReactResumeState` of agent ``agent_name``, else ``CheckpointError``."""
+    try:
+        saved = ReactResumeState.model_validate(state)
+    except ValidationError as exc:
+        raise CheckpointError(
+            f"agent '{agent_name}': the saved run is not a ChatModelAgent's ({exc.error_count()} problems)",
+            reason="payload",
+        ) from exc
+    if saved.agent_name != agent_name:
+        raise CheckpointError(
+            f"agent '{agent_name}': the saved run belongs to agent '{saved.agent_name}'", reason="fingerprint"
+        )
+    return saved
+
+
+class ReactRun:
+    """One ``ChatModelAgent`` run (see the module docstring); an async iterator of its events."""
+
+    def __init__(
+        self,
+        runnable: Runnable[list[Message], Message],
+        bridge: InMemoryCheckPointStore,
+        messages: list[Message],
+        ctx: RunContext,
+        agent_ctx: AgentContext,
+        *,
+        streaming: bool,
+        timeout: float | None = None,
+        output_key: str | None = None,
+        resume: tuple[ReactResumeState, Mapping[str, Any]] | None = None,
+    ) -> None:
+        self._runnable = runnable
+        self._bridge = bridge
+        self._input: list[Message] | None = messages
+        self._ctx = ctx
+        self._session = agent_ctx.session
+        self._streaming = streaming
+        self._timeout = timeout
+        self._deadline: float | None = None
+        self._output_key = output_key
+        self._resume = resume
+        # the graph checkpoints into the bridge, under a key of this run's, only when the run can be resumed
+        # (checkpointing costs a little per step)
+        self._graph_id = uuid.uuid4().hex if agent_ctx.session.resumable or resume is not None else ""
+        self._closed = False
+        self._run: RunHandle | None = None
+        self._finished = False
+        self._counted = False
+        self.final_message: Message | None = None
+
+    def __repr__(self) -> str:
+        state = "finished" if self._finished else "running" if self._run is not None else "not started"
+        return (
+            f"ReactRun({self._ctx.agent_name!r}, {state}, model_calls={self._ctx.model_calls}, "
+            f"queued={len(self._ctx.events)}, reason={self._ctx.termination_reason!r})"
+        )
+
+    def __aiter__(self) -> ReactRun:
+        return self
+
+    async def __anext__(self) -> AgentEvent:
+        if self._run is None and not self._finished:
+            # the run's entry: a cancellation point before anything (trio's rule for async APIs)
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        events = self._ctx.events
+        while not events:
+            if self._finished:
+                raise StopAsyncIteration
+            await self._advance()
+        return events.popleft()
+
+    async def _advance(self) -> None:
+        """Run one superstep (the first call starts the run); on the end or an error, finish."""
+        ctx = self._ctx
+        token = current_run.set(ctx)
+        try:
+            if self._timeout is None:
+                done = await self._step()
+            else:
+                if self._deadline is None:
+                    self._deadline = anyio.current_time() + self._timeout
+                    # model streams read outside the supersteps honour it too (adk._model)
+                    ctx.deadline, ctx.timeout = self._deadline, self._timeout
+                with anyio.CancelScope(deadline=self._deadline) as scope:
+                    done = await self._step()
+                if scope.cancelled_caught:
+                    raise AgentTimeoutError(self._timeout)
+            self._flush_held()
+            if done:
+                await self._complete()
+        except GraphInterrupt as exc:
+            if self._session.resumable:
+                await self._drop_held()  # the resumed run sends it, last (see adk.react._to_end_converter)
+            else:
+                self._flush_held()  # the run cannot resume: this is the event's only chance
+            await self._pause(exc)
+        except Exception as exc:
+            self._flush_held()
+            await self._fail(exc)
+        except BaseException:
+            await self.aclose()
+            raise
+        finally:
+            current_run.reset(token)
+
+    def _capture_state(self, path: list[str], state: Any) -> None:
+        # a resumed graph's state is the restored one, not the one its state factory made
+        if not path:
+            self._ctx.state = state
+
+    async def _step(self) -> bool:
+        if self._run is None:
+            messages, self._input = self._input, None
+            x: Any = StreamReader.from_iterable((messages,)) if self._streaming else messages
+            opts: dict[str, Any] = {"checkpoint_id": self._graph_id} if self._graph_id else {}
+            if self._resume is not None:
+                saved, targets = self._resume
+                await self._bridge.set(self._graph_id, saved.graph.encode())
+                opts["resume"] = dict(targets)
+                opts["state_modifier"] = self._capture_state
+            self._run = await self._runnable.start_run(x, streaming=self._streaming, **opts)
+        # supersteps that produce no event run back to back: there is nothing to hand out between them
+        return await self._run.step(until=self._has_events)
+
+    def _has_events(self) -> bool:
+        ctx = self._ctx
+        return bool(ctx.events) or ctx.held is not None
+
+    def _flush_held(self) -> None:
+        ctx = self._ctx
+        if ctx.held is not None:
+            ctx.events.append(ctx.held)
+            ctx.held = None
+
+    async def _drop_held(self) -> None:
+        ctx = self._ctx
+        if ctx.held is not None:
+            held, ctx.held = ctx.held, None
+            await held.aclose()
+
+    def _count(self) -> None:
+        if not self._counted:
+            self._counted = True
+            self._session.total_tokens += self._ctx.total_tokens - self._tokens_before
+
+    @property
+    def _tokens_before(self) -> int:
+        return self._resume[0].total_tokens if self._resume is not None else 0
+
+    async def _forget_graph(self) -> None:
+        if self._graph_id:
+            with anyio.CancelScope(shield=True):
+                await self._bridge.delete(self._graph_id)
+
+    async def _complete(self) -> None:
+        assert self._run is not None
+        result = self._run.result
+        self._finished = True
+        await self._forget_graph()
+        final: Message = await concat(result) if self._streaming else result
+        self.final_message = final
+        self._session.final_message = final
+        ctx = self._ctx
+        if self._output_key is not None:
+            ctx.session_values[self._output_key] = final.content
+        ctx.termination_reason = "completed"
+        self._count()
+
+    async def _pause(self, exc: GraphInterrupt) -> None:
+        """The graph paused: queue the interrupt event carrying the graph's checkpoint."""
+        self._finished = True
+        ctx = self._ctx
+        if self._run is not None:
+            await self._run.aclose()
+        contexts = agent_contexts(exc.info.interrupt_contexts, ctx.run_path)
+        graph = await self._bridge.get(self._graph_id) if self._graph_id else None
+        await self._forget_graph()
+        state: dict[str, Any] | None = None
+        if graph is not None:  # a run that cannot resume has not checkpointed
+            state = ReactResumeState(
+                agent_name=ctx.agent_name,
+                graph=graph.decode(),
+                model_calls=ctx.model_calls,
+                total_tokens=ctx.total_tokens,
+                tool_history=list(ctx.tool_history),
+                interrupts=[c.id for c in _all_contexts(contexts)],
+            ).model_dump(mode="json")
+        ctx.termination_reason = "interrupted"
+        self._count()
+        info = AgentInterruptInfo(contexts, None, resume_state=state)
+        ctx.send(AgentEvent(action=AgentAction(interrupted=info)))
+
+    async def _fail(self, exc: BaseException) -> None:
+        self._finished = True
+        if self._run is not None:
+            await self._run.aclose()
+        await self._forget_graph()
+        error = _agent_error(exc)
+        self._ctx.termination_reason = error.reason if isinstance(error, AgentError) else "error"
+        self._count()
+        self._ctx.events.append(AgentEvent(self._ctx.agent_name, self._ctx.run_path, error=error))
+
+    async def aclose(self) -> None:
+        """Stop the run: close the graph run and every event stream not yet handed out (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        ctx = self._ctx
+        if self._finished and not ctx.events and ctx.held is None and ctx.termination_reason == "completed":
+            return  # a completed run has closed what it held
+        with anyio.CancelScope(shield=True):
+            self._finished = True
+            if self._run is not None:
+                await self._run.aclose()
+            await self._forget_graph()
+            self._flush_held()
+            while ctx.events:
+                await ctx.events.popleft().aclose()
+            if ctx.termination_reason is None:
+                ctx.termination_reason = "closed"
+            self._count()
+
+    async def __aenter__(self) -> ReactRun:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+def _all_contexts(contexts: list[Any]) -> list[Any]:
+    """The contexts and every ancestor of theirs (each once)."""
+    seen: dict[str, Any] = {}
+    for c in contexts:
+        while c is not None and c.id not in seen:
+            seen[c.id] = c
+            c = c.parent
+    return list(seen.values())

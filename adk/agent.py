@@ -1,0 +1,198 @@
+"""The ``Agent`` protocol: all the Runner, the workflow agents and ``AgentTool`` know of an agent
+(eino-semantics 4.1; Eino's ``adk/interface.go``).
+
+An agent has a ``name``, a ``description`` and ``run(input, ctx)`` returning its events as an async iterator
+(:class:`AgentEvents`: ``__anext__`` and ``aclose``). ``ctx`` is the :class:`AgentContext` the caller made for it:
+the run's shared :class:`RunSession` (session values, recorded history, usage) and the agent's ``run_path`` (agent
+names from the root to this agent, its own last). A :class:`ResumableAgent` also has ``resume(info, ctx)``.
+
+The boundary is one-directional: an agent pauses by ending its events with an interrupt event whose
+``action.interrupted.resume_state`` holds what it needs to continue (JSON data: the Runner saves it with the
+run's checkpoint); the Runner never looks inside it and hands it back as :attr:`ResumeInfo.state`.
+
+A custom agent is a class with these members; an async generator is a fine ``run``::
+
+    class Greeter:
+        name, description = "greeter", "says hello"
+
+        async def run(self, input: AgentInput, ctx: AgentContext) -> AsyncIterator[AgentEvent]:
+            yield AgentEvent(output=AgentOutput(MessageVariant(False, assistant_message("hello"))))
+
+    async for event in Runner(Greeter()).query("hi"):
+        ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from adk.events import AgentEvent, AgentInput, MessageVariant
+from compose.schema import Message
+from compose.stream import concat
+
+if TYPE_CHECKING:
+    from adk.agents.history import RecordedEvent
+    from adk.telemetry import TelemetryHandler
+
+__all__ = ["Agent", "AgentContext", "AgentEvents", "ResumableAgent", "ResumeInfo", "RunSession", "check_agent"]
+
+
+@runtime_checkable
+class AgentEvents(Protocol):
+    """An agent run's events: iterate them; ``aclose()`` stops the run and closes what it holds (also the
+    streams of events not handed out yet). An async generator is one."""
+
+    def __aiter__(self) -> AsyncIterator[AgentEvent]: ...
+
+    def __anext__(self) -> Any: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(slots=True, eq=False)
+class _Record:
+    """One recorded event: its agent and action flags, and its message (a stream copy until first read)."""
+
+    agent_name: str
+    variant: MessageVariant | None
+    transfer: bool
+
+    async def resolve(self) -> RecordedEvent:
+        from adk.agents.history import RecordedEvent
+        from adk.errors import WillRetryError
+
+        message: Message | None = None
+        variant = self.variant
+        if variant is not None:
+            if variant.message is None and variant.message_stream is not None:
+                stream, variant.message_stream = variant.message_stream, None
+                try:
+                    variant.message = await concat(stream)
+                except WillRetryError:  # a failed model attempt that was retried: not history (flow.go)
+                    variant.message = None
+            message = variant.message
+        return RecordedEvent(self.agent_name, message, variant.role if variant else None, self.transfer)
+
+
+@dataclass(slots=True, eq=False)
+class RunSession:
+    """What every agent of one Runner run shares (Eino's ``runSession`` and ``runContext``).
+
+    Attributes:
+        values: the session values (``adk.session_values``; ``output_key`` writes here).
+        root_input: the messages the run started with.
+        enable_streaming: whether model output streams.
+        telemetry: handlers receiving the runtime events.
+        resumable: the run is checkpointed when it pauses (it has a checkpoint id and store).
+        total_tokens: token usage summed over every agent's model calls.
+        final_message: the answer of the agent that ended last.
+    """
+
+    values: dict[str, Any] = field(default_factory=dict)
+    root_input: list[Message] = field(default_factory=list)
+    enable_streaming: bool = False
+    telemetry: tuple[TelemetryHandler, ...] = ()
+    resumable: bool = False
+    total_tokens: int = 0
+    final_message: Message | None = None
+    _records: list[_Record] = field(default_factory=list)
+
+    def record(self, event: AgentEvent) -> None:
+        """Keep ``event`` for the history of the agents that run after it (flow agents record their agent's own
+        events, ``adk.agents.history.is_recorded``) (its stream is copied: the caller's event keeps the other copy)."""
+        variant = event.message
+        kept: MessageVariant | None = None
+        if variant is not None:
+            if variant.message_stream is not None and variant.message is None:
+                mine, theirs = variant.message_stream.copy(2)
+                variant.message_stream = theirs
+                kept = MessageVariant(True, None, mine, variant.role, variant.tool_name)
+            else:
+                kept = MessageVariant(variant.is_streaming, variant.message, None, variant.role, variant.tool_name)
+        transfer = event.action is not None and event.action.transfer_to_agent is not None
+        self._records.append(_Record(event.agent_name, kept, transfer))
+
+    def restore(self, records: Sequence[RecordedEvent]) -> None:
+        """Put saved history back (a resumed run)."""
+        for r in records:
+            variant = MessageVariant(False, r.message, None, r.role or "assistant") if r.message is not None else None
+            self._records.append(_Record(r.agent_name, variant, r.transfer))
+
+    async def history(self) -> list[RecordedEvent]:
+        """The recorded events, oldest first, their messages whole."""
+        return [await r.resolve() for r in self._records]
+
+    async def aclose(self) -> None:
+        """Close the recorded streams nobody read (the run is over)."""
+        for r in self._records:
+            if r.variant is not None and r.variant.message_stream is not None:
+                stream, r.variant.message_stream = r.variant.message_stream, None
+                await stream.aclose()
+
+
+@dataclass(frozen=True, slots=True)
+class AgentContext:
+    """What an agent is run with: the run's session and its own run path (agent names from the root, its own
+    last). ``child(name)`` is the context for an agent it runs in turn."""
+
+    session: RunSession
+    run_path: tuple[str, ...]
+
+    @classmethod
+    def root(cls, agent_name: str, session: RunSession | None = None) -> AgentContext:
+        """The context of the run's root agent (a fresh session when none is given)."""
+        return cls(session if session is not None else RunSession(), (agent_name,))
+
+    def child(self, agent_name: str) -> AgentContext:
+        return AgentContext(self.session, (*self.run_path, agent_name))
+
+    @property
+    def agent_name(self) -> str:
+        return self.run_path[-1] if self.run_path else ""
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeInfo:
+    """What a resumed agent is given (Eino's ``ResumeInfo``).
+
+    Attributes:
+        state: the ``resume_state`` the agent put on its interrupt event (JSON data, as saved).
+        targets: resume data by interrupt id (the ids of the run's interrupts, all of them; an agent passes its
+            children the ones that are theirs).
+        enable_streaming: the run's streaming mode (the checkpoint's).
+    """
+
+    state: Any
+    targets: Mapping[str, Any] = field(default_factory=dict)
+    enable_streaming: bool = False
+
+
+class Agent(Protocol):
+    """A named agent the Runner, workflow agents and ``AgentTool`` can run."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    def run(self, input: AgentInput, ctx: AgentContext) -> AgentEvents: ...
+
+
+@runtime_checkable
+class ResumableAgent(Agent, Protocol):
+    """An agent whose paused run can continue: ``resume`` gets back the state of its interrupt event."""
+
+    def resume(self, info: ResumeInfo, ctx: AgentContext) -> AgentEvents: ...
+
+
+def check_agent(agent: Any, where: str) -> None:
+    """Raise ``TypeError`` naming ``where`` unless ``agent`` has a non-empty ``name`` and a ``run`` method."""
+    name = getattr(agent, "name", None)
+    if not isinstance(name, str) or not name or not callable(getattr(agent, "run", None)):
+        raise TypeError(
+            f"{where}: {type(agent).__qualname__} is not an agent (an agent has a non-empty str name, a description "
+            "and run(input, ctx): see adk.agent.Agent)"
+        )
