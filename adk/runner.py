@@ -107,7 +107,7 @@ class AgentRun:
                 self._events = await self._resume()
         assert self._events is not None
         try:
-            event = await self._events.__anext__()
+            event: AgentEvent = await self._events.__anext__()
         except StopAsyncIteration:
             return await self._end()
         except BaseException:
