@@ -16,6 +16,7 @@ from adk.events import AgentEvent
 from adk.telemetry import TelemetryEvent, TelemetryHandler
 
 if TYPE_CHECKING:
+    from adk.agent import RunSession
     from adk.react import State
 
 
@@ -37,6 +38,8 @@ class RunContext:
     state: State | None = None  # the run's graph state, set by the state factory
     deadline: float | None = None  # anyio.current_time() by which the run must end (its ``timeout``), once started
     timeout: float = 0.0  # the timeout that deadline stands for (seconds)
+    session: RunSession | None = None  # the Runner run's shared session (agent tools run their agent in it)
+    emit_internal_events: bool = False  # agent tools forward their inner agent's events (ToolsConfig)
 
     @property
     def step(self) -> int:

@@ -58,6 +58,9 @@ class ToolsConfig:
         middlewares: ToolsNode middlewares (inside the agent's own event collector, which is outermost).
         unknown_tools_handler: ``async (name, arguments) -> str`` answering calls of unknown tools.
         tool_arguments_handler: ``async (name, arguments) -> str`` rewriting arguments first.
+        emit_internal_events: agent tools (:class:`~adk.agents.agent_tool.AgentTool`) forward their inner agent's
+            events to this agent's caller, their run path prefixed with this agent's (Eino's
+            ``EmitInternalEvents``); they are never part of this agent's history.
     """
 
     tools: Sequence[BaseTool] = ()
@@ -65,6 +68,7 @@ class ToolsConfig:
     middlewares: Sequence[ToolMiddleware] = ()
     unknown_tools_handler: Any = None
     tool_arguments_handler: Any = None
+    emit_internal_events: bool = False
 
 
 @tool(name="exit", description="Exit the agent process and return the final result.")
@@ -347,4 +351,6 @@ class ChatModelAgent:
             run_path=ctx.run_path,
             telemetry=session.telemetry,
             session_values=session.values,
+            session=session,
+            emit_internal_events=self.tools_config.emit_internal_events,
         )

@@ -113,6 +113,8 @@ class AgentRun:
         except BaseException:
             await self.aclose()
             raise
+        if not event.run_path:  # a custom agent's event: the framework names its emitter (flow.go)
+            event.agent_name, event.run_path = self._agent.name, self._ctx.run_path
         if event.error is None and event.action is None:
             return event
         return await self._handle(event)

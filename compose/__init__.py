@@ -97,6 +97,7 @@ from compose.interrupt import (
     ResumeContext,
     get_interrupt_state,
     get_resume_context,
+    get_resume_data,
     interrupt,
     stateful_interrupt,
 )
@@ -287,6 +288,7 @@ __all__ = [
     "from_field_path",
     "get_interrupt_state",
     "get_resume_context",
+    "get_resume_data",
     "get_tool_call_id",
     "interrupt",
     "map_field_paths",

@@ -30,6 +30,7 @@ __all__ = [
     "ResumeContext",
     "get_interrupt_state",
     "get_resume_context",
+    "get_resume_data",
     "interrupt",
     "stateful_interrupt",
 ]
@@ -184,3 +185,11 @@ def get_resume_context() -> ResumeContext:
     """Whether the caller targeted this node's (or a descendant's) interrupt, and the data it gave."""
     r = _resumed.get()
     return r.context if r is not None else ResumeContext()
+
+
+def get_resume_data() -> Mapping[str, Any]:
+    """All the resume data the caller gave, by interrupt id, inside a node or tool that is re-run after an
+    interrupt (empty otherwise): for a node or tool that resumes a nested run of its own (an agent tool passes
+    its inner agent the data of the inner interrupts)."""
+    r = _resumed.get()
+    return r.resume if r is not None else {}
