@@ -109,6 +109,7 @@ class ReactRun:
         self._input: list[Message] | None = messages
         self._ctx = ctx
         self._session = agent_ctx.session
+        self._address = agent_ctx.addresses
         self._streaming = streaming
         self._timeout = timeout
         self._deadline: float | None = None
@@ -247,7 +248,7 @@ class ReactRun:
         ctx = self._ctx
         if self._run is not None:
             await self._run.aclose()
-        contexts = agent_contexts(exc.info.interrupt_contexts, ctx.run_path)
+        contexts = agent_contexts(exc.info.interrupt_contexts, self._address)
         graph = await self._bridge.get(self._graph_id) if self._graph_id else None
         await self._forget_graph()
         state: dict[str, Any] | None = None

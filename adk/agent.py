@@ -36,7 +36,16 @@ if TYPE_CHECKING:
     from adk.agents.history import RecordedEvent
     from adk.telemetry import TelemetryHandler
 
-__all__ = ["Agent", "AgentContext", "AgentEvents", "ResumableAgent", "ResumeInfo", "RunSession", "check_agent"]
+__all__ = [
+    "Agent",
+    "AgentContext",
+    "AgentEvents",
+    "History",
+    "ResumableAgent",
+    "ResumeInfo",
+    "RunSession",
+    "check_agent",
+]
 
 
 @runtime_checkable
@@ -53,11 +62,13 @@ class AgentEvents(Protocol):
 
 @dataclass(slots=True, eq=False)
 class _Record:
-    """One recorded event: its agent and action flags, and its message (a stream copy until first read)."""
+    """One recorded event: its agent and action flags, its message (a stream copy until first read) and its
+    place in the run's order (lanes joined after a parallel agent are merged by it)."""
 
     agent_name: str
     variant: MessageVariant | None
     transfer: bool
+    seq: int
 
     async def resolve(self) -> RecordedEvent:
         from adk.agents.history import RecordedEvent
@@ -76,6 +87,80 @@ class _Record:
         return RecordedEvent(self.agent_name, message, variant.role if variant else None, self.transfer)
 
 
+class History:
+    """The events recorded for later agents' input (Eino's session events), as a chain of lanes: a lane sees its
+    parent's records, then its own (a parallel agent gives each child a lane and joins them afterwards, in the
+    order the events were recorded). ``mirror`` also receives every record (an isolated history that still
+    feeds its caller's)."""
+
+    __slots__ = ("_counter", "mirror", "parent", "records")
+
+    def __init__(
+        self, parent: History | None = None, *, mirror: History | None = None, counter: list[int] | None = None
+    ) -> None:
+        self.parent = parent
+        self.mirror = mirror
+        self.records: list[_Record] = []
+        root = parent or mirror
+        self._counter: list[int] = counter if counter is not None else root._counter if root is not None else [0]
+
+    def fork(self) -> History:
+        """A lane on top of this history."""
+        return History(self)
+
+    def isolated(self) -> History:
+        """A history of its own (seeing none of this one) whose records this one receives too."""
+        return History(mirror=self)
+
+    def record(self, event: AgentEvent) -> None:
+        """Keep ``event`` (its stream is copied: the caller's event keeps the other copy)."""
+        variant = event.message
+        transfer = event.action is not None and event.action.transfer_to_agent is not None
+        self._counter[0] += 1
+        seq = self._counter[0]
+        targets = [self] if self.mirror is None else [self, self.mirror]
+        for history in targets:
+            kept: MessageVariant | None = None
+            if variant is not None:
+                if variant.message_stream is not None and variant.message is None:
+                    mine, theirs = variant.message_stream.copy(2)
+                    variant.message_stream = theirs
+                    kept = MessageVariant(True, None, mine, variant.role, variant.tool_name)
+                else:
+                    kept = MessageVariant(variant.is_streaming, variant.message, None, variant.role, variant.tool_name)
+            history.records.append(_Record(event.agent_name, kept, transfer, seq))
+
+    def restore(self, records: Sequence[RecordedEvent]) -> None:
+        """Put saved records back (a resumed run)."""
+        for r in records:
+            variant = MessageVariant(False, r.message, None, r.role or "assistant") if r.message is not None else None
+            self._counter[0] += 1
+            self.records.append(_Record(r.agent_name, variant, r.transfer, self._counter[0]))
+
+    def join(self, lanes: Sequence[History]) -> None:
+        """Commit the lanes' own records here, in the order they were recorded."""
+        merged = sorted((r for lane in lanes for r in lane.records), key=lambda r: r.seq)
+        self.records.extend(merged)
+        for lane in lanes:
+            lane.records = []
+
+    async def own(self) -> list[RecordedEvent]:
+        """This lane's own records, messages whole (what a paused lane saves)."""
+        return [await r.resolve() for r in self.records]
+
+    async def events(self) -> list[RecordedEvent]:
+        """Every record this lane sees, oldest first, messages whole."""
+        above = await self.parent.events() if self.parent is not None else []
+        return above + await self.own()
+
+    async def aclose(self) -> None:
+        """Close the recorded streams nobody read (the run is over)."""
+        for r in self.records:
+            if r.variant is not None and r.variant.message_stream is not None:
+                stream, r.variant.message_stream = r.variant.message_stream, None
+                await stream.aclose()
+
+
 @dataclass(slots=True, eq=False)
 class RunSession:
     """What every agent of one Runner run shares (Eino's ``runSession`` and ``runContext``).
@@ -86,8 +171,10 @@ class RunSession:
         enable_streaming: whether model output streams.
         telemetry: handlers receiving the runtime events.
         resumable: the run is checkpointed when it pauses (it has a checkpoint id and store).
+        skip_transfer_messages: leave transfer messages out of the history agents are given.
         total_tokens: token usage summed over every agent's model calls.
         final_message: the answer of the agent that ended last.
+        history: the recorded events (flow agents record their agent's own events, for the agents after it).
     """
 
     values: dict[str, Any] = field(default_factory=dict)
@@ -95,58 +182,58 @@ class RunSession:
     enable_streaming: bool = False
     telemetry: tuple[TelemetryHandler, ...] = ()
     resumable: bool = False
+    skip_transfer_messages: bool = False
     total_tokens: int = 0
     final_message: Message | None = None
-    _records: list[_Record] = field(default_factory=list)
+    history: History = field(default_factory=History)
+    _lanes: list[History] = field(default_factory=list)
 
-    def record(self, event: AgentEvent) -> None:
-        """Keep ``event`` for the history of the agents that run after it (flow agents record their agent's own
-        events, ``adk.agents.history.is_recorded``) (its stream is copied: the caller's event keeps the other copy)."""
-        variant = event.message
-        kept: MessageVariant | None = None
-        if variant is not None:
-            if variant.message_stream is not None and variant.message is None:
-                mine, theirs = variant.message_stream.copy(2)
-                variant.message_stream = theirs
-                kept = MessageVariant(True, None, mine, variant.role, variant.tool_name)
-            else:
-                kept = MessageVariant(variant.is_streaming, variant.message, None, variant.role, variant.tool_name)
-        transfer = event.action is not None and event.action.transfer_to_agent is not None
-        self._records.append(_Record(event.agent_name, kept, transfer))
-
-    def restore(self, records: Sequence[RecordedEvent]) -> None:
-        """Put saved history back (a resumed run)."""
-        for r in records:
-            variant = MessageVariant(False, r.message, None, r.role or "assistant") if r.message is not None else None
-            self._records.append(_Record(r.agent_name, variant, r.transfer))
-
-    async def history(self) -> list[RecordedEvent]:
-        """The recorded events, oldest first, their messages whole."""
-        return [await r.resolve() for r in self._records]
+    def track(self, history: History) -> History:
+        """Remember a lane or isolated history so its unread streams are closed with the run."""
+        self._lanes.append(history)
+        return history
 
     async def aclose(self) -> None:
         """Close the recorded streams nobody read (the run is over)."""
-        for r in self._records:
-            if r.variant is not None and r.variant.message_stream is not None:
-                stream, r.variant.message_stream = r.variant.message_stream, None
-                await stream.aclose()
+        await self.history.aclose()
+        for lane in self._lanes:
+            await lane.aclose()
 
 
 @dataclass(frozen=True, slots=True)
 class AgentContext:
-    """What an agent is run with: the run's session and its own run path (agent names from the root, its own
-    last). ``child(name)`` is the context for an agent it runs in turn."""
+    """What an agent is run with: the run's session, its run path (agent names from the root, its own last),
+    its address (the agent segments of its interrupts' addresses: a sequential agent's children have run paths
+    that accumulate the children before them, but each its own address) and the history it records into and
+    reads (the session's, or a parallel lane's)."""
 
     session: RunSession
     run_path: tuple[str, ...]
+    address: tuple[str, ...] = ()
+    history: History | None = None
 
     @classmethod
     def root(cls, agent_name: str, session: RunSession | None = None) -> AgentContext:
         """The context of the run's root agent (a fresh session when none is given)."""
-        return cls(session if session is not None else RunSession(), (agent_name,))
+        return cls(session if session is not None else RunSession(), (agent_name,), (agent_name,))
 
-    def child(self, agent_name: str) -> AgentContext:
-        return AgentContext(self.session, (*self.run_path, agent_name))
+    def child(self, agent_name: str, *, run_path: tuple[str, ...] | None = None) -> AgentContext:
+        """The context of an agent this one runs (``run_path``: the child's own, when it is not this one's plus
+        the child's name)."""
+        path = run_path if run_path is not None else (*self.run_path, agent_name)
+        return AgentContext(self.session, path, (*self.addresses, agent_name), self.history)
+
+    def with_history(self, history: History) -> AgentContext:
+        return AgentContext(self.session, self.run_path, self.address, history)
+
+    @property
+    def addresses(self) -> tuple[str, ...]:
+        return self.address or self.run_path
+
+    @property
+    def records(self) -> History:
+        """The history this agent records into and reads."""
+        return self.history if self.history is not None else self.session.history
 
     @property
     def agent_name(self) -> str:

@@ -133,7 +133,7 @@ class AgentRun:
         session.enable_streaming = saved.enable_streaming
         session.total_tokens = saved.total_tokens
         session.root_input = list(saved.root_input)
-        session.restore([RecordedEvent(e.agent_name, e.message, e.role, e.transfer) for e in saved.history])
+        session.history.restore([RecordedEvent(e.agent_name, e.message, e.role, e.transfer) for e in saved.history])
         agent = self._agent
         try:
             if not isinstance(agent, ResumableAgent):
@@ -176,7 +176,7 @@ class AgentRun:
         session = self._session
         history = [
             SavedEvent(agent_name=r.agent_name, message=r.message, role=r.role, transfer=r.transfer)
-            for r in await session.history()
+            for r in await session.history.events()
         ]
         return AgentCheckpoint(
             agent_name=self._agent.name,
