@@ -181,7 +181,7 @@ def take_dag(self: GraphRun, j: int) -> Any:
         build = self.t.builds.get(j)
         if build is None:
             return value
-        return value.map(build) if self.streaming else build(value)
+        return build.stream(value, self.path) if self.streaming else build.invoke(value, self.path)
     tp = self.t.nodes[j].input_type if j < self.t.n else self.t.output_type
     zero = zero_value(tp)
     return _one(zero) if self.streaming else zero

@@ -48,6 +48,7 @@ from compose.callbacks import (
     make_config,
 )
 from compose.errors import (
+    FieldMappingError,
     GraphInterrupt,
     GraphRunError,
     NodeOutputTypeError,
@@ -376,7 +377,7 @@ class GraphRun:
         try:
             return merge_stream_values(
                 key,
-                [(t.keys[p], r, t.out_types[p]) for p, r in box.items()],
+                [(t.keys[p], r, dict if (p, j) in t.edge_maps else t.out_types[p]) for p, r in box.items()],
                 source_eof=bool(cfg and cfg.stream_merge_with_source_eof),
             )
         except BaseException:
@@ -458,10 +459,13 @@ class GraphRun:
                     await _close(x)
             if isinstance(exc, GraphInterrupt) or not isinstance(exc, Exception):
                 raise
-            if isinstance(exc, NodeRunError) and (
-                node.sub is not None or (self.streaming and isinstance(exc, NodeOutputTypeError))
+            if isinstance(exc, FieldMappingError) or (
+                isinstance(exc, NodeRunError)
+                and (node.sub is not None or (self.streaming and isinstance(exc, NodeOutputTypeError)))
             ):
-                raise  # named already: a node of the sub-graph, or the upstream node whose stream this node read
+                # named already: a node of the sub-graph, the upstream node whose stream this node read, or a
+                # Workflow mapping of the stream this node read
+                raise
             raise NodeRunError([*self.path, node.key], exc, phase=phase) from exc
         if not value_out:
             if cls is not None:
@@ -588,7 +592,7 @@ class GraphRun:
         t = self.t
         mapping = t.edge_maps.get((src, dst)) if t.edge_maps else None
         if mapping is not None:
-            value = value.map(mapping) if self.streaming else mapping(value)
+            value = mapping.stream(value, self.path) if self.streaming else mapping.invoke(value, self.path)
         check = t.checks.get((src, dst)) if t.checks else None
         if check is not None:
             if self.streaming:

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, Unpack, get_args
 
-from compose._field_mapping import FieldMapping, build_input, check_conflicts, gather, path_type
-from compose._types import Assignable, assignable, type_name, zero_value
+from compose._field_mapping import EdgeMap, FieldMapping, InputBuild, check_conflicts, path_type
+from compose._types import Assignable, assignable, type_name
 from compose.branch import _Branch
 from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
 from compose.graph import END, START, FanInMergeConfig, Graph, NodeOptions
@@ -204,7 +204,7 @@ class Workflow(Generic[I, O]):
             for src, branch in self._branches:
                 for e in branch.end_nodes:
                     if (src, e) not in g._edge_maps:
-                        g._add_mapped_edge(src, e, _no_data, control=True, edge=False)
+                        g._add_mapped_edge(src, e, EdgeMap(src, e, ()), control=True, edge=False)
                 g.add_branch(src, branch)
             controlled = {e for s, e in g._edges if (s, e) not in g._data_only}
             controlled |= {e for _, b in self._branches for e in b.end_nodes}
@@ -249,21 +249,9 @@ class Workflow(Generic[I, O]):
                         )
                 paths.append(m.to_path)
             control = any(it.control for it in items)
-            g._add_mapped_edge(src, key, gather(src, mappings) if mappings else _no_data, control=control)
+            g._add_mapped_edge(src, key, EdgeMap(src, key, mappings), control=control)
         check_conflicts(key, paths)
         for p in node._static:
             path_type(in_t, p, side="successor input")
-        g._input_builds[key] = _builder(in_t, dict(node._static))
+        g._input_builds[key] = InputBuild(in_t, node._static)
 
-
-def _no_data(_out: Any) -> dict[tuple[str, ...], Any]:
-    return {}
-
-
-def _builder(in_t: Any, static: dict[tuple[str, ...], Any]) -> Callable[[Any], Any]:
-    def build(gathered: dict[tuple[str, ...], Any]) -> Any:
-        if not gathered and not static:
-            return zero_value(in_t)  # only control (or skipped data) predecessors: the zero value, as Eino
-        return build_input(in_t, {**static, **gathered})
-
-    return build
