@@ -377,7 +377,7 @@ class GraphRun:
         try:
             return merge_stream_values(
                 key,
-                [(t.keys[p], r, dict if (p, j) in t.edge_maps else t.out_types[p]) for p, r in box.items()],
+                [(t.keys[p], r, t.out_types[p]) for p, r in box.items()],
                 source_eof=bool(cfg and cfg.stream_merge_with_source_eof),
             )
         except BaseException:
@@ -590,9 +590,6 @@ class GraphRun:
 
     def _deliver(self, src: int, dst: int, value: Any) -> None:
         t = self.t
-        mapping = t.edge_maps.get((src, dst)) if t.edge_maps else None
-        if mapping is not None:
-            value = mapping.stream(value, self.path) if self.streaming else mapping.invoke(value, self.path)
         check = t.checks.get((src, dst)) if t.checks else None
         if check is not None:
             if self.streaming:
