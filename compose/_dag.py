@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from compose._pregel import no_tasks
-from compose._resume import pause
+from compose._resume import RERUN_SOURCE, pause
 from compose._tables import NOTHING as _NOTHING
 from compose._types import zero_value
 from compose.errors import GraphInterrupt
@@ -191,7 +191,10 @@ def take_mapped(self: GraphRun, j: int, build: RunMapping) -> Any:
     """A Workflow node's input: each predecessor's value (stream) mapped along its edge, as it is taken (so a
     node that is skipped never maps what reached it), fan-in merged, then built (eino-semantics 1.13)."""
     t = self.t
-    box = self.inbox.pop(j)
+    box = self.inbox[j]
+    if RERUN_SOURCE in box:  # a node re-run after an interrupt: its input (the zero value, or the kept input)
+        return box.pop(RERUN_SOURCE)  # anything else delivered to it is closed with the run
+    del self.inbox[j]
     key = t.keys[j]
     if self.streaming:
         mapped = [(t.keys[p], t.edge_maps[(p, j)].stream(r, self.path), dict) for p, r in box.items()]
