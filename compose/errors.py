@@ -247,7 +247,8 @@ class FieldMappingError(GraphRunError, LookupError):
     run as an error item of the mapped stream).
 
     ``node_path`` lists node keys from the outermost graph down to the node whose input was being mapped,
-    ``predecessor`` is the node the value came from and ``field_path`` the source path of the mapping.
+    ``predecessor`` is the node the value came from and ``field_path`` the source path of the mapping (the
+    target path for a failing custom extractor).
     """
 
     def __init__(

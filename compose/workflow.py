@@ -90,7 +90,8 @@ class WorkflowNode:
 
 
 class Workflow(Generic[I, O]):
-    """A DAG of nodes whose inputs are mapped from their predecessors' fields.
+    """A DAG of nodes whose inputs are mapped from their predecessors' fields; ``state=factory`` gives each run
+    a graph-local state, as ``Graph(state=...)`` does.
 
     Example::
 
@@ -101,9 +102,11 @@ class Workflow(Generic[I, O]):
         assert await r.invoke({"text": "hi"}) == {"upper": "HI", "original": "hi"}
     """
 
-    def __init__(self, input_type: Any = None, output_type: Any = None) -> None:
+    def __init__(
+        self, input_type: Any = None, output_type: Any = None, *, state: Callable[[], Any] | None = None
+    ) -> None:
         # ``Workflow[I, O]()`` sets ``__orig_class__`` after ``__init__``: compile() hands I and O to the graph
-        self._graph: Graph[I, O] = Graph(input_type, output_type)
+        self._graph: Graph[I, O] = Graph(input_type, output_type, state=state)
         self._nodes: dict[str, WorkflowNode] = {}
         self._end = WorkflowNode(self, END)
         self._branches: list[tuple[str, _Branch[Any]]] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -263,3 +263,129 @@ async def test_stream_lambda_feeds_a_transform_node_field_by_field() -> None:
     out = await concat(await r.stream("ab"))
     assert out == {"l": "<a><b>", "whole": "<ab>"}
     assert await r.invoke("ab") == {"l": "<ab>", "whole": "<ab>"}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Eino's TestWorkflow: sub-graph, sub-chain and sub-workflow (input and output keys) feeding a transform node with
+# stream state handlers and an invoke node with a state pre-handler, in invoke and stream mode
+
+
+@dataclass
+class StructA:
+    Field1: str = ""
+    Field2: int = 0
+    Field3: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class StructB:
+    Field1: str = ""
+    Field2: int = 0
+
+
+@dataclass
+class StructC:
+    Field1: str = ""
+
+
+@dataclass
+class StructE:
+    Field1: str = ""
+    Field2: str = ""
+    Field3: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class StructF:
+    Field1: str = ""
+    Field2: str = ""
+    Field3: list[Any] = field(default_factory=list)
+    B: int = 0
+    StateTemp: str = ""
+
+
+@dataclass
+class StructEnd:
+    Field1: str = ""
+
+
+@dataclass
+class Struct2:
+    F: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Temp:
+    temp: str = ""
+
+
+def eino_workflow() -> Workflow[StructA, StructEnd]:
+    sub_graph = Graph[str, StructB]()
+    sub_graph.add_lambda_node("1", lambda s: StructB(s, 33))
+    sub_graph.add_edge(START, "1")
+    sub_graph.add_edge("1", END)
+
+    def to_c(x: Any) -> StructC:
+        return StructC(str(x))
+
+    sub_chain = Chain[Any, StructC]().append_lambda(to_c)
+
+    def same(x: list[Any]) -> list[Any]:
+        return x
+
+    def unwrap(s: Struct2) -> dict[str, Any]:
+        return s.F
+
+    sub_wf = Workflow[list[Any], list[Any]]()
+    sub_wf.add_lambda_node("1", same, output_key="key").add_input(START)
+    sub_wf.add_lambda_node("2", same, input_key="key", output_key="key1").add_input("1")
+    sub_wf.add_lambda_node("3", unwrap).add_input("2", to_field("F"))
+    sub_wf.add_lambda_node("4", same, input_key="key1").add_input("3")
+    sub_wf.end().add_input("4")
+
+    def keep_temp(out: StructB, st: Temp) -> StructB:
+        st.temp = out.Field1
+        return out
+
+    async def e(chunks: StreamReader[StructE]) -> AsyncIterator[StructE]:
+        async for c in chunks:
+            yield StructE(f"E:{c.Field1}" if c.Field1 else "", f"E:{c.Field2}" if c.Field2 else "", c.Field3)
+
+    def e_pre(chunks: StreamReader[StructE], st: Temp) -> StreamReader[StructE]:
+        temp = st.temp
+        return chunks.map(lambda v: StructE(v.Field1, v.Field2, [*v.Field3, f"Pre:{temp}"] if v.Field3 else []))
+
+    def e_post(chunks: StreamReader[StructE], st: Temp) -> StreamReader[StructE]:
+        return chunks.map(lambda v: StructE(f"{v.Field1}+Post" if v.Field1 else "", v.Field2, v.Field3))
+
+    def f(x: StructF) -> str:
+        return f"{x.Field1}_{x.Field2}_{x.Field3}_{x.B}_{x.StateTemp}"
+
+    def f_pre(x: StructF, st: Temp) -> StructF:
+        x.StateTemp = st.temp
+        return x
+
+    w = Workflow[StructA, StructEnd](state=Temp)
+    w.add_graph_node("B", sub_graph, post_handler=keep_temp).add_input(START, from_field("Field1"))
+    w.add_graph_node("C", sub_chain).add_input(START, from_field("Field2"))
+    w.add_graph_node("D", sub_wf.compile()).add_input(START, from_field("Field3"))
+    w.add_lambda_node(
+        "E", Lambda(transform=e), stream_pre_handler=e_pre, stream_post_handler=e_post
+    ).add_input("B", map_fields("Field1", "Field1")).add_input("C", map_fields("Field1", "Field2")).add_input(
+        "D", to_field("Field3")
+    )
+    w.add_lambda_node("F", f, pre_handler=f_pre).add_input("B", map_fields("Field2", "B")).add_input(
+        "E", map_fields("Field1", "Field1"), map_fields("Field2", "Field2"), map_fields("Field3", "Field3")
+    )
+    w.end().add_input("F", to_field("Field1"))
+    return w
+
+
+async def test_eino_workflow() -> None:
+    r = eino_workflow().compile()
+    x = StructA("1", 2, [1, "good"])
+    want = StructEnd("E:1+Post_E:2_[1, 'good', 'Pre:1']_33_1")
+    assert await r.invoke(x) == want
+    reader = await r.stream(x)
+    async with reader:
+        assert [c async for c in reader] == [want]
