@@ -25,7 +25,7 @@ from types import UnionType
 from typing import Any, Protocol, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 from compose._stream_concat import concat_items
-from compose._stream_copy import SKIP
+from compose._stream_copy import SKIP, MapReader
 from compose._stream_core import _EMPTY, _END, StreamReader, _Signal, closed_signal
 from compose._types import type_name, zero_value
 from compose.errors import FieldMappingError, GraphBuildError
@@ -177,7 +177,7 @@ class EdgeMap:
         return {m.to_path: self._take(m, value, path, lenient=False) for m in self.mappings}
 
     def stream(self, reader: StreamReader[Any], path: NodePath) -> StreamReader[Any]:
-        return reader.map(partial(self._chunk, path))
+        return _EdgeReader(reader, partial(self._chunk, path))
 
     def _chunk(self, path: NodePath, chunk: Any) -> Any:
         out: dict[Path, Any] = {}
@@ -230,20 +230,70 @@ def _per_chunk(tp: Any) -> bool:
     return isinstance(origin, type) and issubclass(origin, Mapping)
 
 
+class _EdgeReader(MapReader):
+    """``reader.map(fn)`` for a synchronous ``fn`` known in advance (no inspection per run)."""
+
+    _kind = "workflow-edge"
+
+    def __init__(self, src: StreamReader[Any], fn: Callable[[Any], Any]) -> None:
+        StreamReader.__init__(self)
+        self._src = src
+        self._fn = fn
+        self._async = False
+        self._lost = False
+        self._cancel_safe = src.cancel_safe
+
+
+def _plain(tp: Any, paths: Sequence[Path]) -> bool:
+    """Whether an input of type ``tp`` built from values at ``paths`` is nested plain dicts: ``tp`` and every
+    type on the way to a value is untyped or a ``dict``/``Mapping`` (no field types to consult, nothing to
+    construct)."""
+
+    def dict_like(t: Any) -> bool:
+        if _is_open(t):
+            return True
+        if get_origin(t) in (Union, UnionType):
+            members = [a for a in get_args(t) if a is not type(None)]
+            return len(members) == 1 and dict_like(members[0])
+        return get_origin(t) in (dict, Mapping) or t in (dict, Mapping)
+
+    try:
+        return all(
+            dict_like(path_type(tp, p[:i], side="successor input")) for p in paths for i in range(len(p))
+        ) and dict_like(tp)
+    except GraphBuildError:
+        return False
+
+
+def _nest(gathered: Mapping[Path, Any]) -> Any:
+    """``build_input`` for a plain type: the values at their paths of nested dicts."""
+    if () in gathered:
+        return gathered[()]
+    out: dict[str, Any] = {}
+    for path, value in gathered.items():
+        d = out
+        for name in path[:-1]:
+            d = d.setdefault(name, {})
+        d[path[-1]] = value
+    return out
+
+
 class InputBuild:
     """A Workflow node's input, built from its gathered ``{to_path: value}`` and its static values."""
 
-    __slots__ = ("in_t", "per_chunk", "static")
+    __slots__ = ("build", "in_t", "per_chunk", "static")
 
-    def __init__(self, in_t: Any, static: Mapping[Path, Any]) -> None:
+    def __init__(self, in_t: Any, static: Mapping[Path, Any], paths: Sequence[Path]) -> None:
         self.in_t = in_t
         self.static = dict(static)
         self.per_chunk = _per_chunk(in_t)
+        plain = _plain(in_t, paths)  # paths: the mapped and the static ones
+        self.build: Callable[[Mapping[Path, Any]], Any] = _nest if plain else partial(build_input, in_t)
 
     def invoke(self, gathered: Mapping[Path, Any], path: NodePath) -> Any:
         if not gathered and not self.static:
             return zero_value(self.in_t)  # only control (or skipped data) predecessors: the zero value, as Eino
-        return build_input(self.in_t, {**self.static, **gathered})
+        return self.build({**self.static, **gathered} if self.static else gathered)
 
     def stream(self, reader: StreamReader[Any], path: NodePath) -> StreamReader[Any]:
         return _BuildReader(reader, self)
@@ -267,7 +317,7 @@ class _BuildReader(StreamReader[Any]):
         self._emitted = False
         self._ended = False
         if build.static and build.per_chunk:
-            self._head.append(_safe(build_input, build.in_t, build.static))
+            self._head.append(_safe(build.build, build.static))
             self._emitted = True
 
     def _poll(self) -> object:
@@ -320,7 +370,7 @@ class _BuildReader(StreamReader[Any]):
             self._gathered.append(x)
             return _MORE
         self._emitted = True
-        return _safe(build_input, build.in_t, x)
+        return _safe(build.build, x)
 
     async def _aclose_owned(self) -> None:
         await self._src.aclose()

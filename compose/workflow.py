@@ -256,5 +256,5 @@ class Workflow(Generic[I, O]):
         check_conflicts(key, paths)
         for p in node._static:
             path_type(in_t, p, side="successor input")
-        g._input_builds[key] = InputBuild(in_t, node._static)
+        g._input_builds[key] = InputBuild(in_t, node._static, paths)
 
