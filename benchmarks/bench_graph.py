@@ -1,7 +1,10 @@
 """Graph engine overhead, side by side with LangGraph's StateGraph and a plain hand-written baseline.
 
 Shapes: a 100-node linear chain, a 2-node loop run 1,000 times, a 1-to-100 fan-out and fan-in, and compile time
-of a 100-node graph. Every node does trivial work (append/increment), so the numbers are scheduler overhead.
+of a 100-node graph. The workflow rows run a 100-node ``Workflow`` chain whose every edge maps one field
+(``map_fields("x", "x")`` of a dict) beside the same chain as a DAG ``Graph`` passing the dicts whole: the
+difference is the field-mapping cost per edge. Every node does trivial work (append/increment), so the numbers
+are scheduler overhead.
 "loop, stepped" drives the same loop one superstep at a time (``start_run``/``step``, as the agent runner does):
 the general path, without the fused loop ``invoke`` uses for stretches of one-node steps over plain nodes.
 
@@ -21,7 +24,7 @@ from typing import Annotated, Any, TypedDict
 
 import anyio
 
-from compose import END, START, Graph, GraphBranch, concat
+from compose import END, START, Graph, GraphBranch, Workflow, concat, map_fields
 
 N_CHAIN = 100
 N_LOOP = 1000
@@ -90,6 +93,38 @@ def pyeino_fan() -> Any:
         g.add_edge(f"l{i}", "join")
     g.add_edge("join", END)
     return g.compile()
+
+
+async def inc_x(d: dict[str, int]) -> dict[str, int]:
+    return {"x": d["x"] + 1}
+
+
+def pyeino_dag_chain() -> Any:
+    """The workflow's chain as a DAG graph: the same dict nodes, no field mapping."""
+    g = Graph[dict[str, int], dict[str, int]]()
+    prev = START
+    for i in range(N_CHAIN):
+        g.add_lambda_node(f"n{i}", inc_x)
+        g.add_edge(prev, f"n{i}")
+        prev = f"n{i}"
+    g.add_edge(prev, END)
+    return g.compile(trigger_mode="all_predecessor")
+
+
+def pyeino_workflow() -> Any:
+    wf = Workflow[dict[str, int], dict[str, int]]()
+    prev = START
+    for i in range(N_CHAIN):
+        wf.add_lambda_node(f"n{i}", inc_x).add_input(prev, map_fields("x", "x"))
+        prev = f"n{i}"
+    wf.end().add_input(prev, map_fields("x", "x"))
+    return wf.compile()
+
+
+async def plain_dict_chain(d: dict[str, int]) -> dict[str, int]:
+    for _ in range(N_CHAIN):
+        d = await inc_x(d)
+    return d
 
 
 def pyeino_compile() -> Any:
@@ -243,6 +278,9 @@ async def main(quick: bool, backend: str) -> None:
     assert await chain.invoke(0) == N_CHAIN
     assert await loop.invoke(0) == 2 * N_LOOP
     assert await fan.invoke(0) == sum(range(N_FAN))
+    dag, wf = pyeino_dag_chain(), pyeino_workflow()
+    assert await dag.invoke({"x": 0}) == await wf.invoke({"x": 0}) == {"x": N_CHAIN}
+    assert await _read(wf.stream({"x": 0})) == {"x": N_CHAIN}
 
     lg = langgraph_available() and backend == "asyncio"  # LangGraph runs on asyncio only
     if lg:
@@ -261,6 +299,10 @@ async def main(quick: bool, backend: str) -> None:
         ("loop, stepped", 2 * N_LOOP, lambda: stepped(loop, 0), None, lambda: plain_loop(0)),
         ("fan-1-100-1", N_FAN + 2, lambda: fan.invoke(0),
          (lambda: lfan.ainvoke({"x": 0, "parts": []})) if lg else None, lambda: plain_fan(0)),
+        ("dag dict-100", N_CHAIN, lambda: dag.invoke({"x": 0}), None, lambda: plain_dict_chain({"x": 0})),
+        ("workflow-100", N_CHAIN, lambda: wf.invoke({"x": 0}), None, lambda: plain_dict_chain({"x": 0})),
+        ("dag, stream", N_CHAIN, lambda: _read(dag.stream({"x": 0})), None, lambda: plain_dict_chain({"x": 0})),
+        ("wf, stream", N_CHAIN, lambda: _read(wf.stream({"x": 0})), None, lambda: plain_dict_chain({"x": 0})),
     ]
     for name, nodes, ours, theirs, plain in shapes:
         t_ours = await timeit(ours, repeat)
@@ -276,6 +318,13 @@ async def main(quick: bool, backend: str) -> None:
         per_plain = t_plain / nodes * 1e6
         print(f"{name:<14}{nodes:>10}{per:>16.2f}{per_lg:>19.2f}{per_plain:>15.2f}"
               f"{per_lg / per:>11.1f}{per / per_plain:>14.1f}")
+
+    per_node = {name: t / nodes * 1e6 for name, nodes, t, _, _ in rows}
+    print(
+        f"field mapping per edge (workflow - dag graph): invoke "
+        f"{per_node['workflow-100'] - per_node['dag dict-100']:.2f} us, stream "
+        f"{per_node['wf, stream'] - per_node['dag, stream']:.2f} us"
+    )
 
     t0 = time.perf_counter()
     for _ in range(repeat):

@@ -8,7 +8,6 @@ import typing
 
 from compose._field_mapping import (
     FieldMapping,
-    FieldMappingError,
     from_field,
     from_field_path,
     map_field_paths,
@@ -52,6 +51,7 @@ from compose.errors import (
     ConcatError,
     EmptyStreamError,
     FanInMergeError,
+    FieldMappingError,
     GraphBuildError,
     GraphCompiledError,
     GraphInterrupt,

@@ -15,16 +15,18 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from compose._pregel import no_tasks
-from compose._resume import pause
+from compose._resume import RERUN_SOURCE, pause
 from compose._tables import NOTHING as _NOTHING
 from compose._types import zero_value
 from compose.errors import GraphInterrupt
 from compose.interrupt import ExternalInterrupt
+from compose.merge import merge_stream_values, merge_values
 from compose.stream import close_if_stream as _close
 from compose.stream import one_chunk as _one
 
 if TYPE_CHECKING:
     from compose._engine import GraphRun
+    from compose._field_mapping import RunMapping
 
 _ABANDONED: Any = object()  # what a task cut off by an external interrupt's grace period reports
 
@@ -177,14 +179,33 @@ async def run_dag(self: GraphRun) -> Any:
 
 def take_dag(self: GraphRun, j: int) -> Any:
     if j in self.inbox:
-        value = self._take(j)
         build = self.t.builds.get(j)
         if build is None:
-            return value
-        return value.map(build) if self.streaming else build(value)
+            return self._take(j)
+        return take_mapped(self, j, build)
     tp = self.t.nodes[j].input_type if j < self.t.n else self.t.output_type
     zero = zero_value(tp)
     return _one(zero) if self.streaming else zero
+
+def take_mapped(self: GraphRun, j: int, build: RunMapping) -> Any:
+    """A Workflow node's input: each predecessor's value (stream) mapped along its edge, as it is taken (so a
+    node that is skipped never maps what reached it), fan-in merged, then built (eino-semantics 1.13)."""
+    t = self.t
+    box = self.inbox[j]
+    if RERUN_SOURCE in box:  # a node re-run after an interrupt: its input (the zero value, or the kept input)
+        return box.pop(RERUN_SOURCE)  # anything else delivered to it is closed with the run
+    del self.inbox[j]
+    key = t.keys[j]
+    if self.streaming:
+        mapped = [(t.keys[p], t.edge_maps[(p, j)].stream(r, self.path), dict) for p, r in box.items()]
+        if len(mapped) == 1:
+            return build.stream(mapped[0][1], self.path)
+        cfg = t.fan_in.get(j)
+        eof = bool(cfg and cfg.stream_merge_with_source_eof)
+        return build.stream(merge_stream_values(key, mapped, source_eof=eof), self.path)
+    values = [t.edge_maps[(p, j)].invoke(v, self.path) for p, v in box.items()]
+    return build.invoke(values[0] if len(values) == 1 else merge_values(key, values), self.path)
+
 
 def report(self: GraphRun, src: int, dst: int, skipped: bool) -> None:
     t = self.t

@@ -48,6 +48,7 @@ from compose.callbacks import (
     make_config,
 )
 from compose.errors import (
+    FieldMappingError,
     GraphInterrupt,
     GraphRunError,
     NodeOutputTypeError,
@@ -458,10 +459,13 @@ class GraphRun:
                     await _close(x)
             if isinstance(exc, GraphInterrupt) or not isinstance(exc, Exception):
                 raise
-            if isinstance(exc, NodeRunError) and (
-                node.sub is not None or (self.streaming and isinstance(exc, NodeOutputTypeError))
+            if isinstance(exc, FieldMappingError) or (
+                isinstance(exc, NodeRunError)
+                and (node.sub is not None or (self.streaming and isinstance(exc, NodeOutputTypeError)))
             ):
-                raise  # named already: a node of the sub-graph, or the upstream node whose stream this node read
+                # named already: a node of the sub-graph, the upstream node whose stream this node read, or a
+                # Workflow mapping of the stream this node read
+                raise
             raise NodeRunError([*self.path, node.key], exc, phase=phase) from exc
         if not value_out:
             if cls is not None:
@@ -586,9 +590,6 @@ class GraphRun:
 
     def _deliver(self, src: int, dst: int, value: Any) -> None:
         t = self.t
-        mapping = t.edge_maps.get((src, dst)) if t.edge_maps else None
-        if mapping is not None:
-            value = value.map(mapping) if self.streaming else mapping(value)
         check = t.checks.get((src, dst)) if t.checks else None
         if check is not None:
             if self.streaming:

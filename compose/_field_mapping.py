@@ -2,9 +2,17 @@
 
 A mapping takes a value at a path of the predecessor's output (the whole output for the empty path, or what a
 custom extractor returns) to a path of the successor's input. Along each edge the predecessor's output becomes a
-``{to_path: value}`` dict; the dicts arriving at a node are fan-in merged (paths never collide: the compile-time
-check) and the node's input is built from them. Fields are attributes of dataclasses, pydantic models or other
-objects, and keys of ``dict[str, ...]`` (and TypedDicts).
+``{to_path: value}`` dict (``EdgeMap``); the dicts arriving at a node are fan-in merged (paths never collide: the
+compile-time check) and the node's input is built from them (``InputBuild``). Fields are attributes of
+dataclasses, pydantic models or other objects, and keys of ``dict[str, ...]`` (and TypedDicts).
+
+In a streaming run both work chunk by chunk, as Eino's ``streamFieldMap``: each chunk of the predecessor's
+stream is mapped on its own, a mapping whose map key the chunk lacks is skipped for that chunk (a chunk left
+with nothing mapped is dropped), a None on the way to a field is an error item. A node input that is a dict
+(or untyped, or a TypedDict) is built per chunk, with the static values as one extra chunk first, so the
+chunks concatenate key by key with the engine's rules; a dataclass or model input is built once, from the
+concatenated chunks, and arrives as a one-chunk stream. A stream that yields nothing gives the input's zero
+value, as in invoke mode.
 """
 
 from __future__ import annotations
@@ -12,15 +20,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from types import UnionType
-from typing import Any, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any, Protocol, Union, get_args, get_origin, get_type_hints, is_typeddict
 
-from compose._types import type_name
-from compose.errors import GraphBuildError, GraphRunError
+from compose._stream_concat import concat_items
+from compose._stream_copy import SKIP, MapReader
+from compose._stream_core import _EMPTY, _END, StreamReader, _Signal, closed_signal
+from compose._types import type_name, zero_value
+from compose.errors import FieldMappingError, GraphBuildError
 
 __all__ = [
     "FieldMapping",
-    "FieldMappingError",
+    "FieldMappingError",  # re-exported from compose.errors
     "from_field",
     "from_field_path",
     "map_field_paths",
@@ -30,10 +42,6 @@ __all__ = [
 ]
 
 Path = tuple[str, ...]
-
-
-class FieldMappingError(GraphRunError, LookupError):
-    """A Workflow field mapping failed at run time: a map key is missing, or an intermediate value is None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,38 +150,237 @@ def check_conflicts(node: str, paths: Sequence[Path]) -> None:
 
 # ---------------------------------------------------------------------------------------------- run time
 
+_MISSING: Any = object()  # a map key the chunk lacks (streaming: the mapping is skipped for that chunk)
+NodePath = tuple[str, ...]
 
-def read_path(value: Any, path: Path, src: str) -> Any:
-    for i, name in enumerate(path):
-        if value is None:
-            where = ".".join(path[:i]) or "<output>"
-            raise FieldMappingError(f"field mapping from node '{src}': intermediate source value {where} is None")
-        if isinstance(value, Mapping):
-            if name not in value:
-                raise FieldMappingError(
-                    f"field mapping from node '{src}': map key [{'.'.join(path[: i + 1])}] not found"
-                )
-            value = value[name]
-        else:
+
+class RunMapping(Protocol):
+    """What the engine calls on a Workflow edge (``EdgeMap``) or node input (``InputBuild``): ``invoke`` on a
+    value, ``stream`` on a stream (lazily); ``path`` is the running graph's node path, for errors."""
+
+    def invoke(self, value: Any, path: NodePath) -> Any: ...
+
+    def stream(self, reader: StreamReader[Any], path: NodePath) -> StreamReader[Any]: ...
+
+
+class EdgeMap:
+    """The mapping of one (predecessor, node) edge: the predecessor's output as ``{to_path: value}``."""
+
+    __slots__ = ("dst", "mappings", "src")
+
+    def __init__(self, src: str, dst: str, mappings: Sequence[FieldMapping]) -> None:
+        self.src = src
+        self.dst = dst
+        self.mappings = tuple(mappings)
+
+    def invoke(self, value: Any, path: NodePath) -> dict[Path, Any]:
+        return {m.to_path: self._take(m, value, path, lenient=False) for m in self.mappings}
+
+    def stream(self, reader: StreamReader[Any], path: NodePath) -> StreamReader[Any]:
+        return _EdgeReader(reader, partial(self._chunk, path))
+
+    def _chunk(self, path: NodePath, chunk: Any) -> Any:
+        out: dict[Path, Any] = {}
+        for m in self.mappings:
+            v = self._take(m, chunk, path, lenient=True)
+            if v is not _MISSING:
+                out[m.to_path] = v
+        return out or SKIP
+
+    def _take(self, m: FieldMapping, value: Any, path: NodePath, *, lenient: bool) -> Any:
+        def fail(problem: str, field_path: Path) -> FieldMappingError:
+            return FieldMappingError(
+                problem, node_path=(*path, self.dst), predecessor=self.src, field_path=field_path
+            )
+
+        if m.extractor is not None:
             try:
-                value = getattr(value, name)
-            except AttributeError:
-                raise FieldMappingError(
-                    f"field mapping from node '{src}': type[{type(value).__name__}] has no field[{name}]"
-                ) from None
-    return value
+                return m.extractor(value)
+            except Exception as exc:
+                raise fail(f"custom extractor raised {type(exc).__name__}: {exc}", m.to_path) from exc
+        for i, name in enumerate(m.from_path):
+            if value is None:
+                where = ".".join(m.from_path[:i]) or "<output>"
+                raise fail(f"intermediate source value {where} is None", m.from_path)
+            if isinstance(value, Mapping):
+                if name not in value:
+                    if lenient:
+                        return _MISSING
+                    raise fail(f"map key [{'.'.join(m.from_path[: i + 1])}] not found", m.from_path)
+                value = value[name]
+            else:
+                try:
+                    value = getattr(value, name)
+                except AttributeError:
+                    raise fail(f"type[{type(value).__name__}] has no field[{name}]", m.from_path) from None
+        return value
+
+    def __repr__(self) -> str:
+        return f"EdgeMap({self.src!r} -> {self.dst!r}: {', '.join(map(str, self.mappings)) or 'no data'})"
 
 
-def gather(src: str, mappings: Sequence[FieldMapping]) -> Callable[[Any], dict[Path, Any]]:
-    """The edge transform: ``src``'s output as ``{to_path: value}``."""
+def _per_chunk(tp: Any) -> bool:
+    """Whether an input of type ``tp`` is built chunk by chunk in a streaming run (a dict-like value)."""
+    if get_origin(tp) in (Union, UnionType):
+        members = [a for a in get_args(tp) if a is not type(None)]
+        tp = members[0] if len(members) == 1 else Any
+    if _is_open(tp) or is_typeddict(tp):
+        return True
+    origin = get_origin(tp) or tp
+    return isinstance(origin, type) and issubclass(origin, Mapping)
 
-    def transform(out: Any) -> dict[Path, Any]:
-        return {
-            m.to_path: m.extractor(out) if m.extractor is not None else read_path(out, m.from_path, src)
-            for m in mappings
-        }
 
-    return transform
+class _EdgeReader(MapReader):
+    """``reader.map(fn)`` for a synchronous ``fn`` known in advance (no inspection per run)."""
+
+    _kind = "workflow-edge"
+
+    def __init__(self, src: StreamReader[Any], fn: Callable[[Any], Any]) -> None:
+        StreamReader.__init__(self)
+        self._src = src
+        self._fn = fn
+        self._async = False
+        self._lost = False
+        self._cancel_safe = src.cancel_safe
+
+
+def _plain(tp: Any, paths: Sequence[Path]) -> bool:
+    """Whether an input of type ``tp`` built from values at ``paths`` is nested plain dicts: ``tp`` and every
+    type on the way to a value is untyped or a ``dict``/``Mapping`` (no field types to consult, nothing to
+    construct)."""
+
+    def dict_like(t: Any) -> bool:
+        if _is_open(t):
+            return True
+        if get_origin(t) in (Union, UnionType):
+            members = [a for a in get_args(t) if a is not type(None)]
+            return len(members) == 1 and dict_like(members[0])
+        return get_origin(t) in (dict, Mapping) or t in (dict, Mapping)
+
+    try:
+        return all(
+            dict_like(path_type(tp, p[:i], side="successor input")) for p in paths for i in range(len(p))
+        ) and dict_like(tp)
+    except GraphBuildError:
+        return False
+
+
+def _nest(gathered: Mapping[Path, Any]) -> Any:
+    """``build_input`` for a plain type: the values at their paths of nested dicts."""
+    if () in gathered:
+        return gathered[()]
+    out: dict[str, Any] = {}
+    for path, value in gathered.items():
+        d = out
+        for name in path[:-1]:
+            d = d.setdefault(name, {})
+        d[path[-1]] = value
+    return out
+
+
+class InputBuild:
+    """A Workflow node's input, built from its gathered ``{to_path: value}`` and its static values."""
+
+    __slots__ = ("build", "in_t", "per_chunk", "static")
+
+    def __init__(self, in_t: Any, static: Mapping[Path, Any], paths: Sequence[Path]) -> None:
+        self.in_t = in_t
+        self.static = dict(static)
+        self.per_chunk = _per_chunk(in_t)
+        plain = _plain(in_t, paths)  # paths: the mapped and the static ones
+        self.build: Callable[[Mapping[Path, Any]], Any] = _nest if plain else partial(build_input, in_t)
+
+    def invoke(self, gathered: Mapping[Path, Any], path: NodePath) -> Any:
+        if not gathered and not self.static:
+            return zero_value(self.in_t)  # only control (or skipped data) predecessors: the zero value, as Eino
+        return self.build({**self.static, **gathered} if self.static else gathered)
+
+    def stream(self, reader: StreamReader[Any], path: NodePath) -> StreamReader[Any]:
+        return _BuildReader(reader, self)
+
+
+_MORE: Any = object()
+
+
+class _BuildReader(StreamReader[Any]):
+    """A node's input stream built from its merged gathered chunks (``InputBuild.stream``); owns its source."""
+
+    _kind = "workflow-input"
+
+    def __init__(self, src: StreamReader[Any], build: InputBuild) -> None:
+        super().__init__()
+        self._src = src
+        self._build = build
+        self._cancel_safe = src.cancel_safe
+        self._head: list[Any] = []  # what to return before reading the source again
+        self._gathered: list[Any] = []  # built once at the end (an input that is not dict-like)
+        self._emitted = False
+        self._ended = False
+        if build.static and build.per_chunk:
+            self._head.append(_safe(build.build, build.static))
+            self._emitted = True
+
+    def _poll(self) -> object:
+        while True:
+            x = self._ready()
+            if x is not _MORE:
+                return x
+            y = self._src._poll()
+            if y is _EMPTY:
+                return y
+            x = self._step(y)
+            if x is not _MORE:
+                return x
+
+    async def _pull(self) -> object:
+        while True:
+            x = self._ready()
+            if x is not _MORE:
+                return x
+            y = self._src._poll()
+            if y is _EMPTY:
+                y = await self._src._pull()
+            x = self._step(y)
+            if x is not _MORE:
+                return x
+
+    def _ready(self) -> object:
+        if self._closed:
+            return closed_signal()
+        if self._head:
+            return self._head.pop(0)
+        if self._ended:
+            self._done = True
+            return _END
+        return _MORE
+
+    def _step(self, x: object) -> object:
+        build = self._build
+        if type(x) is _Signal:
+            if x is not _END:
+                return x  # an error item (or a SourceEOF) passes through
+            self._ended = True
+            if not build.per_chunk and (self._gathered or build.static):
+                gathered = concat_items(self._gathered) if self._gathered else {}
+                return _safe(build.invoke, gathered, ())
+            if not self._emitted:
+                return _safe(zero_value, build.in_t)
+            return _MORE
+        if not build.per_chunk:
+            self._gathered.append(x)
+            return _MORE
+        self._emitted = True
+        return _safe(build.build, x)
+
+    async def _aclose_owned(self) -> None:
+        await self._src.aclose()
+
+
+def _safe(fn: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except Exception as exc:
+        return _Signal(exc)
 
 
 def build_input(tp: Any, gathered: Mapping[Path, Any]) -> Any:

@@ -18,6 +18,7 @@ from compose.graph import FanInMergeConfig
 from compose.lambdas import Paradigms
 
 if TYPE_CHECKING:
+    from compose._field_mapping import RunMapping
     from compose.runnable import Runnable
 
 Handler = Callable[[Any, Any], Any]
@@ -119,12 +120,13 @@ class Tables:
     # the call, as a node with an output key is)
     fused_check: tuple[ClassInfo | None, ...] = ()
     route: tuple[BranchRT | None, ...] = ()
-    # Workflow field mapping (eino-semantics 1.13): a transform per (source, successor) applied to each value
-    # (each chunk, streaming) delivered along that edge or branch; a build per node applied to its merged input;
+    # Workflow field mapping (eino-semantics 1.13): a transform per (source, successor) applied, when the node's
+    # input is taken, to the value (stream) that came along that edge or branch; a build per node applied to the
+    # merged result;
     # the edges that carry data only (data_edges), and those of them no branch of their source controls either
     # (data_only: they do not count when deciding whether a node is skipped)
-    edge_maps: dict[tuple[int, int], Callable[[Any], Any]] = field(default_factory=dict)
-    builds: dict[int, Callable[[Any], Any]] = field(default_factory=dict)
+    edge_maps: dict[tuple[int, int], RunMapping] = field(default_factory=dict)
+    builds: dict[int, RunMapping] = field(default_factory=dict)
     data_only: frozenset[tuple[int, int]] = frozenset()
     data_edges: frozenset[tuple[int, int]] = frozenset()
 

@@ -16,6 +16,7 @@ derive from :class:`ComposeError`::
     │   │   ├── BranchError               a branch condition failed or chose a node outside its end nodes
     │   │   ├── RuntimeTypeError          a value crossing an ``Any`` edge had the wrong type
     │   │   ├── FanInMergeError           values arriving at one node could not be merged
+    │   │   ├── FieldMappingError(LookupError)  a Workflow field mapping failed (missing map key, None on the path)
     │   │   └── StateError                ``process_state`` found no state of the asked type
     │   ├── StreamError                   misuse of a stream or an impossible concat
     │   │   ├── EmptyStreamError          concat of a stream with no chunk
@@ -67,6 +68,7 @@ __all__ = [
     "ConcatError",
     "EmptyStreamError",
     "FanInMergeError",
+    "FieldMappingError",
     "GraphBuildError",
     "GraphCompiledError",
     "GraphInterrupt",
@@ -237,6 +239,31 @@ class NodeOutputTypeError(NodeRunError, RuntimeTypeError):
 
 class FanInMergeError(GraphRunError):
     """Raised when several values arrive at one node in one step and cannot be merged."""
+
+
+class FieldMappingError(GraphRunError, LookupError):
+    """Raised when a Workflow field mapping fails at run time: a map key on the source path is missing (invoke
+    mode; a streaming run skips the chunk), or a value on the way to the field is None (both modes; in a streaming
+    run as an error item of the mapped stream).
+
+    ``node_path`` lists node keys from the outermost graph down to the node whose input was being mapped,
+    ``predecessor`` is the node the value came from and ``field_path`` the source path of the mapping (the
+    target path for a failing custom extractor).
+    """
+
+    def __init__(
+        self, problem: str, *, node_path: Sequence[str], predecessor: str, field_path: Sequence[str]
+    ) -> None:
+        self.node_path = list(node_path)
+        self.predecessor = predecessor
+        self.field_path = list(field_path)
+        self.problem = problem
+        node = self.node_path[-1] if self.node_path else ""
+        super().__init__(
+            f"[FieldMappingError] field mapping from node '{predecessor}' to node '{node}', field path "
+            f"[{'.'.join(self.field_path)}]: {problem}\n"
+            f"------------------------\nnode path: [{', '.join(self.node_path)}]"
+        )
 
 
 class StateError(GraphRunError, LookupError):

@@ -29,6 +29,7 @@ from compose.lambdas import Lambda, Paradigms, _hints, derive
 from compose.schema import Message
 
 if TYPE_CHECKING:
+    from compose._field_mapping import RunMapping
     from compose.components.base import DocumentTransformer, Embedder, Indexer, Loader, Retriever
     from compose.runnable import Runnable
 
@@ -142,9 +143,9 @@ class Graph(Generic[I, O]):
         self._compiled = False
         # set by Workflow (eino-semantics 1.13): edges (and branch end nodes) whose values are transformed by a
         # field mapping, so not type-checked as plain edges; edges carrying data only; per-node input builders
-        self._edge_maps: dict[tuple[str, str], Callable[[Any], Any]] = {}
+        self._edge_maps: dict[tuple[str, str], RunMapping] = {}
         self._data_only: set[tuple[str, str]] = set()
-        self._input_builds: dict[str, Callable[[Any], Any]] = {}
+        self._input_builds: dict[str, RunMapping] = {}
 
     # ------------------------------------------------------------------ types
 
@@ -410,9 +411,9 @@ class Graph(Generic[I, O]):
         self._commit(inferred, unresolved)
 
     def _add_mapped_edge(
-        self, start: str, end: str, mapping: Callable[[Any], Any], *, control: bool, edge: bool = True
+        self, start: str, end: str, mapping: RunMapping, *, control: bool, edge: bool = True
     ) -> None:
-        """A Workflow edge: ``mapping`` turns each value sent along it into ``end``'s gathered input, so the
+        """A Workflow edge: ``mapping`` turns each value (stream) sent along it into ``end``'s gathered input, so the
         plain edge type check does not apply; ``control=False``: data only; ``edge=False``: only the mapping of
         a branch's end node. Checked by the Workflow."""
         self._check_mutable()

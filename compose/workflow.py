@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, Unpack, get_args
 
-from compose._field_mapping import FieldMapping, build_input, check_conflicts, gather, path_type
-from compose._types import Assignable, assignable, type_name, zero_value
+from compose._field_mapping import EdgeMap, FieldMapping, InputBuild, check_conflicts, path_type
+from compose._types import Assignable, assignable, type_name
 from compose.branch import _Branch
 from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
 from compose.graph import END, START, FanInMergeConfig, Graph, NodeOptions
@@ -90,7 +90,8 @@ class WorkflowNode:
 
 
 class Workflow(Generic[I, O]):
-    """A DAG of nodes whose inputs are mapped from their predecessors' fields.
+    """A DAG of nodes whose inputs are mapped from their predecessors' fields; ``state=factory`` gives each run
+    a graph-local state, as ``Graph(state=...)`` does.
 
     Example::
 
@@ -101,9 +102,11 @@ class Workflow(Generic[I, O]):
         assert await r.invoke({"text": "hi"}) == {"upper": "HI", "original": "hi"}
     """
 
-    def __init__(self, input_type: Any = None, output_type: Any = None) -> None:
+    def __init__(
+        self, input_type: Any = None, output_type: Any = None, *, state: Callable[[], Any] | None = None
+    ) -> None:
         # ``Workflow[I, O]()`` sets ``__orig_class__`` after ``__init__``: compile() hands I and O to the graph
-        self._graph: Graph[I, O] = Graph(input_type, output_type)
+        self._graph: Graph[I, O] = Graph(input_type, output_type, state=state)
         self._nodes: dict[str, WorkflowNode] = {}
         self._end = WorkflowNode(self, END)
         self._branches: list[tuple[str, _Branch[Any]]] = []
@@ -204,7 +207,7 @@ class Workflow(Generic[I, O]):
             for src, branch in self._branches:
                 for e in branch.end_nodes:
                     if (src, e) not in g._edge_maps:
-                        g._add_mapped_edge(src, e, _no_data, control=True, edge=False)
+                        g._add_mapped_edge(src, e, EdgeMap(src, e, ()), control=True, edge=False)
                 g.add_branch(src, branch)
             controlled = {e for s, e in g._edges if (s, e) not in g._data_only}
             controlled |= {e for _, b in self._branches for e in b.end_nodes}
@@ -249,21 +252,9 @@ class Workflow(Generic[I, O]):
                         )
                 paths.append(m.to_path)
             control = any(it.control for it in items)
-            g._add_mapped_edge(src, key, gather(src, mappings) if mappings else _no_data, control=control)
+            g._add_mapped_edge(src, key, EdgeMap(src, key, mappings), control=control)
         check_conflicts(key, paths)
         for p in node._static:
             path_type(in_t, p, side="successor input")
-        g._input_builds[key] = _builder(in_t, dict(node._static))
+        g._input_builds[key] = InputBuild(in_t, node._static, paths)
 
-
-def _no_data(_out: Any) -> dict[tuple[str, ...], Any]:
-    return {}
-
-
-def _builder(in_t: Any, static: dict[tuple[str, ...], Any]) -> Callable[[Any], Any]:
-    def build(gathered: dict[tuple[str, ...], Any]) -> Any:
-        if not gathered and not static:
-            return zero_value(in_t)  # only control (or skipped data) predecessors: the zero value, as Eino
-        return build_input(in_t, {**static, **gathered})
-
-    return build

@@ -178,3 +178,39 @@ async def test_fan_in_to_pydantic_target() -> None:
     wf.add_lambda_node("l", str.lower).add_input(START)
     wf.end().add_input("u", to_field("up")).add_input("l", to_field("low"))
     assert await wf.compile().invoke("Hi") == Out(up="HI", low="hi")
+
+
+async def test_field_mapping_error_names_node_path_predecessor_and_field() -> None:
+    inner = Workflow[dict[str, Any], str]()
+    inner.add_lambda_node("up", str.upper).add_input(START, from_field_path(["a", "b"]))
+    inner.end().add_input("up")
+    outer = Workflow[dict[str, Any], str]()
+    outer.add_graph_node("sub", inner.compile()).add_input(START)
+    outer.end().add_input("sub")
+    r = outer.compile()
+    for run in (r.invoke, lambda x: _concat(r.stream(x))):
+        with pytest.raises(FieldMappingError) as info:
+            await run({"a": None})
+        err = info.value
+        assert (err.node_path, err.predecessor, err.field_path) == (["sub", "up"], START, ["a", "b"])
+        assert "node path: [sub, up]" in str(err) and "from node 'start' to node 'up'" in str(err)
+    with pytest.raises(FieldMappingError, match=r"map key \[a\] not found") as missing:
+        await r.invoke({})
+    assert missing.value.node_path == ["sub", "up"]
+    assert isinstance(missing.value, LookupError)
+
+
+async def test_custom_extractor_failure_is_a_field_mapping_error() -> None:
+    wf = Workflow[list[int], dict[str, Any]]()
+    wf.end().add_input(START, to_field("first", extractor=lambda xs: xs[0]))
+    r = wf.compile()
+    assert await r.invoke([5]) == {"first": 5}
+    with pytest.raises(FieldMappingError, match="custom extractor raised IndexError") as info:
+        await r.invoke([])
+    assert isinstance(info.value.__cause__, IndexError) and info.value.field_path == ["first"]
+
+
+async def _concat(reader: Any) -> Any:
+    from compose.stream import concat
+
+    return await concat(await reader)
