@@ -4,6 +4,16 @@ import typing
 
 from adk.actions import send_tool_gen_action
 from adk.agent import Agent, AgentContext, ResumableAgent, ResumeInfo, RunSession
+from adk.agents import (
+    AgentTool,
+    FlowAgent,
+    LoopAgent,
+    ParallelAgent,
+    SequentialAgent,
+    agent_with_deterministic_transfer_to,
+    agent_with_options,
+    set_sub_agents,
+)
 from adk.agents.history import HistoryEntry, HistoryRewriter, default_history_rewriter, rewrite_message
 from adk.approval import ApprovalDecision, ApprovalPredicate, ApprovalRequest, approval_middleware
 from adk.chat_model_agent import ChatModelAgent, ToolExecutionMode, ToolsConfig, exit_tool
@@ -16,6 +26,7 @@ from adk.errors import (
     RetryExhaustedError,
     StallDetectedError,
     TokenBudgetExceededError,
+    TransferError,
     WillRetryError,
 )
 from adk.events import (
@@ -63,6 +74,7 @@ __all__ = [
     "AgentOutput",
     "AgentRun",
     "AgentTimeoutError",
+    "AgentTool",
     "ApprovalDecision",
     "ApprovalPredicate",
     "ApprovalRequest",
@@ -72,18 +84,22 @@ __all__ = [
     "ChatModelHook",
     "CheckpointNotFoundError",
     "ExceedMaxIterationsError",
+    "FlowAgent",
     "HistoryEntry",
     "HistoryRewriter",
     "InstructionFormatError",
     "JSONActionChatModel",
     "JSONLTraceWriter",
+    "LoopAgent",
     "MessageVariant",
     "ModelRetryConfig",
+    "ParallelAgent",
     "ResumableAgent",
     "ResumeInfo",
     "RetryExhaustedError",
     "RunSession",
     "Runner",
+    "SequentialAgent",
     "StallDetectedError",
     "State",
     "TelemetryEvent",
@@ -91,10 +107,13 @@ __all__ = [
     "TokenBudgetExceededError",
     "ToolExecutionMode",
     "ToolsConfig",
+    "TransferError",
     "TransferToAgentAction",
     "WillRetryError",
     "add_session_value",
     "add_session_values",
+    "agent_with_deterministic_transfer_to",
+    "agent_with_options",
     "approval_middleware",
     "default_backoff",
     "default_history_rewriter",
@@ -106,5 +125,6 @@ __all__ = [
     "get_session_values",
     "rewrite_message",
     "send_tool_gen_action",
+    "set_sub_agents",
     "transfer_instruction",
 ]

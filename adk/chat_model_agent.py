@@ -27,7 +27,14 @@ from adk.actions import send_tool_gen_action
 from adk.agent import AgentContext, ResumeInfo
 from adk.approval import ApprovalPredicate, approval_middleware
 from adk.events import AgentAction, AgentInput, checked_messages
-from adk.instruction import format_instruction
+from adk.instruction import (
+    TRANSFER_TO_AGENT_TOOL_DESCRIPTION,
+    TRANSFER_TO_AGENT_TOOL_NAME,
+    concat_instructions,
+    format_instruction,
+    transfer_instruction,
+    transfer_tool_result,
+)
 from adk.react import (
     DEFAULT_MAX_ITERATIONS,
     ChatModelHook,
@@ -69,6 +76,17 @@ class ToolsConfig:
     unknown_tools_handler: Any = None
     tool_arguments_handler: Any = None
     emit_internal_events: bool = False
+
+
+@tool(name=TRANSFER_TO_AGENT_TOOL_NAME, description=TRANSFER_TO_AGENT_TOOL_DESCRIPTION)
+async def transfer_to_agent_tool(agent_name: str) -> str:
+    """Hand the conversation to another agent (the tool an agent with sub-agents or a parent gets).
+
+    Args:
+        agent_name: the name of the agent to transfer to
+    """
+    await send_tool_gen_action(AgentAction.new_transfer_to_agent(agent_name))
+    return transfer_tool_result(agent_name)
 
 
 @tool(name="exit", description="Exit the agent process and return the final result.")
@@ -211,6 +229,11 @@ class ChatModelAgent:
         # the graph's own checkpoints, one per paused run, until the runner moves them to its store
         self._bridge = InMemoryCheckPointStore()
         self._runnable: Runnable[list[Message], Message] | None = None
+        # multi-agent (adk.agents.flow): the agents it may transfer to, set before its first run
+        self._sub_agents: list[tuple[str, str]] = []
+        self._parent_agent: tuple[str, str] | None = None
+        self._disallow_transfer_to_parent = False
+        self._instruction = instruction
 
     def __repr__(self) -> str:
         names = [t.info().name for t in self._tools()]
@@ -218,15 +241,55 @@ class ChatModelAgent:
 
     def _tools(self) -> list[BaseTool]:
         tools = list(self.tools_config.tools)
+        if self._transfer_targets():
+            tools.append(transfer_to_agent_tool)
         if self.exit_tool:
             tools.append(exit_tool)
         return tools
+
+    def _transfer_targets(self) -> list[tuple[str, str]]:
+        targets = list(self._sub_agents)
+        if self._parent_agent is not None and not self._disallow_transfer_to_parent:
+            targets.append(self._parent_agent)
+        return targets
+
+    def _check_not_frozen(self) -> None:
+        if self._runnable is not None:
+            raise ValueError(f"agent '{self.name}' has been frozen after run: set its sub-agents before running it")
+
+    def on_set_sub_agents(self, sub_agents: Sequence[Any]) -> None:
+        """Called by :func:`~adk.agents.flow.set_sub_agents`: the agent gets the ``transfer_to_agent`` tool and
+        the transfer instruction listing them (Eino's ``OnSetSubAgents``)."""
+        self._check_not_frozen()
+        if self._sub_agents:
+            raise ValueError(f"agent '{self.name}': its sub-agents have already been set")
+        self._sub_agents = [(a.name, a.description) for a in sub_agents]
+
+    def on_set_as_sub_agent(self, parent: Any) -> None:
+        """Called when the agent becomes ``parent``'s sub-agent: it may transfer back to it."""
+        self._check_not_frozen()
+        if self._parent_agent is not None:
+            raise ValueError(
+                f"agent '{self.name}' has already been set as a sub-agent of agent '{self._parent_agent[0]}' "
+                f"(a second parent: '{parent.name}')"
+            )
+        self._parent_agent = (parent.name, parent.description)
+
+    def on_disallow_transfer_to_parent(self) -> None:
+        """The agent must not transfer back to its parent (workflow agents' children)."""
+        self._check_not_frozen()
+        self._disallow_transfer_to_parent = True
 
     def _build(self) -> Runnable[list[Message], Message]:
         """Build the graph once; the agent is frozen afterwards (Eino builds its run function once)."""
         tools = self._tools()
         cfg = self.tools_config
         return_directly = frozenset(cfg.return_directly) | ({"exit"} if self.exit_tool else frozenset())
+        targets = self._transfer_targets()
+        self._instruction = self.instruction
+        if targets:
+            return_directly |= {TRANSFER_TO_AGENT_TOOL_NAME}
+            self._instruction = concat_instructions(self.instruction, transfer_instruction(targets))
         names = {t.info().name for t in tools}
         unknown = sorted(return_directly - names)
         if unknown:
@@ -290,8 +353,9 @@ class ChatModelAgent:
             InstructionFormatError: a placeholder names no session value, or the instruction is malformed.
         """
         messages = list(input.messages)
-        if self.instruction:
-            instruction = self.instruction
+        self.runnable  # noqa: B018  (built once: the instruction gains the transfer instruction then)
+        if self._instruction:
+            instruction = self._instruction
             if session_values:
                 instruction = format_instruction(instruction, session_values, agent_name=self.name)
             messages.insert(0, system_message(instruction))

@@ -88,6 +88,7 @@ class AgentCheckpoint(BaseModel):
     """The agents' recorded events (a flow's or workflow's history for the agents still to run)."""
     interrupts: dict[str, str]
     """interrupt id -> address, as shown on the interrupt event."""
+    skip_transfer_messages: bool = False
     state: Any
     """The root agent's ``resume_state`` (its interrupt event's), e.g. a ChatModelAgent's graph checkpoint."""
 

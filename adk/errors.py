@@ -9,7 +9,8 @@
         ├── StallDetectedError          the same tool was called ``stall_window`` times in a row
         ├── AgentTimeoutError           the run took longer than ``timeout`` (also a ``TimeoutError``)
         ├── RetryExhaustedError         every model retry failed; ``.last_error``, ``.total_retries``
-        └── WillRetryError              ends the event stream of a failed model attempt that will be retried
+        ├── WillRetryError              ends the event stream of a failed model attempt that will be retried
+        └── TransferError               a transfer named an agent that is neither a sub-agent nor the parent
     └── CheckpointError (compose.errors, also a ValueError)
         └── CheckpointNotFoundError     ``runner.resume`` was given an id with no checkpoint (``reason="not_found"``;
                                         compose's class, re-exported here)
@@ -27,6 +28,7 @@ __all__ = [
     "RetryExhaustedError",
     "StallDetectedError",
     "TokenBudgetExceededError",
+    "TransferError",
     "WillRetryError",
 ]
 
@@ -104,3 +106,13 @@ class WillRetryError(AgentError):
         super().__init__(f"model attempt {retry_attempt} failed and will be retried: {err_str}")
         self.err_str = err_str
         self.retry_attempt = retry_attempt
+
+
+class TransferError(AgentError):
+    """A transfer named an agent that is neither a sub-agent nor the parent of the agent transferring (Eino's
+    message); ``.dest`` and ``.source`` name both."""
+
+    def __init__(self, dest: str, source: str) -> None:
+        super().__init__(f"transfer failed: agent '{dest}' not found when transferring from '{source}'")
+        self.dest = dest
+        self.source = source

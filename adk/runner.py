@@ -133,6 +133,7 @@ class AgentRun:
         session.enable_streaming = saved.enable_streaming
         session.total_tokens = saved.total_tokens
         session.root_input = list(saved.root_input)
+        session.skip_transfer_messages = saved.skip_transfer_messages
         session.history.restore([RecordedEvent(e.agent_name, e.message, e.role, e.transfer) for e in saved.history])
         agent = self._agent
         try:
@@ -158,7 +159,7 @@ class AgentRun:
         if action.exit:
             self._exit = True
         info = action.interrupted
-        if info is not None and tuple(event.run_path) == self._ctx.run_path:
+        if info is not None:  # one per run: agents nested in the root's pause fold theirs into its event
             self._reason = "interrupted"
             cp = self._checkpoint
             if cp is not None:
@@ -185,6 +186,7 @@ class AgentRun:
             total_tokens=session.total_tokens,
             root_input=list(session.root_input),
             history=history,
+            skip_transfer_messages=session.skip_transfer_messages,
             interrupts={c.id: c.address for c in info.interrupt_contexts},
             state=info.resume_state,
         )
@@ -304,6 +306,7 @@ class Runner:
         *,
         checkpoint_id: str | None = None,
         session_values: Mapping[str, Any] | None = None,
+        skip_transfer_messages: bool = False,
     ) -> AgentRun:
         """Run the agent on ``messages``; iterate the result for the events.
 
@@ -311,6 +314,8 @@ class Runner:
             messages: the conversation so far.
             checkpoint_id: save the run under this id if it pauses (needs a checkpoint store).
             session_values: this run's session values, on top of the runner's ``session_values``.
+            skip_transfer_messages: leave the transfer messages out of the history the agents of a multi-agent
+                run are given (Eino's ``WithSkipTransferMessages``).
 
         Raises:
             ValueError: ``checkpoint_id`` without a checkpoint store.
@@ -323,13 +328,24 @@ class Runner:
         session = self._session(session_values)
         session.root_input = list(input.messages)
         session.resumable = checkpoint is not None
+        session.skip_transfer_messages = skip_transfer_messages
         return AgentRun(self.agent, session, input=input, checkpoint=checkpoint)
 
     def query(
-        self, text: str, *, checkpoint_id: str | None = None, session_values: Mapping[str, Any] | None = None
+        self,
+        text: str,
+        *,
+        checkpoint_id: str | None = None,
+        session_values: Mapping[str, Any] | None = None,
+        skip_transfer_messages: bool = False,
     ) -> AgentRun:
         """Run the agent on one user message (see :meth:`run`)."""
-        return self.run([user_message(text)], checkpoint_id=checkpoint_id, session_values=session_values)
+        return self.run(
+            [user_message(text)],
+            checkpoint_id=checkpoint_id,
+            session_values=session_values,
+            skip_transfer_messages=skip_transfer_messages,
+        )
 
     def _session(self, values: Mapping[str, Any] | None) -> RunSession:
         """A new run's session: the runner's defaults, then the call's values."""

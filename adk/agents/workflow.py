@@ -1,0 +1,322 @@
+"""Workflow agents: ``SequentialAgent``, ``ParallelAgent``, ``LoopAgent`` (eino-semantics 4.7; Eino's
+``workflow.go``).
+
+Each runs its sub-agents, wrapped as flow agents that may not transfer to the workflow, on the run's shared
+history: a child's input is the root input and everything recorded before it, other agents' messages retold
+(``adk.agents.history``). Rules (Eino's):
+
+* **Sequential** runs the children in order. A child's run path accumulates the children before it
+  (``(seq, a)``, then ``(seq, a, b)``), its interrupt addresses do not (``agent:seq;agent:b;...``). A child's last
+  event carrying an action is held until the child ends: an error stops the workflow (forwarded, last), an
+  interrupt pauses it (resume continues at that child), Exit stops it.
+* **Loop** repeats the sequence ``max_iterations`` times (0: until something stops it). A ``BreakLoopAction`` not
+  yet ``done`` is marked done, with the iteration it stopped at, and stops this loop after the current child:
+  only the nearest enclosing loop (an outer loop sees it done).
+* **Parallel** runs the children concurrently, each on its own lane of the history (it sees what was recorded
+  before the workflow, then its own); their events are handed on as they come, and the lanes are joined after, in
+  the order their events were recorded. Pauses of several children become one interrupt; resume continues only
+  the children that paused (the others' events are kept with the checkpoint). An error stops the other children
+  and ends the workflow with it.
+
+No background task outlives a call: the parallel agent advances its children together inside each step it is
+asked for (a task group per step), handing on what they produced in the order it arrived, so a fast child's
+events wait at most for its siblings' next events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from typing import Any
+
+import anyio
+
+from adk.agent import Agent, AgentContext, AgentEvents, History, ResumeInfo, check_agent
+from adk.agents.flow import FlowAgent, _dump_record, _load_record, set_sub_agents, to_flow
+from adk.events import AgentAction, AgentEvent, AgentInput, AgentInterruptInfo
+from compose.errors import CheckpointError
+from compose.interrupt import InterruptCtx
+
+__all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent"]
+
+_KIND = "pyeino.workflow"
+
+
+def _lineage_ids(contexts: list[InterruptCtx]) -> list[str]:
+    seen: dict[str, None] = {}
+    for c in contexts:
+        node: InterruptCtx | None = c
+        while node is not None and node.id not in seen:
+            seen[node.id] = None
+            node = node.parent
+    return list(seen)
+
+
+class _WorkflowAgent:
+    """What the three workflow agents share: their children (as flow agents) and their saved state."""
+
+    _is_workflow_agent = True
+    mode = "workflow"
+
+    def __init__(self, name: str, description: str, sub_agents: Sequence[Agent]) -> None:
+        if not name:
+            raise ValueError(f"{type(self).__name__}: agent 'Name' is required")
+        for i, a in enumerate(sub_agents):
+            check_agent(a, f"{type(self).__name__} '{name}': sub_agents[{i}]")
+        self.name = name
+        self.description = description
+        children = [to_flow(a, disallow_transfer_to_parent=True) for a in sub_agents]
+        self._flow = set_sub_agents(self, children)  # type: ignore[arg-type]  # run() is the subclasses'
+        self.sub_agents: list[FlowAgent] = self._flow.sub_agents
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, sub_agents={[a.name for a in self.sub_agents]})"
+
+    def _state(self, info: ResumeInfo) -> dict[str, Any]:
+        state = info.state
+        if not isinstance(state, dict) or state.get("kind") != _KIND or state.get("agent") != self.name:
+            raise CheckpointError(
+                f"agent '{self.name}': the saved run is not this {self.mode} agent's", reason="payload"
+            )
+        return state
+
+    def _pause(self, event: AgentEvent, state: dict[str, Any]) -> AgentEvent:
+        """The child's interrupt event as this agent's (Eino keeps the child's name and run path on it)."""
+        assert event.action is not None and event.action.interrupted is not None
+        info = event.action.interrupted
+        child_state = info.resume_state
+        if child_state is not None:
+            info.resume_state = {"kind": _KIND, "agent": self.name, **state, "child": child_state}
+        return event
+
+
+class SequentialAgent(_WorkflowAgent):
+    """Runs ``sub_agents`` one after the other (see the module docstring)."""
+
+    mode = "sequential"
+
+    def run(self, input: AgentInput, ctx: AgentContext) -> AgentEvents:
+        return self._sequence(ctx, 0, 0, None)
+
+    def resume(self, info: ResumeInfo, ctx: AgentContext) -> AgentEvents:
+        state = self._state(info)
+        return self._sequence(ctx, 0, int(state["index"]), info)
+
+    async def _sequence(
+        self, ctx: AgentContext, iteration: int, start: int, resume: ResumeInfo | None
+    ) -> AsyncGenerator[AgentEvent, None]:
+        outcome = _Outcome()
+        async with aclosing(_run_children(self, ctx, iteration, start, resume, outcome, loop=False)) as events:
+            async for event in events:
+                yield event
+
+
+class LoopAgent(_WorkflowAgent):
+    """Runs ``sub_agents`` in order, ``max_iterations`` times (0: until an exit, an error, an interrupt or a
+    ``BreakLoopAction`` stops it; see the module docstring)."""
+
+    mode = "loop"
+
+    def __init__(self, name: str, description: str, sub_agents: Sequence[Agent], max_iterations: int = 0) -> None:
+        if max_iterations < 0:
+            raise ValueError(f"LoopAgent '{name}': max_iterations must be 0 (unbounded) or more, got {max_iterations}")
+        super().__init__(name, description, sub_agents)
+        self.max_iterations = max_iterations
+
+    def run(self, input: AgentInput, ctx: AgentContext) -> AgentEvents:
+        return self._loop(ctx, 0, 0, None)
+
+    def resume(self, info: ResumeInfo, ctx: AgentContext) -> AgentEvents:
+        state = self._state(info)
+        return self._loop(ctx, int(state["iteration"]), int(state["index"]), info)
+
+    async def _loop(
+        self, ctx: AgentContext, iteration: int, start: int, resume: ResumeInfo | None
+    ) -> AsyncGenerator[AgentEvent, None]:
+        if not self.sub_agents:
+            return
+        i = iteration
+        while self.max_iterations == 0 or i < self.max_iterations:
+            outcome = _Outcome()
+            async with aclosing(_run_children(self, ctx, i, start, resume, outcome, loop=True)) as events:
+                async for event in events:
+                    yield event
+            if outcome.stop:
+                return
+            resume, start = None, 0
+            i += 1
+
+
+class _Outcome:
+    __slots__ = ("stop",)
+
+    def __init__(self) -> None:
+        self.stop = False
+
+
+async def _run_children(
+    wf: _WorkflowAgent,
+    ctx: AgentContext,
+    iteration: int,
+    start: int,
+    resume: ResumeInfo | None,
+    outcome: _Outcome,
+    *,
+    loop: bool,
+) -> AsyncGenerator[AgentEvent, None]:
+    """One pass over the children from ``start`` (Sequential: the only one; Loop: iteration ``iteration``)."""
+    children = wf.sub_agents
+    # the run path accumulates every child run before (in earlier iterations too)
+    before = [c.name for _ in range(iteration) for c in children] + [c.name for c in children[:start]]
+    path = (*ctx.run_path, *before)
+    for j in range(start, len(children)):
+        child = children[j]
+        child_path = (*path, child.name)
+        child_ctx = AgentContext(ctx.session, child_path, (*ctx.addresses, child.name), ctx.history)
+        if resume is not None:
+            saved = wf._state(resume)
+            events = child.resume(ResumeInfo(saved["child"], resume.targets, resume.enable_streaming), child_ctx)
+            resume = None
+        else:
+            events = child.run(AgentInput([], ctx.session.enable_streaming), child_ctx)
+        path = child_path
+        held: AgentEvent | None = None
+        broke = False
+        try:
+            async for event in events:
+                if event.error is not None:
+                    if held is not None:
+                        yield held
+                    outcome.stop = True
+                    yield event
+                    return
+                if held is not None:
+                    broke |= loop and _mark_break(held, iteration)
+                    yield held
+                    held = None
+                if event.action is not None:
+                    held = event
+                    continue
+                yield event
+        finally:
+            await events.aclose()
+        if held is None:
+            if broke:
+                outcome.stop = True
+                return
+            continue
+        action = held.action
+        assert action is not None
+        broke |= loop and _mark_break(held, iteration)
+        if action.interrupted is not None:
+            outcome.stop = True
+            state: dict[str, Any] = {"index": j}
+            if loop:
+                state["iteration"] = iteration
+            yield wf._pause(held, state)
+            return
+        yield held
+        if action.exit or broke:
+            outcome.stop = True
+            return
+
+
+def _mark_break(event: AgentEvent, iteration: int) -> bool:
+    """A break-loop action not acted on yet is this loop's: mark it done at ``iteration``."""
+    action = event.action
+    if action is None or action.break_loop is None or action.break_loop.done:
+        return False
+    action.break_loop.done = True
+    action.break_loop.current_iterations = iteration
+    return True
+
+
+async def _pull(i: int, events: AgentEvents, arrived: list[tuple[int, AgentEvent | None]]) -> None:
+    """One child's next event (None at its end), appended in the order the children produce them."""
+    try:
+        event: AgentEvent = await events.__anext__()
+    except StopAsyncIteration:
+        arrived.append((i, None))
+        return
+    arrived.append((i, event))
+
+
+class ParallelAgent(_WorkflowAgent):
+    """Runs ``sub_agents`` concurrently (see the module docstring)."""
+
+    mode = "parallel"
+
+    def run(self, input: AgentInput, ctx: AgentContext) -> AgentEvents:
+        return self._parallel(ctx, None)
+
+    def resume(self, info: ResumeInfo, ctx: AgentContext) -> AgentEvents:
+        return self._parallel(ctx, info)
+
+    async def _parallel(self, ctx: AgentContext, resume: ResumeInfo | None) -> AsyncGenerator[AgentEvent, None]:
+        if not self.sub_agents:
+            return
+        state = self._state(resume) if resume is not None else None
+        lanes: list[History] = [ctx.session.track(ctx.records.fork()) for _ in self.sub_agents]
+        runs: dict[int, AgentEvents] = {}
+        for i, child in enumerate(self.sub_agents):
+            child_ctx = AgentContext(
+                ctx.session, (*ctx.run_path, child.name), (*ctx.addresses, child.name), lanes[i]
+            )
+            if state is not None:
+                saved = state["lanes"].get(str(i))
+                if saved:
+                    lanes[i].restore([_load_record(r) for r in saved])
+                paused = state["paused"].get(str(i))
+                if paused is None:
+                    continue  # it finished before the pause: its events are in its lane
+                assert resume is not None
+                known = set(paused["ids"])
+                targets = {k: v for k, v in resume.targets.items() if k in known}
+                runs[i] = child.resume(ResumeInfo(paused["state"], targets, resume.enable_streaming), child_ctx)
+            else:
+                runs[i] = child.run(AgentInput([], ctx.session.enable_streaming), child_ctx)
+        pauses: dict[int, AgentInterruptInfo] = {}
+        try:
+            while runs:
+                arrived: list[tuple[int, AgentEvent | None]] = []
+                async with anyio.create_task_group() as tg:
+                    for i, events in runs.items():
+                        tg.start_soon(_pull, i, events, arrived)
+                for i, event in arrived:
+                    if event is None:
+                        await runs.pop(i).aclose()
+                        continue
+                    action = event.action
+                    if action is not None and action.interrupted is not None:
+                        pauses[i] = action.interrupted
+                        await runs.pop(i).aclose()
+                        continue
+                    if event.error is not None:
+                        yield event
+                        return
+                    yield event
+        finally:
+            with anyio.CancelScope(shield=True):
+                for events in runs.values():
+                    await events.aclose()
+        if not pauses:
+            ctx.records.join(lanes)
+            return
+        contexts = [c for i in sorted(pauses) for c in pauses[i].interrupt_contexts]
+        resumable = all(p.resume_state is not None for p in pauses.values())
+        new_state: dict[str, Any] | None = None
+        if resumable:
+            new_state = {
+                "kind": _KIND,
+                "agent": self.name,
+                "lanes": {str(i): [_dump_record(r) for r in await lane.own()] for i, lane in enumerate(lanes)},
+                "paused": {
+                    str(i): {"state": p.resume_state, "ids": _lineage_ids(p.interrupt_contexts)}
+                    for i, p in pauses.items()
+                },
+            }
+        yield AgentEvent(
+            self.name,
+            ctx.run_path,
+            action=AgentAction(interrupted=AgentInterruptInfo(contexts, None, resume_state=new_state)),
+        )
