@@ -113,7 +113,11 @@ class FlowAgent:
         return AgentInput(messages, session.enable_streaming)
 
     async def _run(self, input: AgentInput, ctx: AgentContext) -> AsyncGenerator[AgentEvent, None]:
-        events = self.agent.run(await self._input(input, ctx), ctx)
+        try:
+            events = self.agent.run(await self._input(input, ctx), ctx)
+        except Exception as exc:  # e.g. an instruction placeholder naming no session value: the run's error event
+            yield AgentEvent(self.name, ctx.run_path, error=exc)
+            return
         async with aclosing(self._drive(events, ctx)) as driven:
             async for event in driven:
                 yield event
