@@ -22,10 +22,11 @@ What the model sees:
   such as ``.``, becomes ``_``), descriptions and input JSON Schemas as given. ``allow``/``deny`` select tools
   by the server's names; a name in ``allow`` that the server lacks fails the start with a ``ValueError`` naming
   the server and what it has (``deny`` may name tools the server lacks).
-- A result's text blocks, joined with newlines. When the result has no text block, its structured content as
-  compact JSON. A tool returning a plain value through the SDK (``-> int``) answers with both the text ``"42"``
-  and the structured ``{"result": 42}``: the model sees ``42``; the structured content is on
-  :meth:`MCPTool.call`'s result. Images, audio and binary resources become a placeholder such as
+- A result's text blocks, joined with newlines. When the result has no text block, or its one text block only
+  repeats the structured content as JSON (the SDK's indented JSON of a returned dict or model), the structured
+  content as compact JSON. A tool returning a plain value through the SDK (``-> int``) answers with both the
+  text ``"42"`` and the structured ``{"result": 42}``: the model sees ``42``. The full result (structured content
+  included) is what :meth:`MCPTool.call` returns. Images, audio and binary resources become a placeholder such as
   ``[image: image/png]``; embedded text resources their text; resource links ``[resource: uri]``.
 - Arguments are validated against the tool's input schema before they are sent (nested objects included):
   a failure raises :class:`~compose.errors.ToolArgumentsError` naming the tool and the field, and the server
@@ -610,13 +611,21 @@ def _validator(schema: dict[str, Any]) -> Any:
 
 
 def _result_text(result: mcp_types.CallToolResult) -> str:
-    """What the model sees of a result: its text blocks joined, else its structured content as JSON."""
+    """What the model sees of a result: its text blocks joined, else its structured content as JSON; a text
+    block that only repeats the structured content (the SDK's indented JSON of a dict) becomes the compact JSON."""
+    structured = result.structured_content
+    compact = None if structured is None else json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
     parts = [_block_text(block) for block in result.content]
-    if parts:
-        return "\n".join(parts)
-    if result.structured_content is not None:
-        return json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
-    return ""
+    if not parts:
+        return compact or ""
+    if compact is not None and len(result.content) == 1 and isinstance(result.content[0], mcp_types.TextContent):
+        try:
+            repeats = json.loads(parts[0]) == structured
+        except ValueError:
+            repeats = False
+        if repeats:
+            return compact
+    return "\n".join(parts)
 
 
 def _block_text(block: Any) -> str:
