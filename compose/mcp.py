@@ -249,6 +249,8 @@ class MCPToolset(Sequence[MCPTool]):
             MCPServerError: the server is gone.
             ValueError: two tools would get the same name, or a name is not valid (see :func:`mcp_tools`).
         """
+        if self._closed is not None:
+            raise MCPServerError(self.server, f"{self._closed}; cannot list its tools")
         async with self._refresh_lock:
             specs = await self._list()
             tools = self._select(specs)

@@ -136,6 +136,31 @@ async def test_names_providers_reject_and_unknown_allowed_names_are_refused_with
         toolset._select([spec("add")])
 
 
+async def test_what_the_model_sees_of_each_kind_of_content() -> None:
+    def text(*content: Any, structured: dict[str, Any] | None = None) -> str:
+        return compose.mcp._result_text(mcp_types.CallToolResult(content=list(content), structured_content=structured))
+
+    audio = mcp_types.AudioContent(type="audio", data="AAAA", mime_type="audio/wav")
+    note = mcp_types.EmbeddedResource(
+        type="resource", resource=mcp_types.TextResourceContents(uri="file:///n.txt", text="the note")
+    )
+    blob = mcp_types.EmbeddedResource(
+        type="resource", resource=mcp_types.BlobResourceContents(uri="file:///b.bin", blob="AAAA")
+    )
+    assert text(audio, note, blob) == "[audio: audio/wav]\nthe note\n[resource: file:///b.bin (binary)]"
+    assert text() == ""
+    said = mcp_types.TextContent(type="text", text='{"a": 1}')
+    assert text(said, structured={"a": 1}) == '{"a":1}'  # the text only repeats the structured content
+    assert text(said, structured={"a": 2}) == '{"a": 1}'  # the text says something else: the text
+
+
+async def test_an_input_schema_that_is_not_a_json_schema_leaves_the_checking_to_the_server() -> None:
+    toolset = MCPToolset(cast(Any, None), "srv", prefix="", allow=None, deny=(), timeout=None)
+    broken = mcp_types.Tool(name="odd", input_schema={"type": "object", "properties": {"a": {"type": 5}}})
+    (odd,) = toolset._select([broken])
+    assert odd.parse_arguments('{"a": "anything"}') == {"a": "anything"}
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Errors and arguments
 
@@ -307,6 +332,10 @@ async def test_the_context_ends_the_server_process_and_lets_the_blocks_error_out
     closed = r"MCP server 'demo': the mcp_tools\(\) context closed; cannot call tool 'add'"
     with pytest.raises(MCPServerError, match=closed):
         await run(tools, "add", {"a": 1, "b": 2})
+    with pytest.raises(MCPServerError, match=r"^MCP server 'demo': the mcp_tools\(\) context closed$"):
+        await tools.wait_changed(tools.version)
+    with pytest.raises(MCPServerError, match=r"context closed; cannot list its tools$"):
+        await tools.refresh()
 
 
 async def test_servers_that_cannot_start_are_errors_naming_them() -> None:
@@ -328,6 +357,9 @@ async def test_wrong_options_are_refused_before_anything_starts() -> None:
             pass
     with pytest.raises(ValueError, match="exactly one of stdio"):
         async with mcp_tools():
+            pass
+    with pytest.raises(ValueError, match=r"the list starts with the command"):
+        async with mcp_tools(stdio=[]):
             pass
     with pytest.raises(ValueError, match="exactly one of stdio"):
         async with mcp_tools(stdio=DEMO, url="http://127.0.0.1:1/mcp"):
