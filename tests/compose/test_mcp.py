@@ -18,7 +18,8 @@ pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip install 'py
 
 import mcp_types
 
-import compose.mcp
+import compose.mcp._connect
+import compose.mcp._results
 from adk.chat_model_agent import ChatModelAgent, ToolsConfig
 from adk.runner import Runner
 from compose.errors import (
@@ -138,7 +139,9 @@ async def test_names_providers_reject_and_unknown_allowed_names_are_refused_with
 
 async def test_what_the_model_sees_of_each_kind_of_content() -> None:
     def text(*content: Any, structured: dict[str, Any] | None = None) -> str:
-        return compose.mcp._result_text(mcp_types.CallToolResult(content=list(content), structured_content=structured))
+        return compose.mcp._results.result_text(
+            mcp_types.CallToolResult(content=list(content), structured_content=structured)
+        )
 
     audio = mcp_types.AudioContent(type="audio", data="AAAA", mime_type="audio/wav")
     note = mcp_types.EmbeddedResource(
@@ -394,7 +397,7 @@ async def test_list_changed_refreshes_the_list(no_task_leaks: None) -> None:
 
 
 async def test_list_changed_refreshes_the_list_on_servers_before_2026(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(compose.mcp, "_CLIENT_MODE", "legacy")  # the initialize handshake, and notifications
+    monkeypatch.setattr(compose.mcp._connect, "_CLIENT_MODE", "legacy")  # the initialize handshake, and notifications
     async with mcp_tools(stdio=DEMO) as tools:
         version = tools.version
         assert await run(tools, "add_tool") == "added"
@@ -452,3 +455,9 @@ async def test_an_http_server_that_is_not_there_is_an_error_naming_it() -> None:
     with pytest.raises(MCPServerError, match=r"MCP server 'http://127.0.0.1:9/mcp': cannot connect: ConnectError"):
         async with mcp_tools(url="http://127.0.0.1:9/mcp"):
             pytest.fail("the context must not be entered")
+
+
+async def test_the_public_names_of_compose_mcp() -> None:
+    public = {name for name in dir(compose.mcp) if not name.startswith("_") and name not in ("annotations", "mcp")}
+    assert sorted(compose.mcp.__all__) == sorted(public) == ["MCPTool", "MCPToolset", "mcp_tools"]
+    assert compose.MCPServerError is MCPServerError and compose.MCPToolError is MCPToolError
