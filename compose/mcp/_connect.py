@@ -59,10 +59,15 @@ async def mcp_tools(
 
     Raises:
         TypeError: ``stdio`` is a string (pass ``[command, *args]``), or options of the other transport.
-        ValueError: neither or both of ``stdio`` and ``url``, or a problem with the tool names (see above).
+        ValueError: neither or both of ``stdio`` and ``url``, a time limit that is not positive, or a problem with
+            the tool names (see the package docstring).
         MCPServerError: the server cannot be started or reached, or did not answer within ``connect_timeout``.
     """
     target, label = _target(stdio, url, headers, env, cwd)
+    if tool_timeout is not None and not tool_timeout > 0:
+        raise ValueError(f"mcp_tools(tool_timeout={tool_timeout!r}): a time limit is a positive number of seconds")
+    if not connect_timeout > 0:
+        raise ValueError(f"mcp_tools(connect_timeout={connect_timeout!r}): a positive number of seconds")
     unwrapped: BaseException | None = None
     # One deadline over the start, disarmed once the tools are listed. It encloses the whole context because
     # the client's task groups, entered under it, stay open until the context ends.

@@ -361,6 +361,12 @@ async def test_wrong_options_are_refused_before_anything_starts() -> None:
     with pytest.raises(ValueError, match="exactly one of stdio"):
         async with mcp_tools():
             pass
+    with pytest.raises(ValueError, match=r"tool_timeout=0\): a time limit is a positive number of seconds"):
+        async with mcp_tools(stdio=DEMO, tool_timeout=0):
+            pass
+    with pytest.raises(ValueError, match=r"connect_timeout=-1\)"):
+        async with mcp_tools(stdio=DEMO, connect_timeout=-1):
+            pass
     with pytest.raises(ValueError, match=r"the list starts with the command"):
         async with mcp_tools(stdio=[]):
             pass
