@@ -8,8 +8,9 @@ Example:
     >>> async def main():  # doctest: +SKIP
     ...     async with mcp_tools(stdio=["python", "weather_server.py"], prefix="weather_") as tools:
     ...         agent = ChatModelAgent("planner", "plans trips", model=model, tools=tools)
-    ...         async for event in Runner(agent).query("Rain in Rome?"):
-    ...             ...
+    ...         async with Runner(agent).query("Rain in Rome?") as run:
+    ...             async for event in run:
+    ...                 ...
 
 Lifetime: the context manager owns the session (and the server process it started, which ends when the
 context does: stdin closed, then SIGTERM, then SIGKILL, as the SDK shuts a stdio server down). Its two helper
@@ -37,7 +38,9 @@ What the model sees:
   :func:`~compose.tool_middleware.tool_errors_as_results` middleware the model reads it as the tool's answer.
 - A server that exits, crashes or closes the connection during a call raises
   :class:`~compose.errors.MCPServerError` naming the server (as soon as the SDK sees the pipe or HTTP stream
-  close, never a hang), and so does every later call.
+  close, never a hang), and so does every later call. (Over HTTP, a request that cannot be sent at all is
+  answered with a "connection closed" error, where the SDK would tear its transport down and cancel the
+  caller's block: python-sdk#3522.)
 
 Timeouts and cancellation: ``tool_timeout`` becomes each tool's ``timeout``, which the ToolsNode enforces
 (:class:`~compose.errors.ToolTimeoutError`); a cancelled call (timeout, a failing sibling, an outer cancel
