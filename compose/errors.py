@@ -26,8 +26,10 @@ derive from :class:`ComposeError`::
     │   │   ├── ToolArgumentsError        arguments were not valid JSON or failed validation
     │   │   ├── ToolInputError            the ToolsNode input was not an assistant message with tool calls
     │   │   ├── ToolTimeoutError          a tool ran longer than its ``timeout`` (also a ``TimeoutError``)
-    │   │   └── ToolExecutionError        a tool raised; names the tool and call id; cause in ``__cause__``
-    │   │       └── ToolArgumentsHandlerError   the ``tool_arguments_handler`` failed for a call
+    │   │   ├── ToolExecutionError        a tool raised; names the tool and call id; cause in ``__cause__``
+    │   │   │   └── ToolArgumentsHandlerError   the ``tool_arguments_handler`` failed for a call
+    │   │   ├── MCPServerError(ConnectionError)  an MCP server cannot be reached, or died, or broke the protocol
+    │   │   └── MCPToolError              an MCP server answered a tool call with an error; names server and tool
     │   ├── ChatModelError                a chat model call failed; ``.retryable`` says whether retrying may help
     │   │   ├── ModelRateLimitError       HTTP 429 (retryable)
     │   │   ├── ModelTimeoutError         the request timed out (retryable)
@@ -76,6 +78,8 @@ __all__ = [
     "InterruptNotFoundError",
     "InvalidGraphError",
     "LoaderError",
+    "MCPServerError",
+    "MCPToolError",
     "MaxStepsExceededError",
     "MessagesPlaceholderError",
     "ModelAuthError",
@@ -356,6 +360,29 @@ class ToolArgumentsHandlerError(ToolExecutionError):
             f"{type(cause).__name__}: {cause}",
         )
         self.arguments = arguments
+
+
+class MCPServerError(ToolError, ConnectionError):
+    """Raised by ``compose.mcp`` when an MCP server cannot be started or reached, does not answer in time while
+    connecting, closes the connection (it exited, crashed or hung up; every later call raises this too), or
+    answers with something that is not MCP. ``server`` names it; the SDK's error is ``__cause__``."""
+
+    def __init__(self, server: str, problem: str) -> None:
+        super().__init__(f"MCP server '{server}': {problem}")
+        self.server = server
+        self.problem = problem
+
+
+class MCPToolError(ToolError):
+    """Raised by a ``compose.mcp`` tool when its server answers the call with an error (a result flagged
+    ``is_error``, or a JSON-RPC error). ``server``, ``tool_name`` (the server's name for the tool) and ``text``
+    (what the server said, which the model reads when tool errors are returned as results)."""
+
+    def __init__(self, server: str, tool_name: str, text: str) -> None:
+        super().__init__(f"MCP server '{server}' tool '{tool_name}' failed: {text}")
+        self.server = server
+        self.tool_name = tool_name
+        self.text = text
 
 
 # ---------------------------------------------------------------------------------------------------------------
