@@ -60,3 +60,5 @@ class RunContext:
 
 
 current_run: ContextVar[RunContext | None] = ContextVar("pyeino_agent_run", default=None)
+current_session: ContextVar[RunSession | None] = ContextVar("pyeino_agent_session", default=None)
+"""The Runner run's session while one of its agents works (custom agents too; ``adk.session_values``)."""

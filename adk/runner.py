@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from adk._run import current_session
 from adk.agent import Agent, AgentContext, AgentEvents, ResumableAgent, ResumeInfo, RunSession, check_agent
 from adk.agents.history import RecordedEvent
 from adk.checkpointing import AgentCheckpoint, CheckpointBinding, SavedEvent
@@ -106,6 +107,7 @@ class AgentRun:
             if self._events is None:
                 self._events = await self._resume()
         assert self._events is not None
+        token = current_session.set(self._session)
         try:
             event: AgentEvent = await self._events.__anext__()
         except StopAsyncIteration:
@@ -113,6 +115,8 @@ class AgentRun:
         except BaseException:
             await self.aclose()
             raise
+        finally:
+            current_session.reset(token)
         if not event.run_path:  # a custom agent's event: the framework names its emitter (flow.go)
             event.agent_name, event.run_path = self._agent.name, self._ctx.run_path
         if event.error is None and event.action is None:

@@ -25,17 +25,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from adk._run import current_run
+from adk._run import current_run, current_session
 from compose.errors import StateError
 
 __all__ = ["add_session_value", "add_session_values", "get_session_value", "get_session_values"]
 
 
-def _session(what: str) -> dict[str, Any]:
+def _values() -> dict[str, Any] | None:
     run = current_run.get()
-    if run is None:
+    if run is not None:
+        return run.session_values
+    session = current_session.get()
+    return session.values if session is not None else None
+
+
+def _session(what: str) -> dict[str, Any]:
+    values = _values()
+    if values is None:
         raise StateError(f"{what} called outside an agent run (session values live in a Runner run)")
-    return run.session_values
+    return values
 
 
 def add_session_value(key: str, value: Any) -> None:
@@ -58,13 +66,11 @@ def add_session_values(values: Mapping[str, Any]) -> None:
 
 def get_session_value(key: str, default: Any = None) -> Any:
     """The session value ``key`` of the current run, else ``default`` (also outside a run)."""
-    run = current_run.get()
-    if run is None:
-        return default
-    return run.session_values.get(key, default)
+    values = _values()
+    return default if values is None else values.get(key, default)
 
 
 def get_session_values() -> dict[str, Any]:
     """A copy of every session value of the current run (empty outside a run)."""
-    run = current_run.get()
-    return {} if run is None else dict(run.session_values)
+    values = _values()
+    return {} if values is None else dict(values)

@@ -255,3 +255,23 @@ def test_workflow_arguments_are_checked() -> None:
         SequentialAgent("s", "d", [object()])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="Name"):
         ParallelAgent("", "d", [])
+
+
+async def test_a_custom_agent_writes_session_values_the_next_agent_reads() -> None:
+    from adk.session_values import add_session_value, get_session_value
+
+    class Setter:
+        name, description = "setter", "sets the city"
+
+        async def run(self, input: AgentInput, ctx: AgentContext) -> Any:
+            add_session_value("city", "Hangzhou")
+            assert get_session_value("user") == "alice"
+            yield AgentEvent(output=AgentOutput(MessageVariant(False, assistant_message("set"))))
+
+    reader_model = ScriptedChatModel(["ok"])
+    reader = ChatModelAgent("reader", "d", "Plan for {user} in {city}.", model=reader_model, output_key="answer")
+    run = Runner(SequentialAgent("seq", "d", [Setter(), reader])).query("go", session_values={"user": "alice"})
+    events = await events_of(run)
+    assert said(events) == [("setter", "set"), ("reader", "ok")]
+    assert reader_model.calls[0].messages[0].content == "Plan for alice in Hangzhou."
+    assert run.session_values == {"user": "alice", "city": "Hangzhou", "answer": "ok"}
