@@ -438,3 +438,46 @@ async def test_closing_the_outer_run_mid_way_closes_the_inner_run(no_task_leaks:
         with anyio.move_on_after(0.2):
             await run.__anext__()
     assert run.termination_reason == "closed"
+
+
+AGENT_TOOL_WORKER = Path(__file__).parent / "workers" / "agent_tool_worker.py"
+
+
+def _worker(*args: str) -> Any:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(
+        [sys.executable, str(AGENT_TOOL_WORKER), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_two_agent_tools_deep_resumed_by_a_fresh_process(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    import json
+
+    if kind == "sqlite":
+        where = str(tmp_path / "cp.db")
+    else:
+        where = request.getfixturevalue("pg_server").dsn
+    log = tmp_path / "tools.log"
+    first = _worker("run", kind, where, str(log))
+    assert first.returncode == -9, first.stderr  # killed right after the interrupt event
+    paused = json.loads(first.stdout.strip().splitlines()[-1])
+    assert paused["address"] == "agent:outer;tool:mid:t1;agent:mid;tool:payer:t0;agent:payer;tool:pay:p1"
+    assert log.read_text().splitlines() == ["lookup invoice"]
+    second = _worker("resume", kind, where, str(log), paused["id"])
+    assert second.returncode == 0, second.stderr
+    summary = json.loads(second.stdout.strip().splitlines()[-1])
+    assert summary == {"final": "outer done", "left": False}
+    assert log.read_text().splitlines() == ["lookup invoice", "pay 7"]  # the lookup did not run again
