@@ -466,10 +466,7 @@ def test_two_agent_tools_deep_resumed_by_a_fresh_process(
 ) -> None:
     import json
 
-    if kind == "sqlite":
-        where = str(tmp_path / "cp.db")
-    else:
-        where = request.getfixturevalue("pg_server").dsn
+    where = str(tmp_path / "cp.db") if kind == "sqlite" else request.getfixturevalue("pg_server").dsn
     log = tmp_path / "tools.log"
     first = _worker("run", kind, where, str(log))
     assert first.returncode == -9, first.stderr  # killed right after the interrupt event
