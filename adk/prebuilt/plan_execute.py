@@ -189,6 +189,17 @@ async def _call(
     return AgentEvent(output=AgentOutput(MessageVariant(False, assistant_message(content)))), answer, None
 
 
+async def _whole(answer: Message | None, stream: StreamReader[Message] | None) -> Message:
+    """The model's whole answer: as given, or its stream concatenated (and closed)."""
+    if answer is not None:
+        return answer
+    assert stream is not None
+    try:
+        return await concat(stream)
+    finally:
+        await stream.aclose()
+
+
 def _parse_plan(arguments: str, agent: str) -> Plan:
     try:
         return Plan.model_validate_json(arguments)
@@ -229,11 +240,9 @@ class Planner:
         except Exception as exc:
             yield AgentEvent(error=exc)
             return
-        yield event
         try:
-            if answer is None:
-                assert stream is not None
-                answer = await concat(stream)
+            yield event
+            answer = await _whole(answer, stream)
             if not answer.tool_calls:
                 raise PlanExecuteError(f"agent '{self.name}': the model did not call the '{self.tool_info.name}' tool")
             plan = _parse_plan(answer.tool_calls[0].function.arguments, self.name)
@@ -241,7 +250,7 @@ class Planner:
             yield AgentEvent(error=exc)
             return
         finally:
-            if stream is not None:
+            if stream is not None:  # also when the consumer stops at the event
                 await stream.aclose()
         values[PLAN_SESSION_KEY] = plan.model_dump(mode="json")
 
@@ -338,11 +347,9 @@ class Replanner:
         except Exception as exc:
             yield AgentEvent(error=exc)
             return
-        yield event
         try:
-            if answer is None:
-                assert stream is not None
-                answer = await concat(stream)
+            yield event
+            answer = await _whole(answer, stream)
             if not answer.tool_calls:
                 raise PlanExecuteError(
                     f"agent '{self.name}': the model called neither '{self.plan_tool.name}' nor "

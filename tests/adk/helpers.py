@@ -81,3 +81,14 @@ async def drain(run: AgentRun) -> tuple[list[Seen], AgentInterruptInfo | None]:
             else:
                 seen.append(await reduce(event))
     return seen, paused
+
+
+async def events_of(run: AgentRun) -> list[AgentEvent]:
+    """Every event of the run as it came, each message read (so ``event.message.message`` is set)."""
+    out = []
+    async with run:
+        async for event in run:
+            if event.message is not None:
+                await event.message.get_message()
+            out.append(event)
+    return out

@@ -27,7 +27,7 @@ from compose.models import ScriptedChatModel
 from compose.schema import assistant_message
 from compose.stream import StreamReader
 from compose.tools import tool
-from tests.adk.helpers import call, calling, collect, drain, kinds
+from tests.adk.helpers import call, calling, collect, drain, events_of, kinds
 
 pytestmark = pytest.mark.anyio
 
@@ -38,16 +38,6 @@ def inner_agent(model: ScriptedChatModel, tools: list[Any] | None = None, **kw: 
 
 def outer_agent(model: ScriptedChatModel, *tools: Any, emit: bool = False, **kw: Any) -> ChatModelAgent:
     return ChatModelAgent("outer", "top", model=model, tools=ToolsConfig(list(tools), emit_internal_events=emit), **kw)
-
-
-async def events_of(run: Any) -> list[AgentEvent]:
-    out = []
-    async with run:
-        async for event in run:
-            if event.message is not None:
-                await event.message.get_message()
-            out.append(event)
-    return out
 
 
 def test_info_is_named_and_described_after_the_agent() -> None:

@@ -6,7 +6,6 @@ resumed through the Runner."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pytest
 
@@ -27,23 +26,13 @@ from compose.checkpoint import InMemoryCheckPointStore
 from compose.models import ScriptedChatModel
 from compose.schema import Message, user_message
 from compose.tools import tool
-from tests.adk.helpers import call, calling, drain
+from tests.adk.helpers import call, calling, drain, events_of
 
 pytestmark = pytest.mark.anyio
 
 
 def transfer(dest: str, id: str = "tc-1", content: str = "") -> Message:
     return calling(call("transfer_to_agent", f'{{"agent_name": "{dest}"}}', id), content=content)
-
-
-async def events_of(run: Any) -> list[AgentEvent]:
-    out = []
-    async with run:
-        async for event in run:
-            if event.message is not None:
-                await event.message.get_message()
-            out.append(event)
-    return out
 
 
 def text(e: AgentEvent) -> tuple[str, str, str]:

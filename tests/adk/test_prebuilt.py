@@ -15,7 +15,6 @@ import pytest
 
 from adk.approval import ApprovalDecision
 from adk.chat_model_agent import ChatModelAgent
-from adk.events import AgentEvent
 from adk.prebuilt import (
     EXECUTED_STEPS_SESSION_KEY,
     PLAN_SESSION_KEY,
@@ -31,6 +30,7 @@ from compose.checkpoint import InMemoryCheckPointStore
 from compose.models import ScriptedChatModel
 from compose.schema import FunctionCall, Message, ToolCall
 from compose.tools import tool
+from tests.adk.helpers import events_of
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,16 +48,6 @@ def load(name: str) -> ModuleType:
 def calls(name: str, arguments: object, call_id: str) -> Message:
     function = FunctionCall(name=name, arguments=json.dumps(arguments))
     return Message(role="assistant", tool_calls=[ToolCall(id=call_id, function=function)])
-
-
-async def events_of(run: Any) -> list[AgentEvent]:
-    out = []
-    async with run:
-        async for event in run:
-            if event.message is not None:
-                await event.message.get_message()
-            out.append(event)
-    return out
 
 
 async def test_the_supervisor_example(capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,19 +20,9 @@ from compose.checkpoint import InMemoryCheckPointStore
 from compose.models import ScriptedChatModel
 from compose.schema import assistant_message
 from compose.tools import tool
-from tests.adk.helpers import call, calling
+from tests.adk.helpers import call, calling, events_of
 
 pytestmark = pytest.mark.anyio
-
-
-async def events_of(run: Any) -> list[AgentEvent]:
-    out = []
-    async with run:
-        async for event in run:
-            if event.message is not None:
-                await event.message.get_message()
-            out.append(event)
-    return out
 
 
 def said(events: list[AgentEvent]) -> list[tuple[str, str]]:
