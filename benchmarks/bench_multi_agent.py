@@ -15,9 +15,11 @@ Rows (µs per run; the contenders' batches interleaved):
 4. a ``SequentialAgent`` of 10 ChatModelAgents each answering at once (LangGraph: a 10-node sequential
    ``StateGraph`` of LLM-calling nodes; hand loop: 10 model calls on the shared, retold history).
 
-Then what each row adds over its baseline: rows 2 and 3 over row 1, row 4 over ten runs of row 0.
+Then what each row adds over its baseline: rows 2 and 3 over row 1, row 4 over ten runs of row 0 (not for
+LangGraph: its row 0 is a ReAct agent, its row 4 nodes are bare model calls), and the time per agent of
+Sequentials of 10, 20 and 40 agents.
 
-``--profile`` prints a cProfile of pyeino's AgentTool row.
+``--profile [ROW]`` prints a cProfile of pyeino's run of that row (default 2, the AgentTool row).
 """
 
 from __future__ import annotations
@@ -168,9 +170,9 @@ def pyeino_transfer() -> Runner:
     return Runner(set_sub_agents(agent("parent", BenchModel([TRANSFER])), [agent("child", BenchModel())]))
 
 
-def pyeino_sequence() -> Runner:
-    agents = [agent(f"a{i}", BenchModel()) for i in range(SEQUENCE)]
-    return Runner(SequentialAgent("seq", "ten in a row", agents))
+def pyeino_sequence(n: int = SEQUENCE) -> Runner:
+    agents = [agent(f"a{i}", BenchModel()) for i in range(n)]
+    return Runner(SequentialAgent("seq", f"{n} in a row", agents))
 
 
 async def pyeino_run(runner: Runner, text: str) -> Message | None:
@@ -292,7 +294,7 @@ def langgraph_transfer() -> Any:
     return graph.compile()
 
 
-def langgraph_sequence() -> Any:
+def langgraph_sequence(n: int = SEQUENCE) -> Any:
     from langgraph.graph import END, START, MessagesState, StateGraph
 
     model = fake_model()
@@ -302,7 +304,7 @@ def langgraph_sequence() -> Any:
 
     graph = StateGraph(MessagesState)
     previous = START
-    for i in range(SEQUENCE):
+    for i in range(n):
         graph.add_node(f"a{i}", call_model)
         graph.add_edge(previous, f"a{i}")
         previous = f"a{i}"
@@ -357,19 +359,25 @@ ROWS: list[tuple[str, str, Callable[[], Runner], Callable[[], Any], Callable[[],
 
 
 async def main(quick: bool, with_langgraph: bool) -> None:
-    budget = 0.2 if quick else 1.0
+    # every contender of every row in one interleaved measurement, in short batches: the differences between
+    # rows are as trustworthy as the ratios within one (the machine is shared)
+    budget, repeats = (0.2, 20) if quick else (1.0, 60)
     names = ["hand loop", "pyeino"] + (["LangGraph"] if with_langgraph else [])
+    width = len(names)
+    fns: list[Callable[[], Awaitable[Any]]] = []
+    for _, _, ours, theirs, hand in ROWS:
+        fns += [hand(), partial(pyeino_run, ours(), "go")]
+        if with_langgraph:
+            fns.append(partial(langgraph_run, theirs(), "go"))
+    flat = await per_call_pair(fns, len(fns) * budget, repeats)
+    times = {key: flat[i * width : (i + 1) * width] for i, (key, *_) in enumerate(ROWS)}
+
     print("1. time per run (µs; ratio = contender / hand loop)")
     header = f"{'':>2} {'':<30}" + "".join(f" {n:>10}" for n in names)
     header += f" {'pyeino/hand':>12}" + (f" {'LG/hand':>8} {'LG/pyeino':>10}" if with_langgraph else "")
     print(header)
-    times: dict[str, list[float]] = {}
-    for key, label, ours, theirs, hand in ROWS:
-        fns = [hand(), partial(pyeino_run, ours(), "go")]
-        if with_langgraph:
-            fns.append(partial(langgraph_run, theirs(), "go"))
-        t = await per_call_pair(fns, len(fns) * budget)
-        times[key] = t
+    for key, label, *_ in ROWS:
+        t = times[key]
         row = f"{key:>2} {label:<30}" + "".join(f" {x * 1e6:>10.1f}" for x in t) + f" {t[1] / t[0]:>11.1f}x"
         if with_langgraph:
             row += f" {t[2] / t[0]:>7.1f}x {t[2] / t[1]:>9.1f}x"
@@ -383,33 +391,55 @@ async def main(quick: bool, with_langgraph: bool) -> None:
         ("4", "0", f"Sequential over {SEQUENCE} lone runs"),
     ):
         scale = SEQUENCE if key == "4" else 1
-        added = [x - scale * b for x, b in zip(times[key], times[base], strict=True)]
-        print(f"{key:>2} {label:<30}" + "".join(f" {x * 1e6:>10.1f}" for x in added))
+        added = [f"{(x - scale * b) * 1e6:.1f}" for x, b in zip(times[key], times[base], strict=True)]
+        if key == "4" and with_langgraph:
+            added[2] = "n/a"  # its row 0 is a ReAct agent, its row 4 nodes are bare model calls
+        print(f"{key:>2} {label:<30}" + "".join(f" {x:>10}" for x in added))
     per_agent = [x / SEQUENCE for x in times["4"]]
     print(f"{'':>2} {'Sequential, per agent':<30}" + "".join(f" {x * 1e6:>10.1f}" for x in per_agent))
 
+    print("\n3. Sequential of N agents: time per agent (µs; each agent's input retells the whole history so far)")
+    print(f"{'N':>4}" + "".join(f" {n:>10}" for n in names))
+    sizes = (10, 20, 40)
+    fns = []
+    for n in sizes:
+        models = [BenchModel() for _ in range(n)]
+        fns += [partial(hand_sequence, models, "go"), partial(pyeino_run, pyeino_sequence(n), "go")]
+        if with_langgraph:
+            fns.append(partial(langgraph_run, langgraph_sequence(n), "go"))
+    flat = await per_call_pair(fns, len(fns) * budget, repeats)
+    for i, n in enumerate(sizes):
+        print(f"{n:>4}" + "".join(f" {x / n * 1e6:>10.1f}" for x in flat[i * width : (i + 1) * width]))
 
-def profile(runs: int = 2000) -> None:
-    runner = pyeino_agent_tool()
+
+def profile(row: str, runs: int = 1000) -> None:
+    (make,) = [ours for key, _, ours, _, _ in ROWS if key == row]
+    runner = make()
+    prof = cProfile.Profile()
 
     async def many() -> None:
+        for _ in range(10):  # warm-up: imports and graph compiles out of the profile
+            await pyeino_run(runner, "go")
+        prof.enable()
         for _ in range(runs):
             await pyeino_run(runner, "go")
+        prof.disable()
 
-    prof = cProfile.Profile()
-    prof.enable()
     anyio.run(many)
-    prof.disable()
-    pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+    stats = pstats.Stats(prof)
+    stats.sort_stats("tottime").print_stats(25)
+    stats.sort_stats("cumulative").print_stats(30)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="shorter measurements")
     parser.add_argument("--no-langgraph", action="store_true", help="skip LangGraph")
-    parser.add_argument("--profile", action="store_true", help="cProfile pyeino's AgentTool row instead")
+    parser.add_argument(
+        "--profile", nargs="?", const="2", choices=[r[0] for r in ROWS], help="cProfile pyeino's row (2) instead"
+    )
     args = parser.parse_args()
     if args.profile:
-        profile()
+        profile(args.profile)
     else:
         anyio.run(main, args.quick, not args.no_langgraph)
