@@ -299,7 +299,7 @@ def langgraph_sequence(n: int = SEQUENCE) -> Any:
 
     model = fake_model()
 
-    async def call_model(state: dict[str, Any]) -> dict[str, Any]:
+    async def call_model(state: Any) -> dict[str, Any]:
         return {"messages": [await model.ainvoke(state["messages"])]}
 
     graph = StateGraph(MessagesState)
