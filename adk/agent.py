@@ -26,14 +26,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from adk.errors import WillRetryError
 from adk.events import AgentEvent, AgentInput, MessageVariant
 from compose.schema import Message
 from compose.stream import concat
 
 if TYPE_CHECKING:
-    from adk.agents.history import RecordedEvent
     from adk.telemetry import TelemetryHandler
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "AgentContext",
     "AgentEvents",
     "History",
+    "RecordedEvent",
     "ResumableAgent",
     "ResumeInfo",
     "RunSession",
@@ -60,6 +61,36 @@ class AgentEvents(Protocol):
     async def aclose(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class RecordedEvent:
+    """What the history needs of one event recorded in the run's session.
+
+    Attributes:
+        agent_name: the agent that emitted it.
+        message: its whole message (a stream already concatenated), or ``None`` when it has no message or its
+            stream ended with ``WillRetryError`` (a failed model attempt that is retried: Eino skips it).
+        role: the role of the event's message variant (``MessageVariant.role``), ``None`` without one.
+        transfer: the event carries a transfer-to-agent action.
+    """
+
+    agent_name: str
+    message: Message | None
+    role: Literal["assistant", "tool"] | None = None
+    transfer: bool = False
+
+    @classmethod
+    def from_event(cls, event: AgentEvent, message: Message | None) -> RecordedEvent:
+        """The record of ``event``, given its whole message (``await event.message.get_message()``, or
+        ``None`` as described on :attr:`message`)."""
+        variant = event.message
+        return cls(
+            agent_name=event.agent_name,
+            message=message,
+            role=variant.role if variant is not None else None,
+            transfer=event.action is not None and event.action.transfer_to_agent is not None,
+        )
+
+
 @dataclass(slots=True, eq=False)
 class _Record:
     """One recorded event: its agent and action flags, its message (a stream copy until first read) and its
@@ -69,11 +100,11 @@ class _Record:
     variant: MessageVariant | None
     transfer: bool
     seq: int
+    resolved: RecordedEvent | None = None
 
     async def resolve(self) -> RecordedEvent:
-        from adk.agents.history import RecordedEvent
-        from adk.errors import WillRetryError
-
+        if self.resolved is not None:
+            return self.resolved
         message: Message | None = None
         variant = self.variant
         if variant is not None:
@@ -84,7 +115,8 @@ class _Record:
                 except WillRetryError:  # a failed model attempt that was retried: not history (flow.go)
                     variant.message = None
             message = variant.message
-        return RecordedEvent(self.agent_name, message, variant.role if variant else None, self.transfer)
+        self.resolved = RecordedEvent(self.agent_name, message, variant.role if variant else None, self.transfer)
+        return self.resolved
 
 
 class History:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
+from adk.agent import RecordedEvent
 from adk.events import AgentEvent
 from adk.instruction import gen_transfer_messages
 from compose.schema import Message, user_message
@@ -51,36 +51,6 @@ class HistoryEntry:
 HistoryRewriter = Callable[[Sequence[HistoryEntry]], list[Message]]
 """Turns the history entries into the messages the next agent is given (Eino's ``HistoryRewriter``); it may
 raise to fail the agent's run."""
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedEvent:
-    """What the history needs of one event recorded in the run's session.
-
-    Attributes:
-        agent_name: the agent that emitted it.
-        message: its whole message (a stream already concatenated), or ``None`` when it has no message or its
-            stream ended with ``WillRetryError`` (a failed model attempt that is retried: Eino skips it).
-        role: the role of the event's message variant (``MessageVariant.role``), ``None`` without one.
-        transfer: the event carries a transfer-to-agent action.
-    """
-
-    agent_name: str
-    message: Message | None
-    role: Literal["assistant", "tool"] | None = None
-    transfer: bool = False
-
-    @classmethod
-    def from_event(cls, event: AgentEvent, message: Message | None) -> RecordedEvent:
-        """The record of ``event``, given its whole message (``await event.message.get_message()``, or
-        ``None`` as described on :attr:`message`)."""
-        variant = event.message
-        return cls(
-            agent_name=event.agent_name,
-            message=message,
-            role=variant.role if variant is not None else None,
-            transfer=event.action is not None and event.action.transfer_to_agent is not None,
-        )
 
 
 def is_own_event(event: AgentEvent, run_path: Sequence[str]) -> bool:
