@@ -254,13 +254,33 @@ class DurableApp:
                         last = durable.message
             if pending is None:
                 break
+            # interrupt ids are drawn anew by every execution; the ones published (and resumed by) are those of
+            # the first, recorded here: a replay maps them to its own by address
+            published = await DBOS.run_step_async(_step("pyeino.interrupts"), _same, pending)
             targets = await DBOS.recv_async(RESUME_TOPIC, timeout_seconds=self.resume_timeout)
             if targets is None:
                 await DBOS.close_stream_async(EVENTS_STREAM)
-                return {"status": "interrupted", "interrupts": pending}
-            run = runner.resume(run_id, targets=cast(dict[str, Any], targets))
+                return {"status": "interrupted", "interrupts": published}
+            run = runner.resume(run_id, targets=_current_ids(cast(dict[str, Any], targets), published, pending))
         await DBOS.close_stream_async(EVENTS_STREAM)
         return {"status": "completed", "output": last}
+
+
+def _step(name: str) -> Any:
+    return {"name": name, "retries_allowed": False}
+
+
+async def _same(value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return value
+
+
+def _current_ids(
+    targets: dict[str, Any], published: list[dict[str, Any]], current: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Resume targets keyed by the published interrupt ids, re-keyed by this execution's ids (same addresses)."""
+    address_of = {i["id"]: i["address"] for i in published}
+    id_at = {i["address"]: i["id"] for i in current}
+    return {id_at.get(address_of.get(k, ""), k): v for k, v in targets.items()}
 
 
 async def _write_token(chunk: Message) -> None:

@@ -4,7 +4,7 @@ Open-source DBOS recovers a process's pending workflows only when a process with
 again. Each worker here writes a heartbeat into ``pyeino_durable_workers`` (in the DBOS system database)
 every ``interval`` seconds and, on the same tick, looks for workers whose heartbeat is older than
 ``dead_after``: it claims such a worker's row (a conditional UPDATE, so one live worker wins) and calls DBOS's
-recovery for the dead executor id, which puts that executor's pending workflows back on their queue; any live
+recovery for the dead executor id (then marks the row ``recovered``), which puts that executor's pending workflows back on their queue; any live
 worker then dequeues them and replays them, taking finished steps from the database. A claim made by a
 worker that died in turn is claimed again. DBOS's recovery is idempotent, so a claim raced by a restarting
 worker (which recovers its own runs at launch) does no harm.
@@ -117,8 +117,8 @@ class Liveness:
         for r in rows:
             if r.executor_id == self.executor_id or r.heartbeat_ms >= cutoff:
                 continue
-            if r.state == "dead" and r.taken_by in fresh:
-                continue  # a live worker has it
+            if r.state == "recovered" or (r.state == "dead" and r.taken_by in fresh):
+                continue  # done, or a live worker is on it
             with self._engine.begin() as c:
                 claimed = c.execute(
                     sa.update(t)
@@ -129,6 +129,12 @@ class Liveness:
             if claimed.rowcount != 1:
                 continue  # another worker claimed it first, or it came back
             takeover = Takeover(r.executor_id, now, self._recover(r.executor_id))
+            with self._engine.begin() as c:
+                c.execute(
+                    sa.update(t)
+                    .where(t.c.executor_id == r.executor_id, t.c.state == "dead", t.c.taken_by == self.executor_id)
+                    .values(state="recovered")
+                )
             self.takeovers.append(takeover)
             done.append(takeover)
         return done

@@ -21,7 +21,7 @@ from typing import Any
 from dbos import _serialization as dbos_serialization
 from dbos._serialization import Serializer
 
-from adk.errors import DurableSerializationError, DurableStepError
+from adk.errors import DurableRunError, DurableSerializationError, DurableStepError
 from compose.schema import Message
 
 __all__ = ["JsonSerializer", "refuse_pickled_rows"]
@@ -70,7 +70,7 @@ class JsonSerializer(Serializer):
         return "pyeino_json"
 
     def serialize(self, data: Any) -> str:
-        if isinstance(data, DurableStepError):  # a replayed failure keeps its original type and text
+        if isinstance(data, (DurableStepError, DurableRunError)):  # keeps the original error's type and text
             payload: Any = {_ERROR: {"type": data.error_type, "message": data.message}}
         elif isinstance(data, BaseException):
             payload = {_ERROR: {"type": type(data).__qualname__, "message": str(data)}}
