@@ -41,7 +41,7 @@ from compose.checkpoint import InMemoryCheckPointStore
 from compose.runnable import Runnable
 from compose.schema import Message, user_message
 
-__all__ = ["DurableApp", "WORKFLOW_NAME", "check_asyncio", "durable_agent"]
+__all__ = ["WORKFLOW_NAME", "DurableApp", "check_asyncio", "durable_agent"]
 
 WORKFLOW_NAME = "pyeino.run"
 DEFAULT_QUEUE = "pyeino"
@@ -236,7 +236,8 @@ class DurableApp:
         raw = payload.get("input")
         messages = [user_message(raw)] if isinstance(raw, str) else list(cast(list[Message], raw))
         # the checkpoint lives as long as this execution: a replay reaches the same pause and saves it again
-        runner = Runner(agent, enable_streaming=bool(payload.get("streaming")), checkpoint_store=InMemoryCheckPointStore())
+        streaming = bool(payload.get("streaming"))
+        runner = Runner(agent, enable_streaming=streaming, checkpoint_store=InMemoryCheckPointStore())
         run = runner.run(messages, checkpoint_id=run_id, session_values=payload.get("session_values") or None)
         last: Message | None = None
         while True:

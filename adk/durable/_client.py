@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Any
 
 import anyio.to_thread
-from dbos import DBOSClient, EnqueueOptions
+from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
 from pydantic import BaseModel
 
 from adk.durable._app import DEFAULT_QUEUE, WORKFLOW_NAME, check_asyncio
@@ -52,7 +52,7 @@ class DurableHandle:
     async def status(self) -> str:
         """DBOS's status of the run: ``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, ``CANCELLED``, ..."""
         check_asyncio()
-        handle = await self._client._dbos.retrieve_workflow_async(self.run_id)
+        handle: WorkflowHandleAsync[dict[str, Any]] = await self._client._dbos.retrieve_workflow_async(self.run_id)
         return (await handle.get_status()).status
 
     async def result(self, *, polling_interval: float = 0.1) -> DurableResult:
@@ -62,7 +62,7 @@ class DurableHandle:
             DurableRunError: the run failed (its error's type and text).
         """
         check_asyncio()
-        handle = await self._client._dbos.retrieve_workflow_async(self.run_id)
+        handle: WorkflowHandleAsync[dict[str, Any]] = await self._client._dbos.retrieve_workflow_async(self.run_id)
         try:
             out = await handle.get_result(polling_interval_sec=polling_interval)
         except DurableStepError as e:
@@ -134,7 +134,7 @@ class DurableClient:
             "streaming": streaming,
             "session_values": dict(session_values or {}),
         }
-        handle = await self._dbos.enqueue_async(options, payload)
+        handle: WorkflowHandleAsync[dict[str, Any]] = await self._dbos.enqueue_async(options, payload)
         return DurableHandle(self, handle.get_workflow_id())
 
     def handle(self, run_id: str) -> DurableHandle:

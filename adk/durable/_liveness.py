@@ -3,11 +3,12 @@
 Open-source DBOS recovers a process's pending workflows only when a process with the same executor id starts
 again. Each worker here writes a heartbeat into ``pyeino_durable_workers`` (in the DBOS system database)
 every ``interval`` seconds and, on the same tick, looks for workers whose heartbeat is older than
-``dead_after``: it claims such a worker's row (a conditional UPDATE, so one live worker wins) and calls DBOS's
-recovery for the dead executor id (then marks the row ``recovered``), which puts that executor's pending workflows back on their queue; any live
-worker then dequeues them and replays them, taking finished steps from the database. A claim made by a
-worker that died in turn is claimed again. DBOS's recovery is idempotent, so a claim raced by a restarting
-worker (which recovers its own runs at launch) does no harm.
+``dead_after``: it claims such a worker's row (a conditional UPDATE, so one live worker wins), calls DBOS's
+recovery for the dead executor id, which puts that executor's pending workflows back on their queue, and marks
+the row ``recovered``. Any live worker then dequeues them and replays them, taking finished steps from the
+database. A claim made by a worker that died in turn (its row still ``dead``, not ``recovered``) is claimed again.
+DBOS's recovery is idempotent, so a claim raced by a restarting worker (which recovers its own runs at launch)
+does no harm.
 
 Takeover bound: a run of a killed worker is back on the queue at most ``dead_after + interval`` seconds after
 the worker's last heartbeat, plus the time DBOS needs to recover (one UPDATE per workflow) and the queue's

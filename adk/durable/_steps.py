@@ -172,7 +172,7 @@ class DurableTool:
     async def _call(self, arguments: str) -> str:
         if isinstance(self.tool, InvokableTool):
             return await self.tool.run(arguments)
-        reader = await cast(StreamableTool, self.tool).stream(arguments)
+        reader = await self.tool.stream(arguments)
         parts: list[str] = []
         try:
             async for part in reader:

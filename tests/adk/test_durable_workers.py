@@ -23,10 +23,10 @@ import pytest
 pytest.importorskip("dbos", reason="dbos is not installed (pip install 'pyeino[dbos]')")
 
 sys.path.insert(0, str(Path(__file__).parent / "durable_workers"))
-from harness import Worker, env, fresh_pg_database, query, tool_log  # noqa: E402
+from harness import Worker, env, fresh_pg_database, query, tool_log
 
-from adk.approval import ApprovalDecision  # noqa: E402
-from adk.durable import DurableClient, DurableEvent  # noqa: E402
+from adk.approval import ApprovalDecision
+from adk.durable import DurableClient, DurableEvent
 
 ROUNDS = 5
 
@@ -46,7 +46,9 @@ def wait_until(check: Callable[[], bool], what: str, limit: float = 60.0) -> Non
 
 def tool_steps(db: str) -> set[tuple[str, str]]:
     """(run id, call id) of every tool step DBOS has recorded as finished."""
-    rows = query(db, "SELECT workflow_uuid, function_name FROM dbos.operation_outputs WHERE function_name LIKE '%tool.%'")
+    rows = query(
+        db, "SELECT workflow_uuid, function_name FROM dbos.operation_outputs WHERE function_name LIKE 'worker.tool.%'"
+    )
     return {(r[0], r[1].rsplit("[", 1)[1].rstrip("]")) for r in rows}
 
 
@@ -93,7 +95,7 @@ def test_postgres_three_workers_200_runs_one_killed(pg_server: Any, tmp_path: Pa
     assert max(executions.values()) <= 2
     # every workflow completed exactly once, the victim's taken over by the live workers
     statuses = query(db, "SELECT status, count(*) FROM dbos.workflow_status WHERE name = 'pyeino.run' GROUP BY status")
-    assert dict((s, n) for s, n in statuses) == {"SUCCESS": n_runs}
+    assert dict(statuses) == {"SUCCESS": n_runs}
     (takeover,) = query(
         db,
         "SELECT taken_by, taken_at_ms - heartbeat_ms FROM pyeino_durable_workers WHERE executor_id = :e",

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -88,7 +87,8 @@ def _answer(messages: Sequence[Message], tool_name: str) -> Message:
     if done < ROUNDS:
         calls = [
             ToolCall(
-                id=f"r{done}c{i}", function=FunctionCall(name=tool_name, arguments=f'{{"{_arg(tool_name)}": {done + i}}}')
+                id=f"r{done}c{i}",
+                function=FunctionCall(name=tool_name, arguments=_arguments(tool_name, done + i)),
             )
             for i in range(PARALLEL)
         ]
@@ -97,8 +97,8 @@ def _answer(messages: Sequence[Message], tool_name: str) -> Message:
     return Message(role="assistant", content=f"answer {user} {total}")
 
 
-def _arg(tool_name: str) -> str:
-    return "amount" if tool_name == "pay" else "n"
+def _arguments(tool_name: str, value: int) -> str:
+    return f'{{"{"amount" if tool_name == "pay" else "n"}": {value}}}'
 
 
 class FunctionModel:
@@ -125,7 +125,7 @@ class FunctionModel:
             for i, word in enumerate(words):
                 yield Message(role="assistant", content=word if i == 0 else " " + word)
                 if i == 0 and gate is not None:
-                    while not Path(gate).exists():
+                    while not await anyio.Path(gate).exists():
                         await anyio.sleep(0.05)
 
         return StreamReader.from_async_iterator(chunks())
