@@ -69,7 +69,8 @@ def test_pickled_rows_are_refused_not_unpickled() -> None:
     with pytest.raises(DurableSerializationError, match="not JSON"):
         dbos_serialization.deserialize_value(pickled, "pyeino_json", JsonSerializer())
     with pytest.raises(DurableSerializationError, match="pyeino stores JSON only"):
-        dbos_serialization.serialize_value({"x": 1}, dbos_serialization.WorkflowSerializationFormat.NATIVE, JsonSerializer())
+        native = dbos_serialization.WorkflowSerializationFormat.NATIVE
+        dbos_serialization.serialize_value({"x": 1}, native, JsonSerializer())
 
 
 class _Model:
