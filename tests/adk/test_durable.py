@@ -109,6 +109,20 @@ async def test_wrappers_outside_a_workflow_are_the_plain_model_and_tool() -> Non
     assert repr(DurableTool(double)) == "DurableTool('double', prefix='')"
 
 
+async def _assert_trio_is_refused(db: str) -> None:
+    """Under trio the durable APIs raise the clear error (DBOS is asyncio-only)."""
+    client = DurableClient(db)
+    try:
+        with pytest.raises(DurableBackendError, match="asyncio-only: it cannot run under trio"):
+            await client.submit("go")
+        with pytest.raises(DurableBackendError):
+            await client.handle("r").result()
+        with pytest.raises(DurableBackendError):
+            [e async for e in client.handle("r").events()]
+    finally:
+        client._dbos.destroy()
+
+
 def _reverse_order_middleware() -> ToolMiddleware:
     """Runs the calls' tools in reverse call order: c1 starts once c2 has finished, c0 once c1 has."""
     finished: dict[str, anyio.Event] = {f"c{i}": anyio.Event() for i in range(3)}
@@ -131,14 +145,7 @@ def _reverse_order_middleware() -> ToolMiddleware:
 async def test_parallel_tool_calls_run_at_step_ids_in_call_order(tmp_path: Path, anyio_backend_name: str) -> None:
     db = f"sqlite:///{tmp_path / 'system.db'}"
     if anyio_backend_name == "trio":
-        client = DurableClient(db)
-        try:
-            with pytest.raises(DurableBackendError, match="asyncio-only: it cannot run under trio"):
-                await client.submit("go")
-            with pytest.raises(DurableBackendError):
-                await client.handle("r").result()
-        finally:
-            client._dbos.destroy()
+        await _assert_trio_is_refused(db)
         return
     order: list[str] = []
 
@@ -170,3 +177,56 @@ async def test_parallel_tool_calls_run_at_step_ids_in_call_order(tmp_path: Path,
     tool_steps = [n for n in names if ".tool." in n]
     assert tool_steps == ["par.tool.slow[c0]", "par.tool.slow[c1]", "par.tool.slow[c2]"]  # ...at call-order ids
     assert names[0] == "par.model.generate"
+
+
+class _EchoModel:
+    def with_tools(self, tools: Sequence[ToolInfo]) -> _EchoModel:
+        return self
+
+    async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        return Message(role="assistant", content="echo " + messages[-1].content)
+
+    async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        return StreamReader.from_iterable([await self.generate(messages)])
+
+
+async def test_a_compiled_graph_runs_as_a_workflow_with_marked_lambdas_as_steps(
+    tmp_path: Path, anyio_backend_name: str
+) -> None:
+    from compose import END, START, Graph
+
+    db = f"sqlite:///{tmp_path / 'system.db'}"
+    if anyio_backend_name == "trio":
+        await _assert_trio_is_refused(db)
+        return
+    runs: list[str] = []
+
+    @durable_step(name="profile")
+    async def profile(user: str) -> list[Message]:
+        runs.append(user)
+        return [Message(role="user", content=f"profile of {user}")]
+
+    async def unmarked(msg: Message) -> Message:
+        return Message(role="assistant", content=msg.content.upper())
+
+    g = Graph[str, Message]()
+    g.add_lambda_node("profile", profile)
+    g.add_chat_model_node("model", DurableChatModel(_EchoModel(), prefix="g."))
+    g.add_lambda_node("upper", unmarked)
+    g.add_edge(START, "profile")
+    g.add_edge("profile", "model")
+    g.add_edge("model", "upper")
+    g.add_edge("upper", END)
+    app = DurableApp(g.compile(), db=db, executor_id="graph")
+    try:
+        await anyio.to_thread.run_sync(app.launch)
+        async with DurableClient(db) as client:
+            result = await (await client.submit("ada", run_id="g-1")).result()
+            steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("g-1"))
+    finally:
+        await anyio.to_thread.run_sync(app.shutdown)
+    assert result.status == "completed"
+    assert result.output == Message(role="assistant", content="ECHO PROFILE OF ADA")
+    assert runs == ["ada"]
+    names = [s["function_name"] for s in sorted(steps, key=lambda s: s["function_id"])]
+    assert names == ["profile", "g.model.generate"]  # the unmarked lambda is not a step
