@@ -27,6 +27,7 @@ from typing import Any, TypeVar, cast
 
 from dbos import DBOS, StepReservation
 
+from compose.errors import GraphInterrupt
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
@@ -36,6 +37,8 @@ from compose.tools import BaseTool, InvokableTool, StreamableTool, tool_parallel
 __all__ = ["DurableChatModel", "DurableTool", "durable_step"]
 
 T = TypeVar("T")
+
+_PAUSED = "pyeino.paused"
 
 TokenSink = Callable[[Message], Awaitable[None]]
 
@@ -132,7 +135,10 @@ class DurableChatModel:
 class DurableTool:
     """A tool whose calls are DBOS steps inside a workflow (the plain tool outside one).
 
-    The step runs the tool with the call id available through ``get_tool_call_id()``: a call that was running
+    A call that pauses (the tool raised ``interrupt(...)``) is recorded as a pause, not as a failure; a replay
+    calls the tool again, outside the step, to raise the same interrupt (code before an interrupt runs again on
+    a replay, as it does on any resume). The step runs the tool with the call id available through
+    ``get_tool_call_id()``: a call that was running
     when its worker died runs again on the worker that takes the run over (its step had not finished), so a tool
     with side effects uses the call id to make them idempotent. A streamable tool's stream is read inside the
     step; the call's result is the whole text. The tool's ``parallel_safe`` and ``timeout`` carry over.
@@ -164,10 +170,27 @@ class DurableTool:
         options = _step_options(f"{self.prefix}tool.{self.name}[{call_id}]")
         table = _reservations.get()
         reservation = table.pop(call_id, None) if table is not None else None
+        paused: list[GraphInterrupt] = []
+
+        async def step(arguments: str) -> Any:
+            try:
+                return await self._call(arguments)
+            except GraphInterrupt as exc:  # not a failure: recorded as a pause, never as an error
+                paused.append(exc)
+                return {_PAUSED: True}
+
         if reservation is not None:
-            return await reservation.run_async(options, self._call, arguments)
-        # not a call of a durable model's answer: its step id is taken now (deterministic in sequential code)
-        return await DBOS.run_step_async(options, self._call, arguments)
+            out = await reservation.run_async(options, step, arguments)
+        else:
+            # not a call of a durable model's answer: its step id is taken now (deterministic in sequential code)
+            out = await DBOS.run_step_async(options, step, arguments)
+        if isinstance(out, dict):
+            if paused:
+                raise paused[0]
+            # a replay of a call that paused: the tool runs again, outside any step, to raise its interrupt
+            # again (as a resumed run re-runs an interrupted call anyway)
+            return await self._call(arguments)
+        return cast(str, out)
 
     async def _call(self, arguments: str) -> str:
         if isinstance(self.tool, InvokableTool):

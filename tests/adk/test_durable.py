@@ -230,3 +230,55 @@ async def test_a_compiled_graph_runs_as_a_workflow_with_marked_lambdas_as_steps(
     assert runs == ["ada"]
     names = [s["function_name"] for s in sorted(steps, key=lambda s: s["function_id"])]
     assert names == ["profile", "g.model.generate"]  # the unmarked lambda is not a step
+
+
+async def test_a_tool_interrupt_pauses_the_durable_run_and_resumes(tmp_path: Path, anyio_backend_name: str) -> None:
+    from compose.interrupt import get_resume_context, interrupt
+
+    db = f"sqlite:///{tmp_path / 'system.db'}"
+    if anyio_backend_name == "trio":
+        await _assert_trio_is_refused(db)
+        return
+
+    @tool
+    async def confirm(n: int) -> str:
+        """Ask a human to confirm n.
+
+        Args:
+            n: a number.
+        """
+        ctx = get_resume_context()
+        if not ctx.is_target:
+            raise interrupt({"confirm": n})
+        return f"confirmed {n}: {ctx.data}"
+
+    class OneCall(_Model):
+        async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+            results = [m.content for m in messages if m.role == "tool"]
+            if results:
+                return Message(role="assistant", content="got " + ",".join(results))
+            call = ToolCall(id="k1", function=FunctionCall(name="confirm", arguments='{"n": 7}'))
+            return Message(role="assistant", content="", tool_calls=[call])
+
+    app = DurableApp(ChatModelAgent("conf", "confirms", model=OneCall(), tools=[confirm]), db=db, executor_id="ti")
+    try:
+        await anyio.to_thread.run_sync(app.launch)
+        async with DurableClient(db) as client:
+            handle = await client.submit("go", run_id="ti-1")
+            kinds: list[str] = []
+            async for event in handle.events():
+                kinds.append(event.kind)
+                if event.kind == "interrupted":
+                    (pending,) = event.interrupts
+                    assert pending.info == {"confirm": 7}
+                    await handle.resume({pending.id: "yes"})
+            result = await handle.result()
+            steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("ti-1"))
+    finally:
+        await anyio.to_thread.run_sync(app.shutdown)
+    assert kinds == ["message", "interrupted", "message", "message"]
+    assert result.output.content == "got confirmed 7: yes"
+    recorded = {s["function_name"]: s for s in steps}
+    # the pause was recorded as the step's result, not as an error
+    assert [s["error"] for s in steps if s["function_name"] == "conf.tool.confirm[k1]"] == [None, None]
+    assert "pyeino.interrupts" in recorded
