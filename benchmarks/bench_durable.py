@@ -97,7 +97,7 @@ def throughput(dsn: str, n_workers: int, runs: int, tmp: Path) -> float:
     from adk.durable import DurableClient
 
     db = fresh_pg_database(dsn)
-    workers = [Worker(db, db, stderr=tmp / "workers.log") for _ in range(n_workers)]
+    workers = Worker.many(n_workers, db, db, stderr=tmp / "workers.log")
     try:
 
         async def go() -> float:
@@ -120,7 +120,7 @@ def takeover(dsn: str, tmp: Path) -> tuple[float, float]:
     from adk.durable import DurableClient
 
     db = fresh_pg_database(dsn)
-    workers = [Worker(db, db, stderr=tmp / "workers.log", PYEINO_TEST_TOOL_SLEEP="0.2") for _ in range(2)]
+    workers = Worker.many(2, db, db, stderr=tmp / "workers.log", PYEINO_TEST_TOOL_SLEEP="0.2")
     try:
 
         async def submit() -> list[str]:

@@ -3,8 +3,8 @@
 Every :class:`~adk.events.AgentEvent` of the run becomes one event (``message``, ``interrupted`` or ``error``);
 a streaming model call also publishes its chunks as ``token`` events while the model generates, before the
 ``message`` event of the whole answer. A model call that was in flight when its worker died runs again on the
-worker that takes the run over, so its ``token`` events may repeat (with a new ``attempt``); ``message`` events
-are published exactly once (each is a workflow step).
+worker that takes the run over, so its ``token`` events may repeat; ``message``, ``interrupted`` and ``error``
+events are published exactly once (each is a workflow step).
 """
 
 from __future__ import annotations

@@ -282,3 +282,17 @@ async def test_a_tool_interrupt_pauses_the_durable_run_and_resumes(tmp_path: Pat
     # the pause was recorded as the step's result, not as an error
     assert [s["error"] for s in steps if s["function_name"] == "conf.tool.confirm[k1]"] == [None, None]
     assert "pyeino.interrupts" in recorded
+
+
+def test_all_is_exact_and_importable() -> None:
+    import types
+
+    import adk.durable
+
+    public = {
+        n
+        for n in dir(adk.durable)
+        if not n.startswith("_") and not isinstance(getattr(adk.durable, n), types.ModuleType)
+    }
+    assert set(adk.durable.__all__) == public
+    assert list(adk.durable.__all__) == sorted(adk.durable.__all__)

@@ -56,7 +56,7 @@ def test_postgres_three_workers_200_runs_one_killed(pg_server: Any, tmp_path: Pa
     db = fresh_pg_database(pg_server.dsn)
     n_runs = 200
     log = tmp_path / "workers.log"
-    workers = [Worker(db, db, stderr=log, PYEINO_TEST_TOOL_SLEEP="0.02") for _ in range(3)]
+    workers = Worker.many(3, db, db, stderr=log, PYEINO_TEST_TOOL_SLEEP="0.02")
     try:
 
         async def submit() -> list[str]:
@@ -111,7 +111,7 @@ def test_postgres_three_workers_200_runs_one_killed(pg_server: Any, tmp_path: Pa
 def test_sqlite_worker_killed_and_restarted_recovers_its_runs(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'system.db'}"
     log_db = f"sqlite:///{tmp_path / 'log.db'}"
-    first = Worker(db, log_db, executor_id="worker-a", concurrency=4, PYEINO_TEST_TOOL_SLEEP="0.05")
+    first = Worker(db, log_db, executor_id="worker-a", concurrency=4, PYEINO_TEST_TOOL_SLEEP="0.02")
     second: Worker | None = None
     try:
 
@@ -150,7 +150,7 @@ def tool_steps_sqlite(db: str) -> set[tuple[str, str]]:
 def test_sqlite_two_workers_on_one_file_share_the_runs(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'system.db'}"
     log_db = f"sqlite:///{tmp_path / 'log.db'}"
-    workers = [Worker(db, log_db, concurrency=2, PYEINO_TEST_TOOL_SLEEP="0.02") for _ in range(2)]
+    workers = Worker.many(2, db, log_db, concurrency=2, PYEINO_TEST_TOOL_SLEEP="0.02")
     try:
 
         async def go() -> list[Any]:

@@ -37,6 +37,7 @@ class Worker:
         executor_id: str | None = None,
         concurrency: int = 8,
         stderr: Path | None = None,
+        wait: bool = True,
         **extra_env: str,
     ) -> None:
         create_tool_log(log_db)
@@ -51,10 +52,23 @@ class Worker:
         self.proc = subprocess.Popen(
             args, stdout=subprocess.PIPE, stderr=self._err, text=True, env=env(log_db, **extra_env)
         )
+        self.executor_id = ""
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> Worker:
+        """Wait for the worker's ``ready <executor id>`` line."""
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()
         assert line.startswith("ready "), f"worker did not start (exit {self.proc.poll()}): {line!r}"
         self.executor_id = line.removeprefix("ready ")
+        return self
+
+    @classmethod
+    def many(cls, n: int, db: str, log_db: str, **kwargs: Any) -> list[Worker]:
+        """``n`` workers, started at the same time."""
+        workers = [cls(db, log_db, wait=False, **kwargs) for _ in range(n)]
+        return [w.wait_ready() for w in workers]
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
