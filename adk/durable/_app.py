@@ -190,11 +190,11 @@ class DurableApp:
     def shutdown(self) -> None:
         """Stop serving, let the other workers take over what is left, and destroy DBOS (idempotent)."""
         global _app
+        DBOS.destroy(destroy_registry=False)  # first: no run of this worker goes on once others may take it
         if self._launched:
             self.liveness.leave()
             self._launched = False
         self.liveness.close()
-        DBOS.destroy(destroy_registry=False)
         if _app is self:
             _app = None
 

@@ -274,8 +274,16 @@ async def test_a_tool_interrupt_pauses_the_durable_run_and_resumes(tmp_path: Pat
                     await handle.resume({pending.id: "yes"})
             result = await handle.result()
             steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("ti-1"))
+            # a replay of the paused run: a fork that takes every step up to the wait for the resume from the
+            # database (the paused tool call included), then waits for a resume of its own
+            (wait_step,) = [s["function_id"] + 1 for s in steps if s["function_name"] == "pyeino.interrupts"]
+            fork = await client._dbos.fork_workflow_async("ti-1", wait_step, queue_name="pyeino")
+            forked = client.handle(fork.get_workflow_id())
+            await forked.resume({pending.id: "again"})  # the id published by the original execution
+            replayed = await forked.result()
     finally:
         await anyio.to_thread.run_sync(app.shutdown)
+    assert replayed.output.content == "got confirmed 7: again"
     assert kinds == ["message", "interrupted", "message", "message"]
     assert result.output.content == "got confirmed 7: yes"
     recorded = {s["function_name"]: s for s in steps}
