@@ -10,7 +10,12 @@
         ├── AgentTimeoutError           the run took longer than ``timeout`` (also a ``TimeoutError``)
         ├── RetryExhaustedError         every model retry failed; ``.last_error``, ``.total_retries``
         ├── WillRetryError              ends the event stream of a failed model attempt that will be retried
-        └── TransferError               a transfer named an agent that is neither a sub-agent nor the parent
+        ├── TransferError               a transfer named an agent that is neither a sub-agent nor the parent
+        └── DurableError                a durable run's failure (``adk.durable``, extra ``dbos``)
+            ├── DurableBackendError     ``adk.durable`` called under trio (DBOS is asyncio-only; also RuntimeError)
+            ├── DurableSerializationError  a value is not JSON, or a pickled row was refused (also TypeError)
+            ├── DurableStepError        a step's failure replayed from the system database
+            └── DurableRunError         ``DurableHandle.result()`` of a run that failed
     └── CheckpointError (compose.errors, also a ValueError)
         └── CheckpointNotFoundError     ``runner.resume`` was given an id with no checkpoint (``reason="not_found"``;
                                         compose's class, re-exported here)
@@ -24,6 +29,11 @@ __all__ = [
     "AgentError",
     "AgentTimeoutError",
     "CheckpointNotFoundError",
+    "DurableBackendError",
+    "DurableError",
+    "DurableRunError",
+    "DurableSerializationError",
+    "DurableStepError",
     "ExceedMaxIterationsError",
     "RetryExhaustedError",
     "StallDetectedError",
@@ -116,3 +126,52 @@ class TransferError(AgentError):
         super().__init__(f"transfer failed: agent '{dest}' not found when transferring from '{source}'")
         self.dest = dest
         self.source = source
+
+
+class DurableError(AgentError):
+    """Base of the failures of durable runs (``adk.durable``, extra ``dbos``)."""
+
+    reason = "durable"
+
+
+class DurableBackendError(DurableError, RuntimeError):
+    """A durable-run API was called under an async backend DBOS does not support (DBOS is asyncio-only; under
+    trio every other part of pyeino works, ``adk.durable`` raises this)."""
+
+    def __init__(self, backend: str) -> None:
+        super().__init__(
+            f"adk.durable runs on DBOS, which is asyncio-only: it cannot run under {backend} (run this part of "
+            "the program with anyio.run(..., backend='asyncio'))"
+        )
+        self.backend = backend
+
+
+class DurableSerializationError(DurableError, TypeError):
+    """A value bound for DBOS's system database is not JSON, or a row read from it is not pyeino's JSON (a
+    pickled row is refused, never unpickled). ``what`` names the value or row."""
+
+    def __init__(self, what: str, detail: str) -> None:
+        super().__init__(f"{what}: {detail}")
+        self.what = what
+        self.detail = detail
+
+
+class DurableStepError(DurableError):
+    """A step's failure as recorded in DBOS's system database and replayed from it: ``error_type`` is the
+    original exception's class name, ``message`` its text."""
+
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(f"{error_type}: {message}")
+        self.error_type = error_type
+        self.message = message
+
+
+class DurableRunError(DurableError):
+    """A durable run ended with an error (``DurableHandle.result()``): ``run_id``, the error's class name
+    ``error_type`` and text ``message``."""
+
+    def __init__(self, run_id: str, error_type: str, message: str) -> None:
+        super().__init__(f"durable run {run_id!r} failed: {error_type}: {message}")
+        self.run_id = run_id
+        self.error_type = error_type
+        self.message = message

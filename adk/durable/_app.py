@@ -1,0 +1,288 @@
+"""``DurableApp``: an agent (through the Runner) or a compiled graph as a DBOS workflow, served from a queue.
+
+One ``DurableApp`` per process (DBOS is a process-wide singleton). Its workflow ``pyeino.run`` takes a JSON
+payload, runs the target inside the workflow and returns a JSON result; model and tool calls are steps
+(``adk.durable._steps``). A worker is a process that launched the app and serves its queue
+(:meth:`DurableApp.serve`, or ``python -m adk.durable worker module:build --db URL``).
+
+An agent run's events go to the workflow's DBOS stream ``pyeino.events``, each a workflow step (so exactly
+once). When the run pauses (approval, a tool interrupt) the workflow waits durably in ``DBOS.recv`` for the
+resume data (``DurableHandle.resume``, from any process); the paused run keeps its queue slot meanwhile. If its
+worker dies while it waits, the worker that takes it over replays it to the same pause and waits there.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any, cast
+
+import anyio
+import anyio.to_thread
+from dbos import DBOS, DBOSConfig
+
+from adk.chat_model_agent import ChatModelAgent
+from adk.durable._events import EVENTS_STREAM, RESUME_TOPIC, from_agent_event, token_event
+from adk.durable._liveness import Liveness
+from adk.durable._serializer import JsonSerializer, refuse_pickled_rows
+from adk.durable._steps import (
+    DurableChatModel,
+    DurableTool,
+    begin_reservations,
+    end_reservations,
+    token_sink,
+)
+from adk.errors import DurableRunError
+from adk.runner import Agent, Runner
+from compose.checkpoint import InMemoryCheckPointStore
+from compose.runnable import Runnable
+from compose.schema import Message, user_message
+
+__all__ = ["WORKFLOW_NAME", "DurableApp", "check_asyncio", "durable_agent"]
+
+WORKFLOW_NAME = "pyeino.run"
+DEFAULT_QUEUE = "pyeino"
+
+_app: DurableApp | None = None
+
+
+def check_asyncio() -> None:
+    """Raise :class:`~adk.errors.DurableBackendError` unless running under asyncio (DBOS is asyncio-only)."""
+    import sniffio
+
+    from adk.errors import DurableBackendError
+
+    try:
+        backend = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return
+    if backend != "asyncio":
+        raise DurableBackendError(backend)
+
+
+def durable_agent(agent: ChatModelAgent) -> ChatModelAgent:
+    """``agent`` with its model and tools wrapped as DBOS steps (named after the agent), in place; it must not
+    have run yet (its graph is built on first use). Idempotent."""
+    if agent._runnable is not None:
+        raise ValueError(f"agent '{agent.name}' has already run: wrap it for durable runs before its first run")
+    prefix = f"{agent.name}."
+    if not isinstance(agent.model, DurableChatModel):
+        agent.model = DurableChatModel(agent.model, prefix=prefix)
+    cfg = agent.tools_config
+    tools = [t if isinstance(t, DurableTool) else DurableTool(t, prefix=prefix) for t in cfg.tools]
+    agent.tools_config = replace(cfg, tools=tools)
+    return agent
+
+
+def _default_executor_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+async def _workflow(payload: dict[str, Any]) -> dict[str, Any]:
+    if _app is None:  # pragma: no cover - DBOS runs workflows only in a launched app
+        raise RuntimeError("no DurableApp in this process")
+    return await _app._execute(payload)
+
+
+_registered: Callable[..., Any] | None = None
+
+
+def _register_workflow() -> Callable[..., Any]:
+    global _registered
+    if _registered is None:
+        _registered = DBOS.workflow(name=WORKFLOW_NAME)(_workflow)
+    return _registered
+
+
+class DurableApp:
+    """An agent or a compiled graph run as DBOS workflows, from a queue shared by worker processes.
+
+    Args:
+        target: a ``ChatModelAgent`` (its model and tools are wrapped as steps, see :func:`durable_agent`),
+            another ``Agent`` or a compiled graph (wrap their models and tools with ``DurableChatModel`` /
+            ``DurableTool`` yourself; mark lambdas with ``durable_step``).
+        db: the DBOS system database: ``sqlite:///path.db`` (one machine) or ``postgresql://...`` (many).
+        name: the DBOS application name.
+        queue: the queue runs are submitted to.
+        worker_concurrency: at most this many runs at once in this worker.
+        global_concurrency: at most this many runs at once across all workers (None: no limit).
+        executor_id: this worker's DBOS executor id; give a restarted worker its old id to have it recover its
+            own runs at launch (default: unique per process; the others take over its runs when it dies).
+        heartbeat_interval, dead_after: the liveness mechanism (``adk.durable._liveness``): a worker whose
+            heartbeat is older than ``dead_after`` seconds is dead and its runs are taken over.
+        resume_timeout: how long a paused run waits for its resume (seconds); then it ends ``interrupted``.
+        polling_interval: how often the worker polls the queue (seconds).
+        application_version: DBOS's application version (default: DBOS's hash of the workflow code); only
+            workers of the same version take over each other's runs.
+
+    Example::
+
+        app = DurableApp(agent, db="sqlite:///runs.db")
+        app.launch()
+        anyio.run(app.serve)      # a worker: serve the queue until cancelled
+    """
+
+    def __init__(
+        self,
+        target: Agent | Runnable[Any, Any],
+        *,
+        db: str,
+        name: str = "pyeino",
+        queue: str = DEFAULT_QUEUE,
+        worker_concurrency: int | None = 8,
+        global_concurrency: int | None = None,
+        executor_id: str | None = None,
+        heartbeat_interval: float = 1.0,
+        dead_after: float = 5.0,
+        resume_timeout: float = 7 * 24 * 3600,
+        polling_interval: float = 0.1,
+        application_version: str | None = None,
+    ) -> None:
+        global _app
+        if _app is not None:
+            raise RuntimeError("one DurableApp per process: DBOS is a process-wide singleton (shut the other down)")
+        if isinstance(target, ChatModelAgent):
+            durable_agent(target)
+        self.target = target
+        self.db = db
+        self.queue = queue
+        self.executor_id = executor_id or _default_executor_id()
+        self.resume_timeout = resume_timeout
+        refuse_pickled_rows()
+        config: DBOSConfig = {
+            "name": name,
+            "system_database_url": db,
+            "executor_id": self.executor_id,
+            "serializer": JsonSerializer(),
+            "notification_listener_polling_interval_sec": 0.05,
+            "log_level": os.environ.get("PYEINO_DBOS_LOG_LEVEL", "WARNING"),
+        }
+        if application_version is not None:
+            config["application_version"] = application_version
+        _register_workflow()
+        DBOS(config=config)
+        self._queue_options: dict[str, Any] = {
+            "worker_concurrency": worker_concurrency,
+            "global_concurrency": global_concurrency,
+            "polling_interval_sec": polling_interval,
+        }
+        self.liveness = Liveness(
+            db, self.executor_id, recover=self._recover, interval=heartbeat_interval, dead_after=dead_after
+        )
+        self._launched = False
+        _app = self
+
+    def __repr__(self) -> str:
+        state = "launched" if self._launched else "not launched"
+        return f"DurableApp({type(self.target).__qualname__}, queue={self.queue!r}, {self.executor_id!r}, {state})"
+
+    def launch(self) -> None:
+        """Launch DBOS (recovering this executor id's own pending runs) and start serving the queue."""
+        DBOS.launch()
+        DBOS.register_queue(self.queue, **self._queue_options)
+        self.liveness.setup()
+        self.liveness.beat()
+        self._launched = True
+
+    def shutdown(self) -> None:
+        """Stop serving, let the other workers take over what is left, and destroy DBOS (idempotent)."""
+        global _app
+        DBOS.destroy(destroy_registry=False)  # first: no run of this worker goes on once others may take it
+        if self._launched:
+            self.liveness.leave()
+            self._launched = False
+        self.liveness.close()
+        if _app is self:
+            _app = None
+
+    async def serve(self) -> None:
+        """Keep the heartbeat and the watch over the other workers until cancelled (the queue is served by
+        DBOS's own threads from :meth:`launch` on)."""
+        check_asyncio()
+        while True:
+            await anyio.to_thread.run_sync(self._tick)
+            await anyio.sleep(self.liveness.interval)
+
+    def _tick(self) -> None:
+        self.liveness.beat()
+        self.liveness.check()
+
+    def _recover(self, executor_id: str) -> int:
+        # DBOS's recovery of another executor's pending workflows (what its admin endpoint calls): back on
+        # their queue, dequeued by whichever worker has room
+        return len(DBOS._recover_pending_workflows([executor_id]))
+
+    # ------------------------------------------------------------------------------------------------------
+    # inside the workflow
+
+    async def _execute(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        run_id = cast(str, DBOS.workflow_id)
+        reservations = begin_reservations()
+        sink_token = token_sink.set(_write_token)
+        try:
+            if isinstance(self.target, Runnable):
+                output = await self.target.invoke(payload.get("input"))
+                return {"status": "completed", "output": output}
+            return await self._run_agent(run_id, payload)
+        finally:
+            token_sink.reset(sink_token)
+            end_reservations(reservations)
+
+    async def _run_agent(self, run_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        agent = cast(Agent, self.target)
+        raw = payload.get("input")
+        messages = [user_message(raw)] if isinstance(raw, str) else list(cast(list[Message], raw))
+        # the checkpoint lives as long as this execution: a replay reaches the same pause and saves it again
+        streaming = bool(payload.get("streaming"))
+        runner = Runner(agent, enable_streaming=streaming, checkpoint_store=InMemoryCheckPointStore())
+        run = runner.run(messages, checkpoint_id=run_id, session_values=payload.get("session_values") or None)
+        last: Message | None = None
+        while True:
+            pending: list[dict[str, Any]] | None = None
+            async with run:
+                async for event in run:
+                    durable = await from_agent_event(event)
+                    await DBOS.write_stream_async(EVENTS_STREAM, durable.model_dump(mode="json", exclude_none=True))
+                    if durable.kind == "error":
+                        await DBOS.close_stream_async(EVENTS_STREAM)
+                        raise DurableRunError(run_id, durable.error_type or "Exception", durable.error or "")
+                    if durable.kind == "interrupted":
+                        pending = [i.model_dump(mode="json") for i in durable.interrupts]
+                    elif durable.role == "assistant" and durable.message is not None:
+                        last = durable.message
+            if pending is None:
+                break
+            # interrupt ids are drawn anew by every execution; the ones published (and resumed by) are those of
+            # the first, recorded here: a replay maps them to its own by address
+            published = await DBOS.run_step_async(_step("pyeino.interrupts"), _same, pending)
+            targets = await DBOS.recv_async(RESUME_TOPIC, timeout_seconds=self.resume_timeout)
+            if targets is None:
+                await DBOS.close_stream_async(EVENTS_STREAM)
+                return {"status": "interrupted", "interrupts": published}
+            run = runner.resume(run_id, targets=_current_ids(cast(dict[str, Any], targets), published, pending))
+        await DBOS.close_stream_async(EVENTS_STREAM)
+        return {"status": "completed", "output": last}
+
+
+def _step(name: str) -> Any:
+    return {"name": name, "retries_allowed": False}
+
+
+async def _same(value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return value
+
+
+def _current_ids(
+    targets: dict[str, Any], published: list[dict[str, Any]], current: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Resume targets keyed by the published interrupt ids, re-keyed by this execution's ids (same addresses)."""
+    address_of = {i["id"]: i["address"] for i in published}
+    id_at = {i["address"]: i["id"] for i in current}
+    return {id_at.get(address_of.get(k, ""), k): v for k, v in targets.items()}
+
+
+async def _write_token(chunk: Message) -> None:
+    await DBOS.write_stream_async(EVENTS_STREAM, token_event(chunk))

@@ -1,0 +1,235 @@
+"""Model calls, tool calls and marked lambdas as DBOS steps.
+
+Inside a DBOS workflow, :class:`DurableChatModel` runs each ``generate``/``stream`` call as one step and
+:class:`DurableTool` each tool call; a replay (after a crash, on any worker) takes a finished step's result from
+the system database instead of calling the model or the tool again. Outside a workflow both are the plain
+model and tool. The graph engine itself runs in the workflow and is deterministic given the steps' results.
+
+Step ids. DBOS numbers a workflow's steps in the order they start, so a replay must start them in the same
+order. The tool calls of one round may run in parallel, and what runs before each call's step (middlewares,
+approval checks) may take different times; so the model wrapper, right after the model step returns an answer
+with tool calls, reserves one step id per call in call order (``DBOS.reserve_step``), and each tool call runs
+at its call's reserved id whatever order the calls reach their tools. A reserved id that is never used (a call
+answered by the unknown-tools handler, a call rejected at approval) is a gap DBOS allows.
+
+Step names are stable: ``<prefix>model.generate``, ``<prefix>model.stream`` and
+``<prefix>tool.<tool name>[<call id>]``; DBOS checks a replayed step's name against the recorded one, so a replay
+that diverges fails with DBOS's error instead of taking another call's result.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
+from typing import Any, TypeVar, cast
+
+from dbos import DBOS, StepReservation
+
+from compose.errors import GraphInterrupt
+from compose.models.base import ChatModel
+from compose.schema import Message, ToolInfo, concat_messages
+from compose.stream import StreamReader
+from compose.tool_middleware import get_tool_call_id
+from compose.tools import BaseTool, InvokableTool, StreamableTool, tool_parallel_safe, tool_timeout
+
+__all__ = ["DurableChatModel", "DurableTool", "durable_step"]
+
+T = TypeVar("T")
+
+_PAUSED = "pyeino.paused"
+
+TokenSink = Callable[[Message], Awaitable[None]]
+
+# Per workflow execution: the step ids reserved for the tool calls of the last model answer, by call id.
+_reservations: ContextVar[dict[str, StepReservation] | None] = ContextVar("pyeino_durable_reservations", default=None)
+# Per workflow execution: where a streaming model step sends its chunks as they arrive (the run's event stream).
+token_sink: ContextVar[TokenSink | None] = ContextVar("pyeino_durable_token_sink", default=None)
+
+
+def in_workflow() -> bool:
+    """Whether the caller is DBOS workflow code (in a workflow, outside any step)."""
+    return DBOS.workflow_id is not None and DBOS.step_id is None
+
+
+def begin_reservations() -> object:
+    """Start this workflow execution's table of reserved tool steps; returns the token for :func:`end`."""
+    return _reservations.set({})
+
+
+def end_reservations(token: object) -> None:
+    _reservations.reset(cast(Any, token))
+
+
+def _step_options(name: str) -> Any:
+    # pyeino retries model calls itself (ModelRetryConfig); a DBOS retry would hide attempts from it
+    return {"name": name, "retries_allowed": False}
+
+
+def _reserve_tool_steps(answer: Message) -> None:
+    table = _reservations.get()
+    if table is None or not answer.tool_calls:
+        return
+    for call in answer.tool_calls:  # call order: the order a replay reserves them in too
+        table[call.id] = DBOS.reserve_step()
+
+
+class DurableChatModel:
+    """A chat model whose calls are DBOS steps inside a workflow (the plain model outside one).
+
+    ``stream`` runs the whole model stream inside the step: each chunk goes to the run's event stream as it
+    arrives (readers in other processes see the tokens live), and the step records the concatenated answer,
+    which the caller receives as a one-chunk stream (also on replay).
+
+    Args:
+        model: the chat model.
+        prefix: put before the step names (``"<prefix>model.generate"``), e.g. the agent's name and a dot.
+    """
+
+    def __init__(self, model: ChatModel, *, prefix: str = "") -> None:
+        self.model = model
+        self.prefix = prefix
+
+    def __repr__(self) -> str:
+        return f"DurableChatModel({self.model!r}, prefix={self.prefix!r})"
+
+    def with_tools(self, tools: Sequence[ToolInfo]) -> DurableChatModel:
+        return DurableChatModel(self.model.with_tools(tools), prefix=self.prefix)
+
+    async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        if not in_workflow():
+            return await self.model.generate(messages, **opts)
+        answer = await DBOS.run_step_async(
+            _step_options(f"{self.prefix}model.generate"), self._generate, list(messages), opts
+        )
+        _reserve_tool_steps(answer)
+        return answer
+
+    async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        if not in_workflow():
+            return await self.model.stream(messages, **opts)
+        answer = await DBOS.run_step_async(
+            _step_options(f"{self.prefix}model.stream"), self._stream_whole, list(messages), opts
+        )
+        _reserve_tool_steps(answer)
+        return StreamReader.from_iterable([answer])
+
+    async def _generate(self, messages: list[Message], opts: dict[str, Any]) -> Message:
+        return await self.model.generate(messages, **opts)
+
+    async def _stream_whole(self, messages: list[Message], opts: dict[str, Any]) -> Message:
+        reader = await self.model.stream(messages, **opts)
+        sink = token_sink.get()
+        chunks: list[Message] = []
+        try:
+            async for chunk in reader:
+                chunks.append(chunk)
+                if sink is not None:
+                    await sink(chunk)
+        finally:
+            await reader.aclose()
+        return concat_messages(chunks)
+
+
+class DurableTool:
+    """A tool whose calls are DBOS steps inside a workflow (the plain tool outside one).
+
+    A call that pauses (the tool raised ``interrupt(...)``) is recorded as a pause, not as a failure; a replay
+    calls the tool again, outside the step, to raise the same interrupt (code before an interrupt runs again on
+    a replay, as it does on any resume). The step runs the tool with the call id available through
+    ``get_tool_call_id()``: a call that was running
+    when its worker died runs again on the worker that takes the run over (its step had not finished), so a tool
+    with side effects uses the call id to make them idempotent. A streamable tool's stream is read inside the
+    step; the call's result is the whole text. The tool's ``parallel_safe`` and ``timeout`` carry over.
+
+    Args:
+        tool: the tool (invokable and/or streamable).
+        prefix: put before the step names (``"<prefix>tool.<name>[<call id>]"``).
+    """
+
+    def __init__(self, tool: BaseTool, *, prefix: str = "") -> None:
+        if not isinstance(tool, (InvokableTool, StreamableTool)):
+            raise TypeError(f"DurableTool needs an invokable or streamable tool, got {type(tool).__qualname__}")
+        self.tool = tool
+        self.prefix = prefix
+        self.name = tool.info().name
+        self.parallel_safe = tool_parallel_safe(tool)
+        self.timeout = tool_timeout(tool)
+
+    def __repr__(self) -> str:
+        return f"DurableTool({self.name!r}, prefix={self.prefix!r})"
+
+    def info(self) -> ToolInfo:
+        return self.tool.info()
+
+    async def run(self, arguments: str) -> str:
+        if not in_workflow():
+            return await self._call(arguments)
+        call_id = get_tool_call_id() or ""
+        options = _step_options(f"{self.prefix}tool.{self.name}[{call_id}]")
+        table = _reservations.get()
+        reservation = table.pop(call_id, None) if table is not None else None
+        paused: list[GraphInterrupt] = []
+
+        async def step(arguments: str) -> Any:
+            try:
+                return await self._call(arguments)
+            except GraphInterrupt as exc:  # not a failure: recorded as a pause, never as an error
+                paused.append(exc)
+                return {_PAUSED: True}
+
+        if reservation is not None:
+            out = await reservation.run_async(options, step, arguments)
+        else:
+            # not a call of a durable model's answer: its step id is taken now (deterministic in sequential code)
+            out = await DBOS.run_step_async(options, step, arguments)
+        if isinstance(out, dict):
+            if paused:
+                raise paused[0]
+            # a replay of a call that paused: the tool runs again, outside any step, to raise its interrupt
+            # again (as a resumed run re-runs an interrupted call anyway)
+            return await self._call(arguments)
+        return cast(str, out)
+
+    async def _call(self, arguments: str) -> str:
+        if isinstance(self.tool, InvokableTool):
+            return await self.tool.run(arguments)
+        reader = await self.tool.stream(arguments)
+        parts: list[str] = []
+        try:
+            async for part in reader:
+                parts.append(part)
+        finally:
+            await reader.aclose()
+        return "".join(parts)
+
+
+def durable_step(
+    fn: Callable[..., Any] | None = None, *, name: str | None = None
+) -> Any:
+    """Mark a function (a lambda node's, a hook) as a DBOS step: inside a workflow each call is one step named
+    ``name`` (default: the function's qualified name) whose result, JSON, is recorded; outside it is the
+    function. Unmarked lambdas run as workflow code, again on a replay, and must be deterministic.
+
+    Example::
+
+        @durable_step(name="fetch_profile")
+        async def fetch_profile(user_id: str) -> dict[str, str]:
+            ...
+        graph.add_lambda_node("profile", fetch_profile)
+    """
+
+    def mark(f: Callable[..., Any]) -> Callable[..., Any]:
+        step_name = name or f.__qualname__
+
+        @functools.wraps(f)
+        async def step(*args: Any, **kwargs: Any) -> Any:
+            if not in_workflow():
+                out = f(*args, **kwargs)
+                return await out if inspect.isawaitable(out) else out
+            return await DBOS.run_step_async(_step_options(step_name), f, *args, **kwargs)
+
+        return step
+
+    return mark(fn) if fn is not None else mark

@@ -1,0 +1,147 @@
+"""The agents the durable-run tests serve: ``python -m adk.durable worker durable_app:build --db URL``.
+
+The model's answers are functions of the conversation (so any worker continues any run): ``ROUNDS`` rounds of
+tool calls (``PYEINO_TEST_PARALLEL`` calls each), then ``answer <user text> <sum of tool results>``. The
+``record`` tool appends ``(run id, call id, pid)`` to the ``tool_log`` table of ``PYEINO_TEST_LOG_DB`` (a
+SQLAlchemy URL) for every execution, then sleeps ``PYEINO_TEST_TOOL_SLEEP`` seconds.
+
+``build_approval``: the ``pay`` tool needs approval. ``build_stream``: the model streams its final answer word
+by word and, after the first word, waits until the file ``PYEINO_TEST_GATE`` exists.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import sqlalchemy as sa
+
+from adk.chat_model_agent import ChatModelAgent
+from compose.schema import FunctionCall, Message, ToolCall, ToolInfo
+from compose.stream import StreamReader
+from compose.tool_middleware import get_tool_call_id
+from compose.tools import tool
+
+ROUNDS = int(os.environ.get("PYEINO_TEST_ROUNDS", "5"))
+PARALLEL = int(os.environ.get("PYEINO_TEST_PARALLEL", "1"))
+
+_engine: sa.Engine | None = None
+_meta = sa.MetaData()
+tool_log = sa.Table(
+    "tool_log",
+    _meta,
+    sa.Column("run_id", sa.Text),
+    sa.Column("call_id", sa.Text),
+    sa.Column("pid", sa.Integer),
+)
+
+
+def log_engine() -> sa.Engine:
+    global _engine
+    if _engine is None:
+        url = sa.make_url(os.environ["PYEINO_TEST_LOG_DB"])
+        if url.drivername == "postgresql":
+            url = url.set(drivername="postgresql+psycopg")
+        _engine = sa.create_engine(url)
+        _meta.create_all(_engine, checkfirst=True)
+    return _engine
+
+
+def _record_sync(call_id: str) -> None:
+    from dbos import DBOS
+
+    with log_engine().begin() as c:
+        c.execute(sa.insert(tool_log).values(run_id=DBOS.workflow_id, call_id=call_id, pid=os.getpid()))
+    time.sleep(float(os.environ.get("PYEINO_TEST_TOOL_SLEEP", "0")))
+
+
+@tool
+async def record(n: int) -> int:
+    """Record this execution and return n.
+
+    Args:
+        n: a number.
+    """
+    await anyio.to_thread.run_sync(_record_sync, get_tool_call_id() or "")
+    return n
+
+
+@tool
+async def pay(amount: int) -> str:
+    """Pay an amount.
+
+    Args:
+        amount: how much.
+    """
+    await anyio.to_thread.run_sync(_record_sync, get_tool_call_id() or "")
+    return f"paid {amount}"
+
+
+def _answer(messages: Sequence[Message], tool_name: str) -> Message:
+    tool_results = [m for m in messages if m.role == "tool"]
+    done = len(tool_results) // PARALLEL
+    user = next(m.content for m in messages if m.role == "user")
+    if done < ROUNDS:
+        calls = [
+            ToolCall(
+                id=f"r{done}c{i}",
+                function=FunctionCall(name=tool_name, arguments=_arguments(tool_name, done + i)),
+            )
+            for i in range(PARALLEL)
+        ]
+        return Message(role="assistant", content="", tool_calls=calls)
+    total = sum(int(m.content) for m in tool_results if m.content.isdigit())
+    return Message(role="assistant", content=f"answer {user} {total}")
+
+
+def _arguments(tool_name: str, value: int) -> str:
+    return f'{{"{"amount" if tool_name == "pay" else "n"}": {value}}}'
+
+
+class FunctionModel:
+    """A chat model whose answer is a function of the conversation (stateless, so shared by concurrent runs)."""
+
+    def __init__(self, tool_name: str = "record", gate: str | None = None) -> None:
+        self.tool_name = tool_name
+        self.gate = gate
+
+    def with_tools(self, tools: Sequence[ToolInfo]) -> FunctionModel:
+        return self
+
+    async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        return _answer(messages, self.tool_name)
+
+    async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        whole = _answer(messages, self.tool_name)
+        if whole.tool_calls:
+            return StreamReader.from_iterable([whole])
+        words = whole.content.split(" ")
+        gate = self.gate
+
+        async def chunks() -> Any:
+            for i, word in enumerate(words):
+                yield Message(role="assistant", content=word if i == 0 else " " + word)
+                if i == 0 and gate is not None:
+                    while not await anyio.Path(gate).exists():
+                        await anyio.sleep(0.05)
+
+        return StreamReader.from_async_iterator(chunks())
+
+
+def build() -> ChatModelAgent:
+    return ChatModelAgent("worker", "records numbers", model=FunctionModel(), tools=[record])
+
+
+def build_approval() -> ChatModelAgent:
+    return ChatModelAgent(
+        "payer", "pays", model=FunctionModel("pay"), tools=[pay], approval=lambda name, _args: name == "pay"
+    )
+
+
+def build_stream() -> ChatModelAgent:
+    return ChatModelAgent(
+        "streamer", "streams", model=FunctionModel(gate=os.environ.get("PYEINO_TEST_GATE")), tools=[record]
+    )

@@ -1,0 +1,142 @@
+"""Worker processes and databases for the durable-run tests and the benchmark."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[2]
+
+
+def env(log_db: str, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{HERE}",
+        "PYEINO_TEST_LOG_DB": log_db,
+        **extra,
+    }
+
+
+class Worker:
+    """``python -m adk.durable worker durable_app:<factory>``; started when constructed, ready when it returns."""
+
+    def __init__(
+        self,
+        db: str,
+        log_db: str,
+        *,
+        factory: str = "build",
+        executor_id: str | None = None,
+        concurrency: int = 8,
+        stderr: Path | None = None,
+        wait: bool = True,
+        **extra_env: str,
+    ) -> None:
+        create_tool_log(log_db)
+        args = [
+            sys.executable, "-m", "adk.durable", "worker", f"durable_app:{factory}", "--db", db,
+            "--heartbeat", "0.2", "--dead-after", "1.5", "--concurrency", str(concurrency),
+            "--app-version", "test",
+        ]  # fmt: skip
+        if executor_id is not None:
+            args += ["--executor-id", executor_id]
+        self._err = open(stderr, "ab") if stderr is not None else subprocess.DEVNULL  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=self._err, text=True, env=env(log_db, **extra_env)
+        )
+        self.executor_id = ""
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> Worker:
+        """Wait for the worker's ``ready <executor id>`` line."""
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        assert line.startswith("ready "), f"worker did not start (exit {self.proc.poll()}): {line!r}"
+        self.executor_id = line.removeprefix("ready ")
+        return self
+
+    @classmethod
+    def many(cls, n: int, db: str, log_db: str, **kwargs: Any) -> list[Worker]:
+        """``n`` workers, started at the same time."""
+        workers = [cls(db, log_db, wait=False, **kwargs) for _ in range(n)]
+        return [w.wait_ready() for w in workers]
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self._close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._close()
+
+    def _close(self) -> None:
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if not isinstance(self._err, int):
+            self._err.close()
+
+
+def fresh_pg_database(dsn: str) -> str:
+    """A new, empty database on the server of ``dsn``; its URL."""
+    import psycopg
+
+    name = f"pyeino_durable_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return str(sa.make_url(dsn).set(database=name).render_as_string(hide_password=False))
+
+
+def create_tool_log(log_db: str) -> None:
+    """Create the ``tool_log`` table before the workers start (they would race to create it)."""
+    url = sa.make_url(log_db)
+    if url.drivername == "postgresql":
+        url = url.set(drivername="postgresql+psycopg")
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as c:
+            c.execute(sa.text("CREATE TABLE IF NOT EXISTS tool_log (run_id TEXT, call_id TEXT, pid INTEGER)"))
+    finally:
+        engine.dispose()
+
+
+def tool_log(log_db: str) -> list[tuple[str, str, int]]:
+    """Every recorded tool execution: (run id, call id, pid)."""
+    url = sa.make_url(log_db)
+    if url.drivername == "postgresql":
+        url = url.set(drivername="postgresql+psycopg")
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as c:
+            if not sa.inspect(c).has_table("tool_log"):
+                return []
+            return [tuple(r) for r in c.execute(sa.text("SELECT run_id, call_id, pid FROM tool_log"))]
+    finally:
+        engine.dispose()
+
+
+def query(db: str, sql: str, **params: Any) -> list[Any]:
+    url = sa.make_url(db)
+    if url.drivername == "postgresql":
+        url = url.set(drivername="postgresql+psycopg")
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as c:
+            return list(c.execute(sa.text(sql), params))
+    finally:
+        engine.dispose()

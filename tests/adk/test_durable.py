@@ -1,0 +1,306 @@
+"""adk.durable in one process: the JSON serializer and the pickle refusal, the wrappers outside a workflow, step
+ids of parallel tool calls in call order, and the trio error (the multi-process tests are in
+test_durable_workers.py)."""
+
+from __future__ import annotations
+
+import base64
+import pickle
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("dbos", reason="dbos is not installed (pip install 'pyeino[dbos]')")
+
+from dbos import _serialization as dbos_serialization
+
+from adk.chat_model_agent import ChatModelAgent, ToolsConfig
+from adk.durable import (
+    DurableApp,
+    DurableChatModel,
+    DurableClient,
+    DurableTool,
+    JsonSerializer,
+    durable_step,
+    refuse_pickled_rows,
+)
+from adk.errors import DurableBackendError, DurableRunError, DurableSerializationError, DurableStepError
+from compose.schema import FunctionCall, Message, ToolCall, ToolInfo
+from compose.stream import StreamReader
+from compose.tool_middleware import InvokableToolEndpoint, ToolInput, ToolMiddleware, ToolOutput
+from compose.tools import tool
+
+pytestmark = pytest.mark.anyio
+
+
+def test_json_serializer_round_trips_json_messages_and_errors() -> None:
+    s = JsonSerializer()
+    msg = Message(role="assistant", content="hi", tool_calls=[ToolCall(id="c1", function=FunctionCall(name="f"))])
+    value = {"a": [1, 2.5, None, True, "x"], "m": msg, "t": (1, 2)}
+    text = s.serialize(value)
+    assert s.deserialize(text) == {"a": [1, 2.5, None, True, "x"], "m": msg, "t": [1, 2]}
+    err = s.deserialize(s.serialize(ValueError("bad input")))
+    assert isinstance(err, DurableStepError) and (err.error_type, err.message) == ("ValueError", "bad input")
+    again = s.deserialize(s.serialize(err))  # a replayed error keeps its original type
+    assert isinstance(again, DurableStepError) and again.error_type == "ValueError"
+    run_error = s.deserialize(s.serialize(DurableRunError("r1", "ToolExecutionError", "boom")))
+    assert (run_error.error_type, run_error.message) == ("ToolExecutionError", "boom")
+
+
+def test_json_serializer_refuses_values_that_are_not_json() -> None:
+    with pytest.raises(DurableSerializationError, match="set is not JSON"):
+        JsonSerializer().serialize({"a": {1, 2}})
+    with pytest.raises(DurableSerializationError, match="a mapping key is int"):
+        JsonSerializer().serialize({1: "a"})
+
+
+def test_pickled_rows_are_refused_not_unpickled() -> None:
+    refuse_pickled_rows()
+    pickled = base64.b64encode(pickle.dumps({"x": 1})).decode()
+    # a row marked py_pickle: DBOS would unpickle it whatever serializer is configured
+    with pytest.raises(DurableSerializationError, match="pickled"):
+        dbos_serialization.deserialize_value(pickled, "py_pickle", JsonSerializer())
+    with pytest.raises(DurableSerializationError, match="pickled"):
+        dbos_serialization.deserialize_args(pickled, "py_pickle", JsonSerializer())
+    # a row in our format that is not JSON (e.g. pickled bytes under another name)
+    with pytest.raises(DurableSerializationError, match="not JSON"):
+        dbos_serialization.deserialize_value(pickled, "pyeino_json", JsonSerializer())
+    with pytest.raises(DurableSerializationError, match="pyeino stores JSON only"):
+        native = dbos_serialization.WorkflowSerializationFormat.NATIVE
+        dbos_serialization.serialize_value({"x": 1}, native, JsonSerializer())
+
+
+class _Model:
+    """Round 0: three parallel calls of ``slow``; then an answer with the results."""
+
+    def with_tools(self, tools: Sequence[ToolInfo]) -> _Model:
+        return self
+
+    async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        results = [m.content for m in messages if m.role == "tool"]
+        if results:
+            return Message(role="assistant", content="got " + ",".join(results))
+        calls = [ToolCall(id=f"c{i}", function=FunctionCall(name="slow", arguments=f'{{"n": {i}}}')) for i in range(3)]
+        return Message(role="assistant", content="", tool_calls=calls)
+
+    async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        return StreamReader.from_iterable([await self.generate(messages)])
+
+
+async def test_wrappers_outside_a_workflow_are_the_plain_model_and_tool() -> None:
+    @tool
+    async def double(n: int) -> int:
+        """Double n.
+
+        Args:
+            n: a number.
+        """
+        return 2 * n
+
+    model = DurableChatModel(_Model(), prefix="a.")
+    answer = await model.generate([Message(role="user", content="go")])
+    assert [c.id for c in answer.tool_calls] == ["c0", "c1", "c2"]
+    assert await DurableTool(double, prefix="a.").run('{"n": 4}') == "8"
+    step = durable_step(lambda x: x + 1, name="inc")
+    assert await step(1) == 2
+    assert repr(DurableTool(double)) == "DurableTool('double', prefix='')"
+
+
+async def _assert_trio_is_refused(db: str) -> None:
+    """Under trio the durable APIs raise the clear error (DBOS is asyncio-only)."""
+    client = DurableClient(db)
+    try:
+        with pytest.raises(DurableBackendError, match="asyncio-only: it cannot run under trio"):
+            await client.submit("go")
+        with pytest.raises(DurableBackendError):
+            await client.handle("r").result()
+        with pytest.raises(DurableBackendError):
+            [e async for e in client.handle("r").events()]
+    finally:
+        client._dbos.destroy()
+
+
+def _reverse_order_middleware() -> ToolMiddleware:
+    """Runs the calls' tools in reverse call order: c1 starts once c2 has finished, c0 once c1 has."""
+    finished: dict[str, anyio.Event] = {f"c{i}": anyio.Event() for i in range(3)}
+
+    def wrap(next_: InvokableToolEndpoint) -> InvokableToolEndpoint:
+        async def endpoint(inp: ToolInput) -> ToolOutput:
+            i = int(inp.call_id[1:])
+            if i < 2:
+                await finished[f"c{i + 1}"].wait()
+            try:
+                return await next_(inp)
+            finally:
+                finished[inp.call_id].set()
+
+        return endpoint
+
+    return ToolMiddleware(invokable=wrap)
+
+
+async def test_parallel_tool_calls_run_at_step_ids_in_call_order(tmp_path: Path, anyio_backend_name: str) -> None:
+    db = f"sqlite:///{tmp_path / 'system.db'}"
+    if anyio_backend_name == "trio":
+        await _assert_trio_is_refused(db)
+        return
+    order: list[str] = []
+
+    @tool
+    async def slow(n: int) -> int:
+        """Return n.
+
+        Args:
+            n: a number.
+        """
+        order.append(f"c{n}")
+        return n
+
+    agent = ChatModelAgent(
+        "par", "parallel", model=_Model(), tools=ToolsConfig([slow], middlewares=[_reverse_order_middleware()])
+    )
+    app = DurableApp(agent, db=db, executor_id="inproc")
+    try:
+        await anyio.to_thread.run_sync(app.launch)  # blocking: DBOS refuses it on a running loop
+        async with DurableClient(db) as client:
+            handle = await client.submit("go", run_id="par-1")
+            result = await handle.result()
+            steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("par-1"))
+    finally:
+        await anyio.to_thread.run_sync(app.shutdown)
+    assert result.output.content == "got 0,1,2"
+    assert order == ["c2", "c1", "c0"]  # the tools ran in reverse order...
+    names = [s["function_name"] for s in sorted(steps, key=lambda s: s["function_id"])]
+    tool_steps = [n for n in names if ".tool." in n]
+    assert tool_steps == ["par.tool.slow[c0]", "par.tool.slow[c1]", "par.tool.slow[c2]"]  # ...at call-order ids
+    assert names[0] == "par.model.generate"
+
+
+class _EchoModel:
+    def with_tools(self, tools: Sequence[ToolInfo]) -> _EchoModel:
+        return self
+
+    async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        return Message(role="assistant", content="echo " + messages[-1].content)
+
+    async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        return StreamReader.from_iterable([await self.generate(messages)])
+
+
+async def test_a_compiled_graph_runs_as_a_workflow_with_marked_lambdas_as_steps(
+    tmp_path: Path, anyio_backend_name: str
+) -> None:
+    from compose import END, START, Graph
+
+    db = f"sqlite:///{tmp_path / 'system.db'}"
+    if anyio_backend_name == "trio":
+        await _assert_trio_is_refused(db)
+        return
+    runs: list[str] = []
+
+    @durable_step(name="profile")
+    async def profile(user: str) -> list[Message]:
+        runs.append(user)
+        return [Message(role="user", content=f"profile of {user}")]
+
+    async def unmarked(msg: Message) -> Message:
+        return Message(role="assistant", content=msg.content.upper())
+
+    g = Graph[str, Message]()
+    g.add_lambda_node("profile", profile)
+    g.add_chat_model_node("model", DurableChatModel(_EchoModel(), prefix="g."))
+    g.add_lambda_node("upper", unmarked)
+    g.add_edge(START, "profile")
+    g.add_edge("profile", "model")
+    g.add_edge("model", "upper")
+    g.add_edge("upper", END)
+    app = DurableApp(g.compile(), db=db, executor_id="graph")
+    try:
+        await anyio.to_thread.run_sync(app.launch)
+        async with DurableClient(db) as client:
+            result = await (await client.submit("ada", run_id="g-1")).result()
+            steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("g-1"))
+    finally:
+        await anyio.to_thread.run_sync(app.shutdown)
+    assert result.status == "completed"
+    assert result.output == Message(role="assistant", content="ECHO PROFILE OF ADA")
+    assert runs == ["ada"]
+    names = [s["function_name"] for s in sorted(steps, key=lambda s: s["function_id"])]
+    assert names == ["profile", "g.model.generate"]  # the unmarked lambda is not a step
+
+
+async def test_a_tool_interrupt_pauses_the_durable_run_and_resumes(tmp_path: Path, anyio_backend_name: str) -> None:
+    from compose.interrupt import get_resume_context, interrupt
+
+    db = f"sqlite:///{tmp_path / 'system.db'}"
+    if anyio_backend_name == "trio":
+        await _assert_trio_is_refused(db)
+        return
+
+    @tool
+    async def confirm(n: int) -> str:
+        """Ask a human to confirm n.
+
+        Args:
+            n: a number.
+        """
+        ctx = get_resume_context()
+        if not ctx.is_target:
+            raise interrupt({"confirm": n})
+        return f"confirmed {n}: {ctx.data}"
+
+    class OneCall(_Model):
+        async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+            results = [m.content for m in messages if m.role == "tool"]
+            if results:
+                return Message(role="assistant", content="got " + ",".join(results))
+            call = ToolCall(id="k1", function=FunctionCall(name="confirm", arguments='{"n": 7}'))
+            return Message(role="assistant", content="", tool_calls=[call])
+
+    app = DurableApp(ChatModelAgent("conf", "confirms", model=OneCall(), tools=[confirm]), db=db, executor_id="ti")
+    try:
+        await anyio.to_thread.run_sync(app.launch)
+        async with DurableClient(db) as client:
+            handle = await client.submit("go", run_id="ti-1")
+            kinds: list[str] = []
+            async for event in handle.events():
+                kinds.append(event.kind)
+                if event.kind == "interrupted":
+                    (pending,) = event.interrupts
+                    assert pending.info == {"confirm": 7}
+                    await handle.resume({pending.id: "yes"})
+            result = await handle.result()
+            steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("ti-1"))
+            # a replay of the paused run: a fork that takes every step up to the wait for the resume from the
+            # database (the paused tool call included), then waits for a resume of its own
+            (wait_step,) = [s["function_id"] + 1 for s in steps if s["function_name"] == "pyeino.interrupts"]
+            fork = await client._dbos.fork_workflow_async("ti-1", wait_step, queue_name="pyeino")
+            forked = client.handle(fork.get_workflow_id())
+            await forked.resume({pending.id: "again"})  # the id published by the original execution
+            replayed = await forked.result()
+    finally:
+        await anyio.to_thread.run_sync(app.shutdown)
+    assert replayed.output.content == "got confirmed 7: again"
+    assert kinds == ["message", "interrupted", "message", "message"]
+    assert result.output.content == "got confirmed 7: yes"
+    recorded = {s["function_name"]: s for s in steps}
+    # the pause was recorded as the step's result, not as an error
+    assert [s["error"] for s in steps if s["function_name"] == "conf.tool.confirm[k1]"] == [None, None]
+    assert "pyeino.interrupts" in recorded
+
+
+def test_all_is_exact_and_importable() -> None:
+    import types
+
+    import adk.durable
+
+    public = {
+        n
+        for n in dir(adk.durable)
+        if not n.startswith("_") and not isinstance(getattr(adk.durable, n), types.ModuleType)
+    }
+    assert set(adk.durable.__all__) == public
+    assert list(adk.durable.__all__) == sorted(adk.durable.__all__)

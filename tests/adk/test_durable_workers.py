@@ -1,0 +1,278 @@
+"""Durable agent runs across real worker processes on real databases (adk.durable, issue 18).
+
+The workers are ``python -m adk.durable worker durable_app:<factory>`` processes (tests/adk/durable_workers);
+the test process submits runs with a ``DurableClient`` and checks the results, the ``tool_log`` table (one row
+per tool execution) and DBOS's own tables. The runs' bodies need asyncio (DBOS is asyncio-only), so these tests
+drive their client with ``anyio.run(..., backend="asyncio")``; ``test_durable.py`` checks the trio error.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("dbos", reason="dbos is not installed (pip install 'pyeino[dbos]')")
+
+sys.path.insert(0, str(Path(__file__).parent / "durable_workers"))
+from harness import Worker, env, fresh_pg_database, query, tool_log
+
+from adk.approval import ApprovalDecision
+from adk.durable import DurableClient, DurableEvent
+
+ROUNDS = 5
+
+
+def run_async(fn: Callable[[], Awaitable[Any]]) -> Any:
+    return anyio.run(fn, backend="asyncio")
+
+
+def wait_until(check: Callable[[], bool], what: str, limit: float = 60.0) -> None:
+    """Poll ``check`` (a condition, not a timing assert: ``limit`` only turns a hang into a failure)."""
+    deadline = time.monotonic() + limit
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.05)
+
+
+def tool_steps(db: str) -> set[tuple[str, str]]:
+    """(run id, call id) of every tool step DBOS has recorded as finished."""
+    rows = query(
+        db, "SELECT workflow_uuid, function_name FROM dbos.operation_outputs WHERE function_name LIKE 'worker.tool.%'"
+    )
+    return {(r[0], r[1].rsplit("[", 1)[1].rstrip("]")) for r in rows}
+
+
+def test_postgres_three_workers_200_runs_one_killed(pg_server: Any, tmp_path: Path) -> None:
+    db = fresh_pg_database(pg_server.dsn)
+    n_runs = 200
+    log = tmp_path / "workers.log"
+    workers = Worker.many(3, db, db, stderr=log, PYEINO_TEST_TOOL_SLEEP="0.02")
+    try:
+
+        async def submit() -> list[str]:
+            async with DurableClient(db) as client:
+                return [(await client.submit(f"q{i}", run_id=f"run-{i}")).run_id for i in range(n_runs)]
+
+        ids = run_async(submit)
+        victim = workers[0]
+        victim_pid = victim.proc.pid
+        # kill while the victim has runs in flight: it has executed tools, and runs are still unfinished
+        wait_until(lambda: sum(1 for r in tool_log(db) if r[2] == victim_pid) >= 20, "the victim to run tools")
+        victim.kill()
+        finished_at_kill = tool_steps(db)  # a superset of the calls that had finished before the kill
+
+        async def results() -> list[Any]:
+            async with DurableClient(db) as client:
+                return [await client.handle(i).result() for i in ids]
+
+        outcomes = run_async(results)
+    finally:
+        for w in workers:
+            w.stop()
+    assert [o.status for o in outcomes] == ["completed"] * n_runs
+    assert [o.output.content for o in outcomes] == [f"answer q{i} 10" for i in range(n_runs)]
+    executions = Counter((run, call) for run, call, _pid in tool_log(db))
+    expected = {(f"run-{i}", f"r{k}c0") for i in range(n_runs) for k in range(ROUNDS)}
+    assert set(executions) == expected  # every call ran, and no other
+    # a call that had finished before the kill never ran again
+    assert all(executions[c] == 1 for c in finished_at_kill)
+    # a call that ran twice was in flight on the killed worker (its first execution is the victim's)
+    first_pid: dict[tuple[str, str], int] = {}
+    for run, call, pid in tool_log(db):
+        first_pid.setdefault((run, call), pid)
+    repeated = [c for c, n in executions.items() if n > 1]
+    assert all(first_pid[c] == victim_pid for c in repeated), repeated
+    assert max(executions.values()) <= 2
+    # every workflow completed exactly once, the victim's taken over by the live workers
+    statuses = query(db, "SELECT status, count(*) FROM dbos.workflow_status WHERE name = 'pyeino.run' GROUP BY status")
+    assert dict(statuses) == {"SUCCESS": n_runs}
+    (takeover,) = query(
+        db,
+        "SELECT taken_by, taken_at_ms - heartbeat_ms FROM pyeino_durable_workers WHERE executor_id = :e",
+        e=victim.executor_id,
+    )
+    assert takeover[0] in {workers[1].executor_id, workers[2].executor_id}
+    # the bound: dead_after (1.5 s) plus one heartbeat interval (0.2 s), with slack for a loaded machine
+    assert takeover[1] <= 1500 + 200 + 3000
+    taken = query(db, "SELECT count(*) FROM dbos.workflow_status WHERE executor_id = :e", e=victim.executor_id)
+    assert taken == [(0,)]  # none left on the dead executor
+
+
+def test_sqlite_worker_killed_and_restarted_recovers_its_runs(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'system.db'}"
+    log_db = f"sqlite:///{tmp_path / 'log.db'}"
+    first = Worker(db, log_db, executor_id="worker-a", concurrency=4, PYEINO_TEST_TOOL_SLEEP="0.02")
+    second: Worker | None = None
+    try:
+
+        async def submit() -> list[str]:
+            async with DurableClient(db) as client:
+                return [(await client.submit(f"q{i}", run_id=f"s-{i}")).run_id for i in range(8)]
+
+        ids = run_async(submit)
+        wait_until(lambda: len(tool_log(log_db)) >= 6, "tools to run")
+        first.kill()
+        finished_at_kill = tool_steps_sqlite(db)
+        # the same executor id again: DBOS recovers its own pending runs at launch
+        second = Worker(db, log_db, executor_id="worker-a", concurrency=4)
+
+        async def results() -> list[Any]:
+            async with DurableClient(db) as client:
+                return [await client.handle(i).result() for i in ids]
+
+        outcomes = run_async(results)
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+    assert [o.output.content for o in outcomes] == [f"answer q{i} 10" for i in range(8)]
+    executions = Counter((run, call) for run, call, _pid in tool_log(log_db))
+    assert set(executions) == {(f"s-{i}", f"r{k}c0") for i in range(8) for k in range(ROUNDS)}
+    assert all(executions[c] == 1 for c in finished_at_kill)
+    assert max(executions.values()) <= 2
+
+
+def tool_steps_sqlite(db: str) -> set[tuple[str, str]]:
+    rows = query(db, "SELECT workflow_uuid, function_name FROM operation_outputs WHERE function_name LIKE '%tool.%'")
+    return {(r[0], r[1].rsplit("[", 1)[1].rstrip("]")) for r in rows}
+
+
+def test_sqlite_two_workers_on_one_file_share_the_runs(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'system.db'}"
+    log_db = f"sqlite:///{tmp_path / 'log.db'}"
+    workers = Worker.many(2, db, log_db, concurrency=2, PYEINO_TEST_TOOL_SLEEP="0.02")
+    try:
+
+        async def go() -> list[Any]:
+            async with DurableClient(db) as client:
+                handles = [await client.submit(f"q{i}") for i in range(10)]
+                return [await h.result() for h in handles]
+
+        outcomes = run_async(go)
+    finally:
+        for w in workers:
+            w.stop()
+    assert [o.output.content for o in outcomes] == [f"answer q{i} 10" for i in range(10)]
+    executions = Counter((run, call) for run, call, _pid in tool_log(log_db))
+    assert len(executions) == 50 and set(executions.values()) == {1}
+    assert {pid for _r, _c, pid in tool_log(log_db)} == {w.proc.pid for w in workers}  # both served the queue
+
+
+def test_run_paused_for_approval_resumes_from_another_process(pg_server: Any, tmp_path: Path) -> None:
+    db = fresh_pg_database(pg_server.dsn)
+    first = Worker(db, db, factory="build_approval", PYEINO_TEST_ROUNDS="1")
+    second: Worker | None = None
+    try:
+
+        async def submit_and_wait_for_pause() -> list[dict[str, Any]]:
+            async with DurableClient(db) as client:
+                handle = await client.submit("pay", run_id="approve-1")
+                async for event in handle.events():
+                    if event.kind == "interrupted":
+                        return [i.model_dump() for i in event.interrupts]
+            raise AssertionError("the run did not pause")
+
+        (interrupt,) = run_async(submit_and_wait_for_pause)
+        assert interrupt["info"] == {"tool_name": "pay", "arguments": '{"amount": 0}', "call_id": "r0c0"}
+        assert tool_log(db) == []  # not paid before approval
+        # the worker holding the paused run dies; another one takes it over and waits at the same pause
+        first.kill()
+        second = Worker(db, db, factory="build_approval", PYEINO_TEST_ROUNDS="1")
+        script = (
+            "import anyio, sys\n"
+            "from adk.approval import ApprovalDecision\n"
+            "from adk.durable import DurableClient\n"
+            "async def main():\n"
+            "    async with DurableClient(sys.argv[1]) as client:\n"
+            "        await client.handle('approve-1').resume({sys.argv[2]: ApprovalDecision(approved=True)})\n"
+            "anyio.run(main)\n"
+        )
+        subprocess.run(
+            [sys.executable, "-c", script, db, interrupt["id"]], env=env(db), check=True, timeout=60
+        )
+
+        async def result() -> Any:
+            async with DurableClient(db) as client:
+                handle = client.handle("approve-1")
+                return await handle.result(), [e async for e in handle.events()]
+
+        outcome, events = run_async(result)
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+    assert outcome.output.content == "answer pay 0"
+    assert [(e.kind, e.role, e.message.content if e.message else None) for e in events] == [
+        ("message", "assistant", ""),
+        ("interrupted", None, None),
+        ("message", "tool", "paid 0"),
+        ("message", "assistant", "answer pay 0"),
+    ]
+    assert [(r, c) for r, c, _ in tool_log(db)] == [("approve-1", "r0c0")]  # paid once, after approval
+    assert ApprovalDecision(approved=True).approved
+
+
+READER = """
+import anyio, json, sys
+from adk.durable import DurableClient
+async def main():
+    async with DurableClient(sys.argv[1]) as client:
+        async for event in client.handle(sys.argv[2]).events():
+            print(json.dumps(event.model_dump(mode="json", exclude_none=True)), flush=True)
+anyio.run(main)
+"""
+
+
+def test_events_and_tokens_of_a_running_run_read_from_a_third_process(pg_server: Any, tmp_path: Path) -> None:
+    db = fresh_pg_database(pg_server.dsn)
+    gate = tmp_path / "gate"
+    worker = Worker(db, db, factory="build_stream", PYEINO_TEST_ROUNDS="1", PYEINO_TEST_GATE=str(gate))
+    reader: subprocess.Popen[str] | None = None
+    try:
+
+        async def submit() -> None:
+            async with DurableClient(db) as client:
+                await client.submit("hello there", run_id="stream-1", streaming=True)
+
+        run_async(submit)
+        reader = subprocess.Popen(
+            [sys.executable, "-c", READER, db, "stream-1"], stdout=subprocess.PIPE, text=True, env=env(db)
+        )
+        assert reader.stdout is not None
+        seen: list[dict[str, Any]] = []
+        # the model is stopped after its first token until the gate opens: what the reader sees before that
+        # was read while the run was running
+        while not (seen and seen[-1]["kind"] == "token" and seen[-1]["message"]["content"] == "answer"):
+            seen.append(json.loads(reader.stdout.readline()))
+        gate.touch()
+        rest = [json.loads(line) for line in reader.stdout]
+        assert reader.wait(30) == 0
+    finally:
+        if reader is not None and reader.poll() is None:
+            reader.kill()
+            reader.wait()
+        if reader is not None and reader.stdout is not None:
+            reader.stdout.close()
+        worker.stop()
+    events = [DurableEvent.model_validate(e) for e in seen + rest]
+    summary = [(e.kind, e.role, e.message.content if e.message else None) for e in events]
+    assert summary == [
+        ("token", "assistant", ""),  # the tool-call answer, streamed too
+        ("message", "assistant", ""),
+        ("message", "tool", "0"),
+        ("token", "assistant", "answer"),
+        ("token", "assistant", " hello"),
+        ("token", "assistant", " there"),
+        ("token", "assistant", " 0"),
+        ("message", "assistant", "answer hello there 0"),
+    ]
