@@ -37,6 +37,8 @@ class RunContext:
     state: State | None = None  # the run's graph state, set by the state factory
     deadline: float | None = None  # anyio.current_time() by which the run must end (its ``timeout``), once started
     timeout: float = 0.0  # the timeout that deadline stands for (seconds)
+    tools_node: Any = None  # the ToolsNode of this run when before_agent middlewares ran (adk.chat_model_agent)
+    structured: tuple[str, Any] | None = None  # (call id or "", parsed answer) once a structured answer is valid
 
     @property
     def step(self) -> int:

@@ -9,6 +9,7 @@
         ├── StallDetectedError          the same tool was called ``stall_window`` times in a row
         ├── AgentTimeoutError           the run took longer than ``timeout`` (also a ``TimeoutError``)
         ├── RetryExhaustedError         every model retry failed; ``.last_error``, ``.total_retries``
+        ├── StructuredOutputError       no answer matched the agent's ``output_type`` within its retries; ``.raw``
         └── WillRetryError              ends the event stream of a failed model attempt that will be retried
     └── CheckpointError (compose.errors, also a ValueError)
         └── CheckpointNotFoundError     ``runner.resume`` was given an id with no checkpoint (``reason="not_found"``;
@@ -26,6 +27,7 @@ __all__ = [
     "ExceedMaxIterationsError",
     "RetryExhaustedError",
     "StallDetectedError",
+    "StructuredOutputError",
     "TokenBudgetExceededError",
     "WillRetryError",
 ]
@@ -104,3 +106,22 @@ class WillRetryError(AgentError):
         super().__init__(f"model attempt {retry_attempt} failed and will be retried: {err_str}")
         self.err_str = err_str
         self.retry_attempt = retry_attempt
+
+
+class StructuredOutputError(AgentError):
+    """No answer matched the agent's ``output_type``: the first answer and ``output_retries`` more were invalid.
+
+    ``raw`` is the last answer as the model gave it (the text, or the ``final_answer`` tool's arguments),
+    ``error`` why it was rejected, ``attempts`` how many answers were checked.
+    """
+
+    reason = "structured_output"
+
+    def __init__(self, output_type: str, raw: str, error: str, attempts: int) -> None:
+        super().__init__(
+            f"no valid {output_type} after {attempts} answers; last error: {error}; last answer: {raw[:200]!r}"
+        )
+        self.output_type = output_type
+        self.raw = raw
+        self.error = error
+        self.attempts = attempts
