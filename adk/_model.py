@@ -32,9 +32,10 @@ import anyio
 from adk._run import RunContext, current_run
 from adk.errors import AgentTimeoutError, WillRetryError
 from adk.events import AgentEvent, AgentOutput, MessageVariant
+from adk.middlewares.base import same_items
 from adk.retry import ModelRetryConfig, current_attempt
 from compose.errors import StreamEnd
-from compose.models.base import ChatModel, ToolChoice, checked_message, checked_stream
+from compose.models.base import ChatModel, checked_message, checked_stream
 from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
 
@@ -319,9 +320,8 @@ class ToolBinder:
             return self._bound
         last = self._last
         # the state keeps one list per run: bind it once (a list changed in place is bound again)
-        if last is not None and last[0] is infos and len(last[1]) == len(infos):
-            if all(a is b for a, b in zip(last[1], infos, strict=True)):
-                return last[2]
+        if last is not None and last[0] is infos and same_items(last[1], infos):
+            return last[2]
         bound = self.model.with_tools(infos) if infos else self.model
         self._last = (infos, tuple(infos), bound)
         return bound

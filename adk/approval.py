@@ -1,10 +1,11 @@
 """The approval guard (seed 000): a tool call that needs approval suspends the run until someone decides.
 
 ``ChatModelAgent(approval=predicate)`` is sugar for ``middlewares=[ApprovalMiddleware(predicate), ...]`` (first
-among the agent's middlewares, so its tool wrapper sits right inside the ``ToolsConfig`` middlewares). For every tool call it asks ``predicate(tool_name, arguments)`` (the raw JSON argument string); when
-that says the call needs approval, the call does not run: it interrupts with an :class:`ApprovalRequest`, and the
-run pauses (the runner saves a checkpoint and yields an interrupt event). Resuming with an
-:class:`ApprovalDecision` for that interrupt's id decides it, in code, not by the model:
+among the agent's middlewares, so its tool wrapper sits right inside the ``ToolsConfig`` middlewares). For every
+tool call it asks ``predicate(tool_name, arguments)`` (the raw JSON argument string); when that says the call
+needs approval, the call does not run: it interrupts with an :class:`ApprovalRequest`, and the run pauses (the
+runner saves a checkpoint and yields an interrupt event). Resuming with an :class:`ApprovalDecision` for that
+interrupt's id decides it, in code, not by the model:
 
 * approved: the tool runs, and its result goes to the model as usual;
 * rejected: the tool does not run; the model receives a tool message saying the call was rejected, and why.

@@ -27,7 +27,7 @@ from adk.approval import ApprovalMiddleware, ApprovalPredicate
 from adk.checkpointing import CheckpointBinding
 from adk.events import AgentAction, AgentInput, checked_messages
 from adk.instruction import format_instruction
-from adk.middlewares.base import AgentContext, AgentMiddleware, overrides, tool_middlewares
+from adk.middlewares.base import AgentContext, AgentMiddleware, overrides, same_items, tool_middlewares
 from adk.react import (
     DEFAULT_MAX_ITERATIONS,
     ChatModelHook,
@@ -35,7 +35,6 @@ from adk.react import (
     ReactConfig,
     State,
     build_react,
-    same_items,
     tool_result_collector,
 )
 from adk.retry import ModelRetryConfig, RetryChatModel

@@ -42,11 +42,11 @@ from typing import Any, Protocol, TypeVar
 from adk._run import RunContext, current_run
 from adk.errors import ExceedMaxIterationsError, StallDetectedError, TokenBudgetExceededError
 from adk.events import AgentAction, AgentEvent, AgentOutput, MessageVariant
+from adk.middlewares.base import AgentMiddleware, ChatModelAgentState, overrides, same_items
 from compose.branch import StreamGraphBranch
 from compose.errors import GraphInterrupt
 from compose.graph import END, START, Graph
 from compose.lambdas import Lambda
-from adk.middlewares.base import AgentMiddleware, ChatModelAgentState, overrides
 from compose.models.base import ChatModel
 from compose.runnable import Runnable
 from compose.schema import Message, ToolInfo, tool_message
@@ -199,11 +199,6 @@ def _check_limits(run: RunContext, config: ReactConfig) -> None:
         raise TokenBudgetExceededError(run.total_tokens, budget)
 
 
-def same_items(a: Sequence[Any], b: Sequence[Any]) -> bool:
-    """The same objects in the same order (cheap: no ``__eq__`` of pydantic models)."""
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
-
-
 class _StateRewriter:
     """Runs the middlewares' model-state hooks and writes what they return into the graph state.
 
@@ -222,9 +217,7 @@ class _StateRewriter:
         infos = st.tool_infos if st.tool_infos is not None else self.defaults
         return ChatModelAgentState(messages, list(infos))
 
-    def _keep(self, st: State, state: ChatModelAgentState, hook: str) -> None:
-        if not isinstance(state, ChatModelAgentState):
-            raise TypeError(f"a middleware's {hook} must return a ChatModelAgentState, got {type(state).__qualname__}")
+    def _keep(self, st: State, state: ChatModelAgentState) -> None:
         st.messages = list(state.messages)
         infos = state.tool_infos
         st.tool_infos = None if same_items(infos, self.defaults) else list(infos)
@@ -232,20 +225,24 @@ class _StateRewriter:
     async def before_model(self, st: State, messages: list[Message]) -> None:
         state = self._state(st, messages)
         for mw in self.before:
-            state = await mw.before_model_rewrite_state(state)
-            if not isinstance(state, ChatModelAgentState):
-                break
-        self._keep(st, state, "before_model_rewrite_state")
+            state = _checked(mw, await mw.before_model_rewrite_state(state), "before_model_rewrite_state")
+        self._keep(st, state)
 
     async def after_model(self, st: State, messages: list[Message]) -> None:
         state = self._state(st, messages)
         for mw in self.after:
-            state = await mw.after_model_rewrite_state(state)
-            if not isinstance(state, ChatModelAgentState):
-                break
-        self._keep(st, state, "after_model_rewrite_state")
+            state = _checked(mw, await mw.after_model_rewrite_state(state), "after_model_rewrite_state")
+        self._keep(st, state)
         if not st.messages:
             raise ValueError("no messages left in the state after the after_model_rewrite_state middlewares")
+
+
+def _checked(mw: AgentMiddleware, state: object, hook: str) -> ChatModelAgentState:
+    if not isinstance(state, ChatModelAgentState):
+        raise TypeError(
+            f"{type(mw).__qualname__}.{hook} must return a ChatModelAgentState, got {type(state).__qualname__}"
+        )
+    return state
 
 
 def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:

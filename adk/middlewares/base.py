@@ -49,6 +49,7 @@ __all__ = [
     "ChatModelAgentState",
     "ModelWrapper",
     "overrides",
+    "same_items",
     "send_event",
     "tool_middlewares",
 ]
@@ -140,6 +141,11 @@ _HOOKS = (
 def overrides(middleware: AgentMiddleware, hook: str) -> bool:
     """Does ``middleware``'s class override ``hook`` of :class:`AgentMiddleware`?"""
     return getattr(type(middleware), hook) is not getattr(AgentMiddleware, hook)
+
+
+def same_items(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """The same objects in the same order (cheap: no ``__eq__`` of pydantic models)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def tool_middlewares(middlewares: Sequence[AgentMiddleware]) -> list[ToolMiddleware]:

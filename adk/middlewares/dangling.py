@@ -47,7 +47,8 @@ def patch_dangling_tool_calls(messages: Sequence[Message], content: PatchContent
                 if out is None:
                     out = list(messages[:i])
                 out.extend(messages[i:j])
-                out.extend(tool_message(content(c.function.name, c.id), c.id, tool_name=c.function.name) for c in missing)
+                for c in missing:
+                    out.append(tool_message(content(c.function.name, c.id), c.id, tool_name=c.function.name))
                 i = j
                 continue
         if out is not None:
