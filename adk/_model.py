@@ -17,7 +17,7 @@
   (``State.tool_infos``), as Eino passes ``model.WithTools(state.ToolInfos)`` per call; the agent's own tools
   stay bound once, and a run's changed list is bound once per list.
 
-With an ``output_type`` in the native mode, :class:`EventModel` also sets ``event.output.structured`` on the
+With an ``output_type``, :class:`EventModel` also sets ``event.output.structured`` on the
 event of an answer without tool calls that parses: at once for ``generate``, at the end of the event's stream
 for ``stream``.
 """

@@ -350,7 +350,7 @@ class ChatModelAgent:
         output = self._output
         native = output is not None and output.mode == "native"
         retry = self.model_retry if self.model_retry is not None and self.model_retry.max_retries > 0 else None
-        chain: Any = EventModel(base, retry, output.schema if output is not None and native else None)
+        chain: Any = EventModel(base, retry, output.schema if output is not None else None)
         if retry is not None:
             chain = RetryChatModel(chain, retry)
         options = {"response_format": output.schema.response_format()} if output is not None and native else {}

@@ -35,9 +35,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-from typing import Any, Literal, is_typeddict
+from typing import Any, Literal
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError
+from typing_extensions import is_typeddict
 
 from adk._run import current_run
 from adk.errors import StructuredOutputError
@@ -136,8 +137,11 @@ class OutputSchema:
     def __init__(self, output_type: Any) -> None:
         _check_output_type(output_type)
         self.output_type = output_type
-        self.adapter: TypeAdapter[Any] = TypeAdapter(output_type)
-        self.schema: dict[str, Any] = self.adapter.json_schema()
+        try:
+            self.adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+            self.schema: dict[str, Any] = self.adapter.json_schema()
+        except PydanticUserError as exc:  # e.g. typing.TypedDict before Python 3.12
+            raise TypeError(f"output_type {output_type!r}: {exc.message}") from exc
         self.name = re.sub(r"[^a-zA-Z0-9_-]", "_", getattr(output_type, "__name__", "output"))[:64] or "output"
         self.description: str = self.schema.get("description") or f"The final answer, a {self.name} object."
         self.strict_schema, self.strict = strict_json_schema(self.schema)

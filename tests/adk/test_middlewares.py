@@ -193,7 +193,8 @@ class DropToolInfos(AgentMiddleware):
 
 
 async def test_rewriting_tool_infos_changes_what_later_calls_offer() -> None:
-    model = ScriptedChatModel([calling(call("add", '{"a": 1, "b": 1}')), calling(call("mul", '{"a": 2, "b": 2}')), "ok"])
+    rounds = [calling(call("add", '{"a": 1, "b": 1}')), calling(call("mul", '{"a": 2, "b": 2}'))]
+    model = ScriptedChatModel([*rounds, "ok"])
     agent = ChatModelAgent("a", "d", model=model, tools=[add, mul], middlewares=[DropToolInfos({"mul"})])
     await collect(Runner(agent).query("go"))
     assert [[t.name for t in c.tools] for c in model.calls] == [["add", "mul"], ["mul"], ["mul"]]

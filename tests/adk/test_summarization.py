@@ -119,7 +119,7 @@ def test_split_keeps_system_and_never_starts_with_a_tool_result() -> None:
     assert head == 1
     # the two newest results do not fit with their call, which is kept with them anyway: the cut is at the call
     assert cut == 5 and messages[cut].tool_calls
-    turns = [system_message("sys"), user_message(big), assistant_message(big), user_message("q"), assistant_message("a")]
+    turns = [system_message("s"), user_message(big), assistant_message(big), user_message("q"), assistant_message("a")]
     assert mw.split(turns) == (1, 3)  # whole turns: the kept part starts at a user message
 
 
