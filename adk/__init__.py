@@ -4,7 +4,13 @@ import typing
 
 from adk.actions import send_tool_gen_action
 from adk.agents.history import HistoryEntry, HistoryRewriter, default_history_rewriter, rewrite_message
-from adk.approval import ApprovalDecision, ApprovalPredicate, ApprovalRequest, approval_middleware
+from adk.approval import (
+    ApprovalDecision,
+    ApprovalMiddleware,
+    ApprovalPredicate,
+    ApprovalRequest,
+    approval_middleware,
+)
 from adk.chat_model_agent import ChatModelAgent, ToolExecutionMode, ToolsConfig, exit_tool
 from adk.checkpointing import AgentCheckpoint
 from adk.errors import (
@@ -14,6 +20,7 @@ from adk.errors import (
     ExceedMaxIterationsError,
     RetryExhaustedError,
     StallDetectedError,
+    StructuredOutputError,
     TokenBudgetExceededError,
     WillRetryError,
 )
@@ -35,6 +42,16 @@ from adk.instruction import (
     gen_transfer_messages,
     transfer_instruction,
 )
+from adk.middlewares import (
+    AgentContext,
+    AgentMiddleware,
+    ModelWrapper,
+    PatchToolCallsMiddleware,
+    SummarizationMiddleware,
+    Summarized,
+    ToolResultReductionMiddleware,
+    send_event,
+)
 from adk.react import ChatModelAgentState, ChatModelHook, State
 from adk.retry import ModelRetryConfig, default_backoff, default_is_retryable
 from adk.runner import Agent, AgentRun, Runner
@@ -54,14 +71,17 @@ __all__ = [
     "Agent",
     "AgentAction",
     "AgentCheckpoint",
+    "AgentContext",
     "AgentError",
     "AgentEvent",
     "AgentInput",
     "AgentInterruptInfo",
+    "AgentMiddleware",
     "AgentOutput",
     "AgentRun",
     "AgentTimeoutError",
     "ApprovalDecision",
+    "ApprovalMiddleware",
     "ApprovalPredicate",
     "ApprovalRequest",
     "BreakLoopAction",
@@ -77,14 +97,20 @@ __all__ = [
     "JSONLTraceWriter",
     "MessageVariant",
     "ModelRetryConfig",
+    "ModelWrapper",
+    "PatchToolCallsMiddleware",
     "RetryExhaustedError",
     "Runner",
     "StallDetectedError",
     "State",
+    "StructuredOutputError",
+    "SummarizationMiddleware",
+    "Summarized",
     "TelemetryEvent",
     "TelemetryHandler",
     "TokenBudgetExceededError",
     "ToolExecutionMode",
+    "ToolResultReductionMiddleware",
     "ToolsConfig",
     "TransferToAgentAction",
     "WillRetryError",
@@ -100,6 +126,7 @@ __all__ = [
     "get_session_value",
     "get_session_values",
     "rewrite_message",
+    "send_event",
     "send_tool_gen_action",
     "transfer_instruction",
 ]
