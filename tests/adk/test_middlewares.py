@@ -463,3 +463,33 @@ async def test_send_event_from_a_middleware() -> None:
     with pytest.raises(RuntimeError, match="inside an agent run"):
         send_event(AgentEvent())
 
+
+
+async def test_a_resumed_run_rebuilds_the_tools_its_before_agent_chose() -> None:
+    from adk.approval import ApprovalDecision
+    from compose.checkpoint import InMemoryCheckPointStore
+
+    class OnlyMul(AgentMiddleware):
+        def __init__(self) -> None:
+            self.calls = 0
+
+        async def before_agent(self, context: AgentContext) -> AgentContext:
+            self.calls += 1
+            return AgentContext(context.instruction, [mul], set())
+
+    mw = OnlyMul()
+    model = ScriptedChatModel([calling(call("mul", '{"a": 6, "b": 7}', id="m1")), "42"])
+    agent = ChatModelAgent(
+        "a", "d", model=model, tools=[add], middlewares=[mw], approval=lambda name, args: name == "mul"
+    )
+    runner = Runner(agent, checkpoint_store=InMemoryCheckPointStore())
+    async with runner.query("go", checkpoint_id="job") as run:
+        events = [e async for e in run]
+    interrupted = events[-1].action.interrupted if events[-1].action else None
+    assert interrupted is not None and run.termination_reason == "interrupted"
+    resumed = runner.resume("job", targets={i: ApprovalDecision(approved=True) for i in interrupted.ids})
+    seen = await collect(resumed)
+    assert kinds(seen) == ["tool:mul", "assistant"]
+    assert seen[0].content == "42" and resumed.final_message is not None
+    assert mw.calls == 2  # once per run: the resumed run's ToolsNode has mul again
+    assert [t.name for t in model.calls[1].tools] == ["mul"]  # the tool infos came back with the state
