@@ -3,6 +3,9 @@ still paired with its result; the split keeps the system message and whole newes
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 
 from adk import ChatModelAgent, Runner
@@ -18,6 +21,8 @@ from compose.models.scripted import ScriptedChatModel
 from compose.schema import Message, assistant_message, system_message, tool_message, user_message
 from compose.tools import tool
 from tests.adk.helpers import call, calling
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "long_conversation.py"
 
 pytestmark = pytest.mark.anyio
 
@@ -138,3 +143,12 @@ def test_limits_are_checked() -> None:
         SummarizationMiddleware(ScriptedChatModel([]), max_tokens=100, keep_tokens=100)
     with pytest.raises(ValueError, match="positive"):
         SummarizationMiddleware(ScriptedChatModel([]), max_tokens=0)
+
+
+async def test_the_long_conversation_example() -> None:
+    spec = importlib.util.spec_from_file_location("long_conversation_demo", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    report = await demo.main(12)
+    assert report == demo.Report(topics=40, summary="Forty topics looked up.")
