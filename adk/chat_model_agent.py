@@ -152,7 +152,8 @@ class ChatModelAgent:
         name: the agent's name (on every event).
         description: what the agent does (for multi-agent setups).
         instruction: the system message put before the conversation (none when empty).
-        model: the chat model; ``with_tools`` is called once with the tools' descriptions.
+        model: the chat model; ``with_tools`` is called once with the tools' descriptions (and once per changed
+            tool list when middlewares change a run's tools).
         tools: a ``ToolsConfig`` or a plain list of tools; none makes the agent a single model call.
         max_iterations: the most model calls per run (default 20); one more raises ``ExceedMaxIterationsError``.
         model_retry: retry failed model calls (``ModelRetryConfig``).
