@@ -15,7 +15,13 @@ from adk.agents import (
     set_sub_agents,
 )
 from adk.agents.history import HistoryEntry, HistoryRewriter, default_history_rewriter, rewrite_message
-from adk.approval import ApprovalDecision, ApprovalPredicate, ApprovalRequest, approval_middleware
+from adk.approval import (
+    ApprovalDecision,
+    ApprovalMiddleware,
+    ApprovalPredicate,
+    ApprovalRequest,
+    approval_middleware,
+)
 from adk.chat_model_agent import ChatModelAgent, ToolExecutionMode, ToolsConfig, exit_tool
 from adk.checkpointing import AgentCheckpoint
 from adk.errors import (
@@ -25,6 +31,7 @@ from adk.errors import (
     ExceedMaxIterationsError,
     RetryExhaustedError,
     StallDetectedError,
+    StructuredOutputError,
     TokenBudgetExceededError,
     TransferError,
     WillRetryError,
@@ -46,6 +53,16 @@ from adk.instruction import (
     format_instruction,
     gen_transfer_messages,
     transfer_instruction,
+)
+from adk.middlewares import (
+    AgentMiddleware,
+    ChatModelAgentContext,
+    ModelWrapper,
+    PatchToolCallsMiddleware,
+    SummarizationMiddleware,
+    Summarized,
+    ToolResultReductionMiddleware,
+    send_event,
 )
 from adk.react import ChatModelAgentState, ChatModelHook, State
 from adk.retry import ModelRetryConfig, default_backoff, default_is_retryable
@@ -71,15 +88,18 @@ __all__ = [
     "AgentEvent",
     "AgentInput",
     "AgentInterruptInfo",
+    "AgentMiddleware",
     "AgentOutput",
     "AgentRun",
     "AgentTimeoutError",
     "AgentTool",
     "ApprovalDecision",
+    "ApprovalMiddleware",
     "ApprovalPredicate",
     "ApprovalRequest",
     "BreakLoopAction",
     "ChatModelAgent",
+    "ChatModelAgentContext",
     "ChatModelAgentState",
     "ChatModelHook",
     "CheckpointNotFoundError",
@@ -93,7 +113,9 @@ __all__ = [
     "LoopAgent",
     "MessageVariant",
     "ModelRetryConfig",
+    "ModelWrapper",
     "ParallelAgent",
+    "PatchToolCallsMiddleware",
     "ResumableAgent",
     "ResumeInfo",
     "RetryExhaustedError",
@@ -102,10 +124,14 @@ __all__ = [
     "SequentialAgent",
     "StallDetectedError",
     "State",
+    "StructuredOutputError",
+    "SummarizationMiddleware",
+    "Summarized",
     "TelemetryEvent",
     "TelemetryHandler",
     "TokenBudgetExceededError",
     "ToolExecutionMode",
+    "ToolResultReductionMiddleware",
     "ToolsConfig",
     "TransferError",
     "TransferToAgentAction",
@@ -124,6 +150,7 @@ __all__ = [
     "get_session_value",
     "get_session_values",
     "rewrite_message",
+    "send_event",
     "send_tool_gen_action",
     "set_sub_agents",
     "transfer_instruction",

@@ -9,25 +9,38 @@
   the model otherwise), and bounds the reading of the stream by the run's deadline (``timeout``): a read still
   waiting for the model when the deadline passes raises ``AgentTimeoutError``, also while the consumer, not
   the runner, reads the tokens.
-* :class:`FirstCallOptionsModel` (outermost): sends ``tool_choice`` on the first model call of a run only
-  (retries of that call keep it, since retry sits inside).
+* :class:`OptionsModel` (outermost): adds options to every call (``response_format`` for structured output)
+  and to the first model call of a run only (``tool_choice``; retries of that call keep it, since retry sits
+  inside).
+* :class:`ToolBinder` (innermost, below the middlewares' ``wrap_model`` wrappers, only for agents with
+  middlewares that may change the tools): offers the model the tools of the run's state
+  (``State.tool_infos``), as Eino passes ``model.WithTools(state.ToolInfos)`` per call; the agent's own tools
+  stay bound once, and a run's changed list is bound once per list.
+
+With an ``output_type``, :class:`EventModel` also sets ``event.output.structured`` on the
+event of an answer without tool calls that parses: at once for ``generate``, at the end of the event's stream
+for ``stream``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from adk._run import RunContext, current_run
 from adk.errors import AgentTimeoutError, WillRetryError
 from adk.events import AgentEvent, AgentOutput, MessageVariant
+from adk.middlewares.base import same_items
 from adk.retry import ModelRetryConfig, current_attempt
 from compose.errors import StreamEnd
-from compose.models.base import ChatModel, ToolChoice, checked_message, checked_stream
-from compose.schema import Message, ToolInfo
+from compose.models.base import ChatModel, checked_message, checked_stream
+from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
+
+if TYPE_CHECKING:
+    from adk.structured_output import OutputSchema
 
 
 def _usage(msg: Message) -> dict[str, int] | None:
@@ -41,12 +54,15 @@ def _usage(msg: Message) -> dict[str, int] | None:
 class EventModel:
     """Sends a model event per call (per attempt under retry) into the current run."""
 
-    def __init__(self, inner: ChatModel, retry: ModelRetryConfig | None = None) -> None:
+    def __init__(
+        self, inner: ChatModel, retry: ModelRetryConfig | None = None, output: OutputSchema | None = None
+    ) -> None:
         self.inner = inner
         self.retry = retry
+        self.output = output
 
     def with_tools(self, tools: Sequence[ToolInfo]) -> EventModel:
-        return EventModel(self.inner.with_tools(tools), self.retry)
+        return EventModel(self.inner.with_tools(tools), self.retry, self.output)
 
     def __repr__(self) -> str:
         return f"EventModel({self.inner!r})"
@@ -71,7 +87,10 @@ class EventModel:
             # the error names the agent: its text is built only when it is needed
             answer: object = await self.inner.generate(messages, **opts)
             msg = answer if isinstance(answer, Message) else checked_message(answer, self._source(run, "generate()"))
-        run.send(AgentEvent(output=AgentOutput(MessageVariant(False, message=msg))))
+        output = AgentOutput(MessageVariant(False, message=msg))
+        if self.output is not None and not msg.tool_calls:
+            output.structured = self.output.try_parse(msg.content)
+        run.send(AgentEvent(output=output))
         return msg
 
     async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
@@ -95,7 +114,11 @@ class EventModel:
         event_copy, out = reader.copy(2)
         if self.retry is not None and self.retry.max_retries > 0:
             event_copy = StreamReader.from_async_iterator(_RetryMarker(event_copy, self.retry, attempt))
-        run.send(AgentEvent(output=AgentOutput(MessageVariant(True, message_stream=event_copy))))
+        output = AgentOutput()
+        if self.output is not None:
+            event_copy = StreamReader.from_async_iterator(_ParseAtEnd(event_copy, self.output, output))
+        output.message_output = MessageVariant(True, message_stream=event_copy)
+        run.send(AgentEvent(output=output))
         return out
 
 
@@ -210,24 +233,101 @@ class _Deadline:
         await self._reader.aclose()
 
 
-class FirstCallOptionsModel:
-    """Adds ``tool_choice`` to the options of a run's first model call (seed 000)."""
+class _ParseAtEnd:
+    """Passes an event's stream through; at its end, a whole answer without tool calls that parses as the
+    output type becomes the event's ``output.structured``."""
 
-    def __init__(self, inner: ChatModel, tool_choice: ToolChoice) -> None:
+    __slots__ = ("_chunks", "_output", "_reader", "_schema")
+
+    def __init__(self, reader: StreamReader[Message], schema: OutputSchema, output: AgentOutput) -> None:
+        self._reader = reader
+        self._schema = schema
+        self._output = output
+        self._chunks: list[Message] = []
+
+    def __aiter__(self) -> _ParseAtEnd:
+        return self
+
+    async def __anext__(self) -> Message:
+        try:
+            chunk = await self._reader.recv()
+        except StreamEnd:
+            if self._chunks:
+                whole = concat_messages(self._chunks)
+                self._chunks = []
+                if not whole.tool_calls:
+                    self._output.structured = self._schema.try_parse(whole.content)
+            raise StopAsyncIteration from None
+        self._chunks.append(chunk)
+        return chunk
+
+    async def aclose(self) -> None:
+        await self._reader.aclose()
+
+
+class OptionsModel:
+    """Adds ``options`` to every call and ``first_call`` options to a run's first model call (seed 000's
+    ``tool_choice``)."""
+
+    def __init__(self, inner: ChatModel, options: dict[str, Any], first_call: dict[str, Any]) -> None:
         self.inner = inner
-        self.tool_choice = tool_choice
+        self.options = options
+        self.first_call = first_call
 
-    def with_tools(self, tools: Sequence[ToolInfo]) -> FirstCallOptionsModel:
-        return FirstCallOptionsModel(self.inner.with_tools(tools), self.tool_choice)
+    def with_tools(self, tools: Sequence[ToolInfo]) -> OptionsModel:
+        return OptionsModel(self.inner.with_tools(tools), self.options, self.first_call)
+
+    def __repr__(self) -> str:
+        return f"OptionsModel({self.inner!r}, options={sorted(self.options)}, first_call={sorted(self.first_call)})"
 
     def _opts(self, opts: dict[str, Any]) -> dict[str, Any]:
-        run = current_run.get()
-        if run is not None and run.model_calls == 1:
-            return {**opts, "tool_choice": self.tool_choice}
-        return opts
+        merged = {**self.options, **opts} if self.options else opts
+        if self.first_call:
+            run = current_run.get()
+            if run is not None and run.model_calls == 1:
+                return {**merged, **self.first_call}
+        return merged
 
     async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
         return await self.inner.generate(messages, **self._opts(opts))
 
     async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
         return await self.inner.stream(messages, **self._opts(opts))
+
+
+class ToolBinder:
+    """The user's model with the run's tools bound (see the module docstring)."""
+
+    __slots__ = ("_bound", "_last", "defaults", "model")
+
+    def __init__(self, model: ChatModel, defaults: Sequence[ToolInfo]) -> None:
+        self.model = model
+        self.defaults = tuple(defaults)
+        self._bound = model.with_tools(self.defaults) if self.defaults else model
+        self._last: tuple[list[ToolInfo], tuple[ToolInfo, ...], ChatModel] | None = None
+
+    def __repr__(self) -> str:
+        return f"ToolBinder({self.model!r}, tools={[t.name for t in self.defaults]})"
+
+    def with_tools(self, tools: Sequence[ToolInfo]) -> ToolBinder:
+        return ToolBinder(self.model, tools)
+
+    def _pick(self) -> ChatModel:
+        run = current_run.get()
+        st = run.state if run is not None else None
+        infos = st.tool_infos if st is not None else None
+        if infos is None:
+            return self._bound
+        last = self._last
+        # the state keeps one list per run: bind it once (a list changed in place is bound again)
+        if last is not None and last[0] is infos and same_items(last[1], infos):
+            return last[2]
+        bound = self.model.with_tools(infos) if infos else self.model
+        self._last = (infos, tuple(infos), bound)
+        return bound
+
+    async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        return await self._pick().generate(messages, **opts)
+
+    async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        return await self._pick().stream(messages, **opts)

@@ -40,6 +40,8 @@ class RunContext:
     timeout: float = 0.0  # the timeout that deadline stands for (seconds)
     session: RunSession | None = None  # the Runner run's shared session (agent tools run their agent in it)
     emit_internal_events: bool = False  # agent tools forward their inner agent's events (ToolsConfig)
+    tools_node: Any = None  # the ToolsNode of this run when before_agent middlewares ran (adk.chat_model_agent)
+    structured: tuple[str, Any] | None = None  # (call id or "", parsed answer) once a structured answer is valid
 
     @property
     def step(self) -> int:

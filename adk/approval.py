@@ -1,10 +1,11 @@
 """The approval guard (seed 000): a tool call that needs approval suspends the run until someone decides.
 
-``ChatModelAgent(approval=predicate)`` puts :func:`approval_middleware` right inside the agent's tool-result
-collector. For every tool call it asks ``predicate(tool_name, arguments)`` (the raw JSON argument string); when
-that says the call needs approval, the call does not run: it interrupts with an :class:`ApprovalRequest`, and the
-run pauses (the runner saves a checkpoint and yields an interrupt event). Resuming with an
-:class:`ApprovalDecision` for that interrupt's id decides it, in code, not by the model:
+``ChatModelAgent(approval=predicate)`` is sugar for ``middlewares=[ApprovalMiddleware(predicate), ...]`` (first
+among the agent's middlewares, so its tool wrapper sits right inside the ``ToolsConfig`` middlewares). For every
+tool call it asks ``predicate(tool_name, arguments)`` (the raw JSON argument string); when that says the call
+needs approval, the call does not run: it interrupts with an :class:`ApprovalRequest`, and the run pauses (the
+runner saves a checkpoint and yields an interrupt event). Resuming with an :class:`ApprovalDecision` for that
+interrupt's id decides it, in code, not by the model:
 
 * approved: the tool runs, and its result goes to the model as usual;
 * rejected: the tool does not run; the model receives a tool message saying the call was rejected, and why.
@@ -36,6 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from adk.middlewares.base import AgentMiddleware
 from compose.interrupt import InterruptSignal, get_interrupt_state, get_resume_context
 from compose.stream import StreamReader
 from compose.tool_node import (
@@ -47,7 +49,14 @@ from compose.tool_node import (
     ToolOutput,
 )
 
-__all__ = ["ApprovalDecision", "ApprovalPredicate", "ApprovalRequest", "approval_middleware", "rejection_message"]
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalMiddleware",
+    "ApprovalPredicate",
+    "ApprovalRequest",
+    "approval_middleware",
+    "rejection_message",
+]
 
 ApprovalPredicate = Callable[[str, str], bool]
 """``(tool_name, arguments) -> bool``: does this call need approval? ``arguments`` is the raw JSON string."""
@@ -116,29 +125,42 @@ def _decide(needs_approval: ApprovalPredicate, inp: ToolInput) -> ApprovalDecisi
     raise InterruptSignal(request, state=interrupt_id, has_state=True, id=interrupt_id)
 
 
-def approval_middleware(needs_approval: ApprovalPredicate) -> ToolMiddleware:
-    """The approval guard as a ToolsNode middleware (see the module docstring).
-
-    Put it inside the agent's tool-result collector, so a rejection still produces a tool event and a tool
-    message for the model.
+class ApprovalMiddleware(AgentMiddleware):
+    """The approval guard as an agent middleware (see the module docstring): calls for which
+    ``needs_approval(tool_name, arguments)`` is true pause the run until an :class:`ApprovalDecision` resumes it.
     """
 
-    def invokable(next_: InvokableToolEndpoint) -> InvokableToolEndpoint:
+    def __init__(self, needs_approval: ApprovalPredicate) -> None:
+        self.needs_approval = needs_approval
+
+    def __repr__(self) -> str:
+        return f"ApprovalMiddleware({self.needs_approval!r})"
+
+    def wrap_invokable_tool_call(self, next: InvokableToolEndpoint) -> InvokableToolEndpoint:
+        needs_approval = self.needs_approval
+
         async def endpoint(inp: ToolInput) -> ToolOutput:
             decision = _decide(needs_approval, inp)
             if decision is None or decision.approved:
-                return await next_(inp)
+                return await next(inp)
             return ToolOutput(rejection_message(inp.name, decision.reason))
 
         return endpoint
 
-    def streamable(next_: StreamableToolEndpoint) -> StreamableToolEndpoint:
+    def wrap_streamable_tool_call(self, next: StreamableToolEndpoint) -> StreamableToolEndpoint:
+        needs_approval = self.needs_approval
+
         async def endpoint(inp: ToolInput) -> StreamToolOutput:
             decision = _decide(needs_approval, inp)
             if decision is None or decision.approved:
-                return await next_(inp)
+                return await next(inp)
             return StreamToolOutput(StreamReader.from_iterable((rejection_message(inp.name, decision.reason),)))
 
         return endpoint
 
-    return ToolMiddleware(invokable=invokable, streamable=streamable)
+
+def approval_middleware(needs_approval: ApprovalPredicate) -> ToolMiddleware:
+    """The approval guard as a plain ToolsNode middleware (for a ToolsNode outside an agent; an agent takes
+    ``approval=`` or :class:`ApprovalMiddleware`)."""
+    mw = ApprovalMiddleware(needs_approval)
+    return ToolMiddleware(invokable=mw.wrap_invokable_tool_call, streamable=mw.wrap_streamable_tool_call)

@@ -20,12 +20,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from adk._model import EventModel, FirstCallOptionsModel
+from adk._model import EventModel, OptionsModel, ToolBinder
 from adk._react_run import ReactRun, load_resume_state
-from adk._run import RunContext
+from adk._run import RunContext, current_run
 from adk.actions import send_tool_gen_action
 from adk.agent import AgentContext, ResumeInfo
-from adk.approval import ApprovalPredicate, approval_middleware
+from adk.approval import ApprovalMiddleware, ApprovalPredicate
 from adk.events import AgentAction, AgentInput, checked_messages
 from adk.instruction import (
     TRANSFER_TO_AGENT_TOOL_DESCRIPTION,
@@ -35,18 +35,23 @@ from adk.instruction import (
     transfer_instruction,
     transfer_tool_result,
 )
+from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext, overrides, same_items, tool_middlewares
 from adk.react import (
     DEFAULT_MAX_ITERATIONS,
     ChatModelHook,
+    ChatModelHooks,
     ReactConfig,
+    State,
     build_react,
     tool_result_collector,
 )
 from adk.retry import ModelRetryConfig, RetryChatModel
+from adk.structured_output import FinalAnswerTool, OutputMode, OutputSchema, StructuredOutputCheck, pick_mode
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.models.base import ChatModel, ToolChoice
 from compose.runnable import Runnable
-from compose.schema import Message, system_message
+from compose.schema import Message, ToolInfo, system_message
+from compose.state import process_state
 from compose.tool_node import ToolMiddleware, ToolsNode
 from compose.tools import BaseTool, tool, tool_parallel_safe
 
@@ -125,6 +130,41 @@ class _ModeToolsNode:
         return f"ToolsNode(auto, unsafe={sorted(self.unsafe)})"
 
 
+class _RunTools:
+    """The tools node of an agent with ``before_agent`` middlewares: each run uses the ToolsNode its hooks chose
+    (a resumed run calls them again first: its tools are not saved, only their infos)."""
+
+    def __init__(self, agent: ChatModelAgent, default: Any) -> None:
+        self.agent = agent
+        self.default = default
+        agent._run_tools = self
+
+    @staticmethod
+    def of(agent: ChatModelAgent) -> _RunTools:
+        assert agent._run_tools is not None
+        return agent._run_tools
+
+    async def _node(self) -> Any:
+        run = current_run.get()
+        if run is None:
+            return self.default
+        if run.tools_node is None:
+            await self.agent._apply_before_agent(run, resumed=True)
+        return run.tools_node
+
+    async def invoke(self, message: Message, **opts: Any) -> list[Message]:
+        node = await self._node()
+        result: list[Message] = await node.invoke(message, **opts)
+        return result
+
+    async def stream(self, message: Message, **opts: Any) -> Any:
+        node = await self._node()
+        return await node.stream(message, **opts)
+
+    def __repr__(self) -> str:
+        return f"RunTools({self.default!r})"
+
+
 class ChatModelAgent:
     """An agent that answers with a chat model, calling tools in a ReAct loop until the model answers without
     a tool call (or a return-directly tool ends the run).
@@ -133,7 +173,8 @@ class ChatModelAgent:
         name: the agent's name (on every event).
         description: what the agent does (for multi-agent setups).
         instruction: the system message put before the conversation (none when empty).
-        model: the chat model; ``with_tools`` is called once with the tools' descriptions.
+        model: the chat model; ``with_tools`` is called once with the tools' descriptions (and once per changed
+            tool list when middlewares change a run's tools).
         tools: a ``ToolsConfig`` or a plain list of tools; none makes the agent a single model call.
         max_iterations: the most model calls per run (default 20); one more raises ``ExceedMaxIterationsError``.
         model_retry: retry failed model calls (``ModelRetryConfig``).
@@ -158,9 +199,21 @@ class ChatModelAgent:
             guard, see ``adk.approval``): they pause the run with an ``ApprovalRequest`` and run only when
             resumed with ``ApprovalDecision(approved=True)``; a rejection reaches the model as a tool message.
             Per tool: ``approval=lambda name, args: name in {"pay", "delete"}``; per call: inspect ``args``.
+            Sugar for ``ApprovalMiddleware(approval)`` as the first of ``middlewares``.
+        middlewares: :class:`~adk.middlewares.AgentMiddleware` objects, the first wrapping the others
+            (``A(B(C(x)))``; see ``adk.middlewares``). ``before_chat_model`` hooks run before them and
+            ``after_chat_model`` hooks after them (they are middlewares too).
+        output_type: answer with a validated instance of this pydantic model, dataclass or TypedDict
+            (``adk.structured_output``); the final event carries it as ``event.output.structured``.
+        output_retries: how many times an invalid structured answer is sent back to the model with the errors
+            before the run fails with ``StructuredOutputError``.
+        output_mode: ``"native"`` (``response_format`` on every call), ``"tool"`` (a ``final_answer`` tool), or
+            ``"auto"``: native for models with ``supports_response_format = True`` (``OpenAIChatModel``).
 
     Raises:
         ValueError: a required field is missing or a return-directly tool is unknown.
+        TypeError: ``output_type`` is not a pydantic model, dataclass or TypedDict, or a middleware is not an
+            ``AgentMiddleware``.
     """
 
     def __init__(
@@ -183,6 +236,10 @@ class ChatModelAgent:
         stall_window: int | None = None,
         timeout: float | None = None,
         approval: ApprovalPredicate | None = None,
+        middlewares: Sequence[AgentMiddleware] = (),
+        output_type: Any = None,
+        output_retries: int = 2,
+        output_mode: OutputMode = "auto",
     ) -> None:
         if not name:
             raise ValueError("agent 'Name' is required")
@@ -226,9 +283,30 @@ class ChatModelAgent:
         self.stall_window = stall_window
         self.timeout = timeout
         self.approval = approval
+        for i, mw in enumerate(middlewares):
+            if not isinstance(mw, AgentMiddleware):
+                raise TypeError(
+                    f"agent '{name}': middlewares[{i}] is {type(mw).__qualname__}, not an AgentMiddleware (a "
+                    "ToolsNode ToolMiddleware goes in ToolsConfig(middlewares=...))"
+                )
+        # one mechanism: the hooks and the approval guard are middlewares too (Eino runs AgentMiddleware's
+        # BeforeChatModel before the handlers' rewrites and AfterChatModel after them)
+        self.middlewares: tuple[AgentMiddleware, ...] = (
+            *([ChatModelHooks(before=before_chat_model)] if before_chat_model else []),
+            *([ApprovalMiddleware(approval)] if approval is not None else []),
+            *middlewares,
+            *([ChatModelHooks(after=after_chat_model)] if after_chat_model else []),
+        )
+        self._before_agent = tuple(m for m in self.middlewares if overrides(m, "before_agent"))
+        self.output_type = output_type
+        self._output: StructuredOutputCheck | None = None
+        if output_type is not None:
+            mode = pick_mode(output_mode, model)
+            self._output = StructuredOutputCheck(OutputSchema(output_type), output_retries, mode)
         # the graph's own checkpoints, one per paused run, until the runner moves them to its store
         self._bridge = InMemoryCheckPointStore()
         self._runnable: Runnable[list[Message], Message] | None = None
+        self._run_tools: _RunTools | None = None
         # multi-agent (adk.agents.flow): the agents it may transfer to, set before its first run
         self._sub_agents: list[tuple[str, str]] = []
         self._parent_agent: tuple[str, str] | None = None
@@ -245,7 +323,13 @@ class ChatModelAgent:
             tools.append(transfer_to_agent_tool)
         if self.exit_tool:
             tools.append(exit_tool)
+        if self._output is not None and self._output.mode == "tool":
+            tools.append(FinalAnswerTool(self._output))
         return tools
+
+    def _return_directly(self) -> frozenset[str]:
+        rd = frozenset(self.tools_config.return_directly) | ({"exit"} if self.exit_tool else frozenset())
+        return rd | {TRANSFER_TO_AGENT_TOOL_NAME} if self._transfer_targets() else rd
 
     def _transfer_targets(self) -> list[tuple[str, str]]:
         targets = list(self._sub_agents)
@@ -280,48 +364,72 @@ class ChatModelAgent:
         self._check_not_frozen()
         self._disallow_transfer_to_parent = True
 
+    def _tools_node(self, tools: Sequence[BaseTool]) -> Any:
+        """The ToolsNode running ``tools``: the collector outermost, then the ``ToolsConfig`` middlewares, then
+        the agent middlewares' tool wrappers (Eino's order)."""
+        cfg = self.tools_config
+        middlewares = [tool_result_collector(), *cfg.middlewares, *tool_middlewares(self.middlewares)]
+
+        def node(sequential: bool) -> ToolsNode:
+            return ToolsNode(
+                tools,
+                execute_sequentially=sequential,
+                unknown_tools_handler=cfg.unknown_tools_handler,
+                tool_arguments_handler=cfg.tool_arguments_handler,
+                middlewares=middlewares,
+            )
+
+        if self.tool_execution_mode == "serial":
+            return node(True)
+        if self.tool_execution_mode == "parallel":
+            return node(False)
+        unsafe = frozenset(t.info().name for t in tools if not tool_parallel_safe(t))
+        return _ModeToolsNode(node(False), node(True), unsafe) if unsafe else node(False)
+
     def _build(self) -> Runnable[list[Message], Message]:
         """Build the graph once; the agent is frozen afterwards (Eino builds its run function once)."""
         tools = self._tools()
-        cfg = self.tools_config
-        return_directly = frozenset(cfg.return_directly) | ({"exit"} if self.exit_tool else frozenset())
+        return_directly = self._return_directly()
         targets = self._transfer_targets()
-        self._instruction = self.instruction
-        if targets:
-            return_directly |= {TRANSFER_TO_AGENT_TOOL_NAME}
-            self._instruction = concat_instructions(self.instruction, transfer_instruction(targets))
+        self._instruction = (
+            concat_instructions(self.instruction, transfer_instruction(targets)) if targets else self.instruction
+        )
         names = {t.info().name for t in tools}
         unknown = sorted(return_directly - names)
         if unknown:
             raise ValueError(f"return-directly tools {unknown} are not among the agent's tools {sorted(names)}")
+        infos = [t.info() for t in tools]
+        mws = self.middlewares
+        # tools offered per call only when a middleware may change them; else bound once, as before
+        per_call_tools = any(
+            overrides(m, hook)
+            for m in mws
+            for hook in ("before_agent", "before_model_rewrite_state", "after_model_rewrite_state")
+        )
+        base: ChatModel
+        if per_call_tools:
+            base = ToolBinder(self.model, infos)
+        else:
+            base = self.model.with_tools(infos) if tools else self.model
+        for mw in reversed(mws):
+            if overrides(mw, "wrap_model"):
+                base = mw.wrap_model(base)
+        output = self._output
+        native = output is not None and output.mode == "native"
         retry = self.model_retry if self.model_retry is not None and self.model_retry.max_retries > 0 else None
-        base = self.model.with_tools([t.info() for t in tools]) if tools else self.model
-        chain: Any = EventModel(base, retry)
+        chain: Any = EventModel(base, retry, output.schema if output is not None else None)
         if retry is not None:
             chain = RetryChatModel(chain, retry)
-        if self.tool_choice is not None:
-            chain = FirstCallOptionsModel(chain, self.tool_choice)
+        options = {"response_format": output.schema.response_format()} if output is not None and native else {}
+        first_call = {"tool_choice": self.tool_choice} if self.tool_choice is not None else {}
+        if options or first_call:
+            chain = OptionsModel(chain, options, first_call)
         tools_node: Any = None
-        if tools:
-            guard = [approval_middleware(self.approval)] if self.approval is not None else []
-            middlewares = [tool_result_collector(), *guard, *cfg.middlewares]
-
-            def node(sequential: bool) -> ToolsNode:
-                return ToolsNode(
-                    tools,
-                    execute_sequentially=sequential,
-                    unknown_tools_handler=cfg.unknown_tools_handler,
-                    tool_arguments_handler=cfg.tool_arguments_handler,
-                    middlewares=middlewares,
-                )
-
-            if self.tool_execution_mode == "serial":
-                tools_node = node(True)
-            elif self.tool_execution_mode == "parallel":
-                tools_node = node(False)
-            else:
-                unsafe = frozenset(t.info().name for t in tools if not tool_parallel_safe(t))
-                tools_node = _ModeToolsNode(node(False), node(True), unsafe) if unsafe else node(False)
+        if self._before_agent:
+            # before_agent may add tools to an agent without any: the tools route is always built
+            tools_node = _RunTools(self, self._tools_node(tools))
+        elif tools:
+            tools_node = self._tools_node(tools)
         return build_react(
             ReactConfig(
                 model=chain,
@@ -329,13 +437,53 @@ class ChatModelAgent:
                 return_directly=return_directly,
                 max_iterations=self.max_iterations,
                 agent_name=self.name,
-                before_chat_model=self.before_chat_model,
-                after_chat_model=self.after_chat_model,
+                middlewares=mws,
+                tool_infos=tuple(infos),
+                before_agent=self._before_agent_node if self._before_agent else None,
+                output=output,
+                dynamic_return_directly=bool(self._before_agent) or (output is not None and not native),
                 max_budget_tokens=self.max_budget_tokens,
                 stall_window=self.stall_window,
                 checkpoint_store=self._bridge,
             )
         )
+
+    async def _apply_before_agent(self, run: RunContext | None, *, resumed: bool = False) -> ChatModelAgentContext:
+        """Run the ``before_agent`` hooks; the run's ToolsNode (and, for a fresh run, the state's tool infos and
+        return-directly set) follow what they return."""
+        tools = self._tools()
+        default_rd = self._return_directly()
+        context = ChatModelAgentContext(self._instruction, list(tools), set(default_rd))
+        for mw in self._before_agent:
+            context = await mw.before_agent(context)
+            if not isinstance(context, ChatModelAgentContext):
+                raise TypeError(
+                    f"agent '{self.name}': {type(mw).__qualname__}.before_agent must return a ChatModelAgentContext, "
+                    f"got {type(context).__qualname__}"
+                )
+        changed = not same_items(context.tools, tools)
+        if run is None:
+            return context
+        # called from inside the built graph, so its default ToolsNode exists
+        run.tools_node = self._tools_node(context.tools) if changed else _RunTools.of(self).default
+        if not resumed:
+            infos: list[ToolInfo] | None = [t.info() for t in context.tools] if changed else None
+            rd = sorted(context.return_directly) if set(context.return_directly) != default_rd else None
+            async with process_state(State) as st:
+                st.tool_infos = infos
+                st.return_directly = rd
+        return context
+
+    async def _before_agent_node(self, messages: list[Message]) -> list[Message]:
+        run = current_run.get()
+        context = await self._apply_before_agent(run)
+        if not context.instruction:
+            return messages
+        instruction = context.instruction
+        values = run.session_values if run is not None else None
+        if values:
+            instruction = format_instruction(instruction, values, agent_name=self.name)
+        return [system_message(instruction), *messages]
 
     @property
     def runnable(self) -> Runnable[list[Message], Message]:
@@ -369,10 +517,11 @@ class ChatModelAgent:
         checked_messages(input.messages, f"agent '{self.name}'")
         agent_ctx = ctx if ctx is not None else AgentContext.root(self.name)
         run = self._context(agent_ctx)
+        runnable = self.runnable
         return ReactRun(
-            self.runnable,
+            runnable,
             self._bridge,
-            self.model_input(input, run.session_values),
+            list(input.messages) if self._before_agent else self.model_input(input, run.session_values),
             run,
             agent_ctx,
             streaming=input.enable_streaming,

@@ -9,6 +9,7 @@
         ├── StallDetectedError          the same tool was called ``stall_window`` times in a row
         ├── AgentTimeoutError           the run took longer than ``timeout`` (also a ``TimeoutError``)
         ├── RetryExhaustedError         every model retry failed; ``.last_error``, ``.total_retries``
+        ├── StructuredOutputError       no answer matched the agent's ``output_type`` within its retries; ``.raw``
         ├── WillRetryError              ends the event stream of a failed model attempt that will be retried
         ├── TransferError               a transfer named an agent that is neither a sub-agent nor the parent
         └── DurableError                a durable run's failure (``adk.durable``, extra ``dbos``)
@@ -37,6 +38,7 @@ __all__ = [
     "ExceedMaxIterationsError",
     "RetryExhaustedError",
     "StallDetectedError",
+    "StructuredOutputError",
     "TokenBudgetExceededError",
     "TransferError",
     "WillRetryError",
@@ -175,3 +177,22 @@ class DurableRunError(DurableError):
         self.run_id = run_id
         self.error_type = error_type
         self.message = message
+
+
+class StructuredOutputError(AgentError):
+    """No answer matched the agent's ``output_type``: the first answer and ``output_retries`` more were invalid.
+
+    ``raw`` is the last answer as the model gave it (the text, or the ``final_answer`` tool's arguments),
+    ``error`` why it was rejected, ``attempts`` how many answers were checked.
+    """
+
+    reason = "structured_output"
+
+    def __init__(self, output_type: str, raw: str, error: str, attempts: int) -> None:
+        super().__init__(
+            f"no valid {output_type} after {attempts} answers; last error: {error}; last answer: {raw[:200]!r}"
+        )
+        self.output_type = output_type
+        self.raw = raw
+        self.error = error
+        self.attempts = attempts

@@ -143,10 +143,17 @@ class MessageVariant:
 
 @dataclass(slots=True)
 class AgentOutput:
-    """An event's output: a message, and/or whatever a custom agent emits."""
+    """An event's output: a message, and/or whatever a custom agent emits.
+
+    ``structured`` is the parsed answer of an agent with an ``output_type`` (a pydantic model, dataclass or
+    TypedDict instance), on the event of the valid final answer: the model's answer (set at once for a whole
+    message, and when its stream has been read to the end for a streaming one) or the ``final_answer`` tool's
+    result. None elsewhere.
+    """
 
     message_output: MessageVariant | None = None
     customized_output: Any = None
+    structured: Any = None
 
 
 @dataclass(slots=True)

@@ -10,9 +10,15 @@
 * :class:`State` is graph-local, created fresh per run.
 * ``ChatModel``'s pre handler checks and decrements ``remaining_iterations`` (so ``max_iterations`` counts
   model calls), appends its input (the first messages, later the tool messages) to ``state.messages``, runs
-  the ``before_chat_model`` hooks and calls the model with all state messages. Its post handler appends the
-  answer, runs the ``after_chat_model`` hooks, and passes on the last state message, so a hook can change the
-  flow (add or drop tool calls, rewrite the answer).
+  the middlewares' ``before_model_rewrite_state`` hooks (``before_chat_model`` hooks among them) and calls the
+  model with all state messages. Its post handler appends the answer, runs the ``after_model_rewrite_state``
+  hooks, and passes on the last state message, so a hook can change the flow (add or drop tool calls, rewrite
+  the answer). What the hooks return is kept in the state (:class:`ChatModelAgentState`: messages and the tool
+  infos offered to the model, ``State.tool_infos``).
+* Nodes added only when they have work: ``BeforeAgent`` (START -> BeforeAgent -> ChatModel) runs the
+  ``before_agent`` hooks; ``AfterAgent`` (before END, on both routes to it) the ``after_agent`` hooks;
+  ``OutputCheck`` (where a final answer would go to END) validates a structured answer and goes on, or to
+  ``OutputRetry`` -> ChatModel to ask the model again (``adk.structured_output``).
 * ``tool_call_check`` reads the model's stream until a chunk has tool calls (-> ``ToolNode``) or the stream
   ends (-> END): models stream text before a tool call, so the first chunk alone decides nothing.
 * ``ToolNode``'s pre handler ignores its input and uses the last state message; it records the
@@ -31,18 +37,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from adk._run import RunContext, current_run
 from adk.errors import ExceedMaxIterationsError, StallDetectedError, TokenBudgetExceededError
 from adk.events import AgentAction, AgentEvent, AgentOutput, MessageVariant
+from adk.middlewares.base import AgentMiddleware, ChatModelAgentState, overrides, same_items
 from compose.branch import StreamGraphBranch
 from compose.errors import GraphInterrupt
 from compose.graph import END, START, Graph
 from compose.lambdas import Lambda
 from compose.models.base import ChatModel
 from compose.runnable import Runnable
-from compose.schema import Message, tool_message
+from compose.schema import Message, ToolInfo, tool_message
 from compose.state import is_awaitable, process_state
 from compose.stream import SKIP, SkipType, StreamReader, concat
 from compose.tool_node import (
@@ -56,11 +63,17 @@ from compose.tool_node import (
 )
 
 __all__ = [
+    "AFTER_AGENT_NODE",
+    "BEFORE_AGENT_NODE",
     "CHAT_MODEL_NODE",
+    "OUTPUT_CHECK_NODE",
+    "OUTPUT_RETRY_NODE",
     "TOOL_NODE",
     "TO_END_CONVERTER_NODE",
     "ChatModelAgentState",
     "ChatModelHook",
+    "ChatModelHooks",
+    "OutputCheck",
     "ReactConfig",
     "State",
     "build_react",
@@ -70,6 +83,10 @@ __all__ = [
 CHAT_MODEL_NODE = "ChatModel"
 TOOL_NODE = "ToolNode"
 TO_END_CONVERTER_NODE = "ToolNodeToEndConverter"
+BEFORE_AGENT_NODE = "BeforeAgent"
+AFTER_AGENT_NODE = "AfterAgent"
+OUTPUT_CHECK_NODE = "OutputCheck"
+OUTPUT_RETRY_NODE = "OutputRetry"
 
 DEFAULT_MAX_ITERATIONS = 20
 
@@ -87,17 +104,57 @@ class State:
     return_directly_action: AgentAction | None = None
     agent_name: str = ""
     remaining_iterations: int = DEFAULT_MAX_ITERATIONS
-
-
-@dataclass(slots=True)
-class ChatModelAgentState:
-    """What ``before_chat_model`` / ``after_chat_model`` hooks see and may change: the conversation."""
-
-    messages: list[Message]
+    # the tools offered to the model when a middleware changed them for this run (None: the agent's own)
+    tool_infos: list[ToolInfo] | None = None
+    # the return-directly tool names when a before_agent middleware changed them (None: the agent's own)
+    return_directly: list[str] | None = None
+    # structured output: invalid answers so far, and the message asking the model again after one
+    output_failures: int = 0
+    output_retry: list[Message] = field(default_factory=list)
 
 
 ChatModelHook = Callable[[ChatModelAgentState], Awaitable[None] | None]
-"""A hook ``(state) -> None``, sync or async; it runs under the state lock (do not call ``process_state``)."""
+"""A hook ``(state) -> None``, sync or async, changing ``state.messages`` in place or replacing the list; it runs
+under the state lock (do not call ``process_state``). ``before_chat_model`` / ``after_chat_model`` hooks are
+sugar for :class:`ChatModelHooks` middlewares."""
+
+
+class ChatModelHooks(AgentMiddleware):
+    """``before_chat_model`` / ``after_chat_model`` hooks as a middleware: ``before`` hooks run in
+    ``before_model_rewrite_state``, ``after`` hooks in ``after_model_rewrite_state``.
+
+    The agent puts the ``before`` hooks first among its middlewares and the ``after`` hooks last, as Eino runs
+    its ``AgentMiddleware`` hooks around the handlers' rewrites.
+    """
+
+    def __init__(self, before: Sequence[ChatModelHook] = (), after: Sequence[ChatModelHook] = ()) -> None:
+        self.before = tuple(before)
+        self.after = tuple(after)
+
+    async def before_model_rewrite_state(self, state: ChatModelAgentState) -> ChatModelAgentState:
+        return await _run_hooks(self.before, state)
+
+    async def after_model_rewrite_state(self, state: ChatModelAgentState) -> ChatModelAgentState:
+        return await _run_hooks(self.after, state)
+
+
+async def _run_hooks(hooks: Sequence[ChatModelHook], state: ChatModelAgentState) -> ChatModelAgentState:
+    for hook in hooks:
+        result = hook(state)
+        if is_awaitable(result):
+            await result
+    return state
+
+
+class OutputCheck(Protocol):
+    """How the graph checks a final answer when the agent has an ``output_type`` (see
+    ``adk.structured_output``): ``check`` returns None for a valid answer, else the message asking the model
+    again (and raises once the retries are used up)."""
+
+    async def check(self, message: Message, st: State) -> Message | None: ...
+
+
+BeforeAgentNode = Callable[[list[Message]], Awaitable[list[Message]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +165,12 @@ class ReactConfig:
     accepts as a tools node, with the collector middleware already outermost (see
     :func:`tool_result_collector`). ``tools_node=None`` builds the no-tools graph: START -> ChatModel -> END
     with the hooks and no iteration limit.
+
+    ``middlewares`` are the agent's middlewares (their model-state hooks and ``after_agent`` run here);
+    ``tool_infos`` the tools offered to the model unless a hook changes them; ``before_agent`` the node
+    function that runs the ``before_agent`` hooks first (it also builds the instruction's system message);
+    ``output`` checks final answers (structured output); ``dynamic_return_directly`` builds the
+    return-directly route even when no tool is configured to return directly (the set may change per run).
     """
 
     model: ChatModel
@@ -115,20 +178,14 @@ class ReactConfig:
     return_directly: frozenset[str] = frozenset()
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     agent_name: str = ""
-    before_chat_model: tuple[ChatModelHook, ...] = ()
-    after_chat_model: tuple[ChatModelHook, ...] = ()
+    middlewares: tuple[AgentMiddleware, ...] = ()
+    tool_infos: tuple[ToolInfo, ...] = ()
+    before_agent: BeforeAgentNode | None = None
+    output: OutputCheck | None = None
+    dynamic_return_directly: bool = False
     max_budget_tokens: int | None = None
     stall_window: int | None = None
     checkpoint_store: Any = None  # the agent's bridge store (see adk.checkpointing)
-
-
-async def _run_hooks(hooks: Sequence[ChatModelHook], messages: list[Message]) -> list[Message]:
-    s = ChatModelAgentState(messages)
-    for hook in hooks:
-        result = hook(s)
-        if is_awaitable(result):
-            await result
-    return s.messages
 
 
 def _check_limits(run: RunContext, config: ReactConfig) -> None:
@@ -142,14 +199,65 @@ def _check_limits(run: RunContext, config: ReactConfig) -> None:
         raise TokenBudgetExceededError(run.total_tokens, budget)
 
 
+class _StateRewriter:
+    """Runs the middlewares' model-state hooks and writes what they return into the graph state.
+
+    ``st.tool_infos`` stays None while the tools are the agent's own, so a run that changes nothing carries
+    (and checkpoints) no copy of them and the model keeps the tools bound when the agent was built.
+    """
+
+    __slots__ = ("after", "before", "defaults")
+
+    def __init__(self, middlewares: Sequence[AgentMiddleware], defaults: tuple[ToolInfo, ...]) -> None:
+        self.before = tuple(m for m in middlewares if overrides(m, "before_model_rewrite_state"))
+        self.after = tuple(m for m in middlewares if overrides(m, "after_model_rewrite_state"))
+        self.defaults = defaults
+
+    def _state(self, st: State, messages: list[Message]) -> ChatModelAgentState:
+        infos = st.tool_infos if st.tool_infos is not None else self.defaults
+        return ChatModelAgentState(messages, list(infos))
+
+    def _keep(self, st: State, state: ChatModelAgentState) -> None:
+        st.messages = list(state.messages)
+        infos = state.tool_infos
+        st.tool_infos = None if same_items(infos, self.defaults) else list(infos)
+
+    async def before_model(self, st: State, messages: list[Message]) -> None:
+        state = self._state(st, messages)
+        for mw in self.before:
+            state = _checked(mw, await mw.before_model_rewrite_state(state), "before_model_rewrite_state")
+        self._keep(st, state)
+
+    async def after_model(self, st: State, messages: list[Message]) -> None:
+        state = self._state(st, messages)
+        for mw in self.after:
+            state = _checked(mw, await mw.after_model_rewrite_state(state), "after_model_rewrite_state")
+        self._keep(st, state)
+        if not st.messages:
+            raise ValueError("no messages left in the state after the after_model_rewrite_state middlewares")
+
+
+def _checked(mw: AgentMiddleware, state: object, hook: str) -> ChatModelAgentState:
+    if not isinstance(state, ChatModelAgentState):
+        raise TypeError(
+            f"{type(mw).__qualname__}.{hook} must return a ChatModelAgentState, got {type(state).__qualname__}"
+        )
+    return state
+
+
 def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
     """Build and compile the ReAct graph (see the module docstring)."""
     max_iterations = config.max_iterations if config.max_iterations > 0 else DEFAULT_MAX_ITERATIONS
     with_tools = config.tools_node is not None
-    before, after = config.before_chat_model, config.after_chat_model
+    rewriter = _StateRewriter(config.middlewares, config.tool_infos)
+    before = bool(rewriter.before)
+    after = bool(rewriter.after)
+    after_agent = tuple(m for m in config.middlewares if overrides(m, "after_agent"))
     return_directly = config.return_directly
+    dynamic_return_directly = config.dynamic_return_directly
     agent_name = config.agent_name
     check_limits = config.stall_window is not None or config.max_budget_tokens is not None
+    output = config.output
 
     def gen_state() -> State:
         st = State(agent_name=agent_name, remaining_iterations=max_iterations)
@@ -167,7 +275,7 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
                 raise ExceedMaxIterationsError(max_iterations)
             st.remaining_iterations -= 1
         if before:
-            st.messages = await _run_hooks(before, [*st.messages, *input])
+            await rewriter.before_model(st, [*st.messages, *input])
         else:
             st.messages.extend(input)
         if run is not None:
@@ -179,7 +287,7 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
 
     async def model_post_handle(output: Message, st: State) -> Message:
         if after:
-            st.messages = await _run_hooks(after, [*st.messages, output])
+            await rewriter.after_model(st, [*st.messages, output])
         else:
             st.messages.append(output)
         last = st.messages[-1]
@@ -199,9 +307,42 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
 
     g: Graph[list[Message], Message] = Graph[list[Message], Message](state=gen_state)
     g.add_chat_model_node(CHAT_MODEL_NODE, config.model, pre_handler=model_pre_handle, post_handler=model_post_handle)
-    g.add_edge(START, CHAT_MODEL_NODE)
+    if config.before_agent is not None:
+        g.add_lambda_node(
+            BEFORE_AGENT_NODE,
+            Lambda(invoke=config.before_agent, input_type=list[Message], output_type=list[Message]),
+        )
+        g.add_edge(START, BEFORE_AGENT_NODE)
+        g.add_edge(BEFORE_AGENT_NODE, CHAT_MODEL_NODE)
+    else:
+        g.add_edge(START, CHAT_MODEL_NODE)
+
+    # where a finished run goes: after_agent hooks (success only), then END
+    end: str = END
+    if after_agent:
+
+        async def run_after_agent(message: Message) -> Message:
+            async with process_state(State) as st:
+                messages = list(st.messages)
+                infos = list(st.tool_infos if st.tool_infos is not None else config.tool_infos)
+            if not messages or messages[-1] is not message:
+                messages.append(message)  # a return-directly tool's result is not in the state's conversation
+            for mw in after_agent:
+                await mw.after_agent(ChatModelAgentState(messages, infos))
+            return message
+
+        g.add_lambda_node(AFTER_AGENT_NODE, Lambda(invoke=run_after_agent, input_type=Message, output_type=Message))
+        g.add_edge(AFTER_AGENT_NODE, END)
+        end = AFTER_AGENT_NODE
+
+    # a final answer (no tool call) goes to the output check when there is one
+    answer = end
+    if output is not None:
+        _add_output_check(g, output, end)
+        answer = OUTPUT_CHECK_NODE
+
     if not with_tools:
-        g.add_edge(CHAT_MODEL_NODE, END)
+        g.add_edge(CHAT_MODEL_NODE, answer)
         return g.compile(
             name=agent_name or "ChatModelAgent", max_run_steps=2**31, checkpoint_store=config.checkpoint_store
         )
@@ -209,9 +350,10 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
     async def tool_pre_handle(_input: Message, st: State) -> Message:
         msg = st.messages[-1]
         calls = msg.tool_calls
-        if return_directly:
+        names = return_directly if st.return_directly is None else st.return_directly
+        if names:
             for call in calls:
-                if call.function.name in return_directly:
+                if call.function.name in names:
                     st.return_directly_tool_call_id = call.id
                     st.has_return_directly = True
         run = current_run.get()
@@ -220,10 +362,21 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
         return msg
 
     g.add_tools_node(TOOL_NODE, config.tools_node, pre_handler=tool_pre_handle)
-    g.add_branch(
-        CHAT_MODEL_NODE, StreamGraphBranch(tool_call_check, {END, TOOL_NODE}, value_condition=_tool_call_check_value)
-    )
-    if not return_directly:
+    if answer == END:
+        g.add_branch(
+            CHAT_MODEL_NODE,
+            StreamGraphBranch(tool_call_check, {END, TOOL_NODE}, value_condition=_tool_call_check_value),
+        )
+    else:
+        g.add_branch(
+            CHAT_MODEL_NODE,
+            StreamGraphBranch(
+                partial(_tool_call_check_to, answer),
+                {answer, TOOL_NODE},
+                value_condition=partial(_tool_call_check_value_to, answer),
+            ),
+        )
+    if not return_directly and not dynamic_return_directly:
         g.add_edge(TOOL_NODE, CHAT_MODEL_NODE)
     else:
         g.add_lambda_node(
@@ -231,9 +384,35 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
             Lambda(transform=_to_end_converter, input_type=list[Message], output_type=Message),
         )
         g.add_branch(TOOL_NODE, StreamGraphBranch(_check_return_directly, {CHAT_MODEL_NODE, TO_END_CONVERTER_NODE}))
-        g.add_edge(TO_END_CONVERTER_NODE, END)
+        g.add_edge(TO_END_CONVERTER_NODE, end)
     # iterations, not graph steps, are the limit
     return g.compile(name=agent_name or "ChatModelAgent", max_run_steps=2**31, checkpoint_store=config.checkpoint_store)
+
+
+def _add_output_check(g: Graph[list[Message], Message], output: OutputCheck, end: str) -> None:
+    """``OutputCheck`` validates a final answer: valid -> ``end``; invalid -> ``OutputRetry``, which asks the
+    model again (its message goes to the ChatModel node like tool results do)."""
+
+    async def check(message: Message) -> Message:
+        async with process_state(State) as st:
+            retry = await output.check(message, st)
+            st.output_retry = [retry] if retry is not None else []
+        return message
+
+    async def route(reader: StreamReader[Message]) -> str:
+        await reader.aclose()
+        async with process_state(State) as st:
+            return OUTPUT_RETRY_NODE if st.output_retry else end
+
+    async def retry(_message: Message) -> list[Message]:
+        async with process_state(State) as st:
+            messages, st.output_retry = st.output_retry, []
+        return messages
+
+    g.add_lambda_node(OUTPUT_CHECK_NODE, Lambda(invoke=check, input_type=Message, output_type=Message))
+    g.add_lambda_node(OUTPUT_RETRY_NODE, Lambda(invoke=retry, input_type=Message, output_type=list[Message]))
+    g.add_branch(OUTPUT_CHECK_NODE, StreamGraphBranch(route, {end, OUTPUT_RETRY_NODE}))
+    g.add_edge(OUTPUT_RETRY_NODE, CHAT_MODEL_NODE)
 
 
 async def tool_call_check(reader: StreamReader[Message]) -> str:
@@ -251,6 +430,15 @@ async def tool_call_check(reader: StreamReader[Message]) -> str:
 def _tool_call_check_value(message: Message) -> str:
     """``tool_call_check`` for an invoke run's whole message."""
     return TOOL_NODE if message.tool_calls else END
+
+
+async def _tool_call_check_to(answer: str, reader: StreamReader[Message]) -> str:
+    """``tool_call_check`` when a final answer goes to ``answer`` (the output check or ``after_agent``)."""
+    return TOOL_NODE if await tool_call_check(reader) == TOOL_NODE else answer
+
+
+def _tool_call_check_value_to(answer: str, message: Message) -> str:
+    return TOOL_NODE if message.tool_calls else answer
 
 
 async def _check_return_directly(reader: StreamReader[list[Message | None]]) -> str:
@@ -313,6 +501,9 @@ def _pop(st: State, key: str, call_id: str | None) -> tuple[AgentAction | None, 
 
 def _deliver(run: RunContext, event: AgentEvent, held: bool, call_id: str) -> None:
     if held:
+        structured = run.structured
+        if structured is not None and structured[0] == call_id and event.output is not None:
+            event.output.structured = structured[1]  # the final-answer tool's parsed answer
         event.agent_name, event.run_path = run.agent_name, run.run_path
         run.held = event
         run.held_call_id = call_id

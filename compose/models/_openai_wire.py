@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from compose.errors import ModelResponseError
+from compose.errors import ModelBadRequestError, ModelResponseError
 from compose.schema import FunctionCall, Message, ResponseMeta, ToolCall, Usage
 
-__all__ = ["chunk_message", "completion_message", "usage_from"]
+__all__ = ["chunk_message", "completion_message", "response_format_param", "usage_from"]
 
 _QUOTE_LEN = 200
 _JSON_TYPES = {
@@ -190,3 +190,30 @@ def _first(exc: ValidationError) -> str:
 def _quote(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=repr)
     return text[:_QUOTE_LEN] + ("..." if len(text) > _QUOTE_LEN else "")
+
+
+def response_format_param(value: Any) -> dict[str, Any]:
+    """The ``response_format`` request field, checked before any request is made: ``{"type": "text"}``,
+    ``{"type": "json_object"}`` or ``{"type": "json_schema", "json_schema": {"name", "schema", "strict"?,
+    "description"?}}`` (the shape structured output sends).
+
+    Raises:
+        ModelBadRequestError: another shape, naming what is wrong.
+    """
+    if not isinstance(value, dict):
+        raise ModelBadRequestError(f"response_format must be a mapping, got {type(value).__qualname__}")
+    kind = value.get("type")
+    if kind in ("text", "json_object"):
+        return value
+    if kind != "json_schema":
+        raise ModelBadRequestError(
+            f"response_format type must be 'text', 'json_object' or 'json_schema', got {kind!r}"
+        )
+    spec = value.get("json_schema")
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not spec["name"]:
+        raise ModelBadRequestError("response_format json_schema needs a 'json_schema' mapping with a 'name'")
+    if not isinstance(spec.get("schema"), dict):
+        raise ModelBadRequestError(f"response_format json_schema {spec['name']!r} needs a 'schema' mapping")
+    if "strict" in spec and not isinstance(spec["strict"], bool):
+        raise ModelBadRequestError(f"response_format json_schema {spec['name']!r}: 'strict' must be a boolean")
+    return value

@@ -16,7 +16,7 @@ from openai import AsyncOpenAI
 from compose.errors import ModelBadRequestError, ModelResponseError
 from compose.models._openai_errors import translate_openai_error, translated_errors
 from compose.models._openai_stream import ChunkIterator
-from compose.models._openai_wire import completion_message
+from compose.models._openai_wire import completion_message, response_format_param
 from compose.models.base import ChatModelOptions, ToolChoice
 from compose.schema import Message, ToolInfo
 from compose.stream import StreamReader
@@ -61,6 +61,10 @@ class OpenAIChatModel:
     ``"required"``, the name of a tool (sent as ``{"type": "function", "function": {"name": ...}}``, which
     servers that reject ``"required"`` accept) or a mapping sent as it is.
 
+    **Structured output.** A ``response_format`` option (``{"type": "json_schema", "json_schema": {"name":
+    ..., "schema": {...}, "strict": true}}``, or ``json_object`` / ``text``) is checked and sent as the request's
+    ``response_format``; ``supports_response_format`` tells an agent with an ``output_type`` to use it.
+
     The client this model creates has ``max_retries=0``: the retry policy belongs to the caller (an agent's
     ``ModelRetryConfig``), so errors surface at once. A client you pass in is used as it is, and not closed by
     :meth:`aclose`.
@@ -84,6 +88,8 @@ class OpenAIChatModel:
         >>> model
         OpenAIChatModel(model='gpt-4o-mini', base_url='http://127.0.0.1:9/v1/')
     """
+
+    supports_response_format = True
 
     def __init__(
         self,
@@ -197,7 +203,10 @@ class OpenAIChatModel:
             kwargs["tool_choice"] = _tool_choice(options.tool_choice)
         body: dict[str, Any] = {}
         for key, value in options.extra.items():
-            if key in _SDK_OPTIONS:
+            if key == "response_format":
+                if value is not None:
+                    kwargs["response_format"] = response_format_param(value)
+            elif key in _SDK_OPTIONS:
                 kwargs[key] = value
             else:
                 body[key] = value

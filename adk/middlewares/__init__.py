@@ -1,0 +1,37 @@
+"""ChatModelAgent middlewares: the interface (:class:`AgentMiddleware`) and the built-ins.
+
+``ChatModelAgent(..., middlewares=[A, B, C])``; the first wraps the others. Built-ins: summarization
+(:class:`SummarizationMiddleware`), the dangling tool-call patch (:class:`PatchToolCallsMiddleware`) and tool-result
+reduction (:class:`ToolResultReductionMiddleware`). The approval guard is ``adk.ApprovalMiddleware``.
+"""
+
+from adk.middlewares.base import (
+    AgentMiddleware,
+    ChatModelAgentContext,
+    ChatModelAgentState,
+    ModelWrapper,
+    send_event,
+)
+from adk.middlewares.dangling import PatchToolCallsMiddleware, patch_dangling_tool_calls
+from adk.middlewares.reduction import ToolResultReductionMiddleware
+from adk.middlewares.summarization import (
+    SummarizationMiddleware,
+    Summarized,
+    TokenCounter,
+    approx_token_count,
+)
+
+__all__ = [
+    "AgentMiddleware",
+    "ChatModelAgentContext",
+    "ChatModelAgentState",
+    "ModelWrapper",
+    "PatchToolCallsMiddleware",
+    "SummarizationMiddleware",
+    "Summarized",
+    "TokenCounter",
+    "ToolResultReductionMiddleware",
+    "approx_token_count",
+    "patch_dangling_tool_calls",
+    "send_event",
+]
