@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from adk._callbacks import AgentCallbacks
 from adk._model import EventModel, FirstCallOptionsModel
 from adk._run import RunContext
 from adk.actions import send_tool_gen_action
@@ -37,6 +38,7 @@ from adk.react import (
 from adk.retry import ModelRetryConfig, RetryChatModel
 from adk.runner import AgentRun
 from adk.telemetry import TelemetryHandler
+from compose.callbacks import CallbackHandler
 from compose.checkpoint import CheckPointStore, InMemoryCheckPointStore
 from compose.models.base import ChatModel, ToolChoice
 from compose.runnable import Runnable
@@ -302,6 +304,7 @@ class ChatModelAgent:
         session_values: dict[str, Any] | None = None,
         run_path: Sequence[str] | None = None,
         checkpoint: tuple[CheckPointStore, str] | None = None,
+        callbacks: Sequence[CallbackHandler] = (),  # otel
     ) -> AgentRun:
         """Start a run; iterate the returned :class:`~adk.runner.AgentRun` for its events (see ``Runner``).
 
@@ -318,6 +321,7 @@ class ChatModelAgent:
             timeout=self.timeout,
             output_key=self.output_key,
             checkpoint=binding,
+            callbacks=AgentCallbacks(self.name, type(self).__name__, callbacks),  # otel
         )
 
     def resume(
@@ -329,6 +333,7 @@ class ChatModelAgent:
         telemetry: Sequence[TelemetryHandler] = (),
         session_values: dict[str, Any] | None = None,
         claim_stale_after: float | None = None,
+        callbacks: Sequence[CallbackHandler] = (),  # otel
     ) -> AgentRun:
         """Continue the run saved under ``checkpoint_id`` in ``store`` (see ``Runner.resume``); the checkpoint is
         read when the iteration starts."""
@@ -343,6 +348,7 @@ class ChatModelAgent:
             timeout=self.timeout,
             output_key=self.output_key,
             checkpoint=binding,
+            callbacks=AgentCallbacks(self.name, type(self).__name__, callbacks),  # otel
         )
 
     def _context(

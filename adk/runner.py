@@ -33,11 +33,13 @@ from typing import Any, Protocol
 import anyio
 import anyio.lowlevel
 
+from adk._callbacks import AgentCallbacks
 from adk._run import RunContext, current_run
 from adk.checkpointing import CheckpointBinding, agent_contexts
 from adk.errors import AgentError, AgentTimeoutError
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentInterruptInfo, checked_messages
 from adk.telemetry import TelemetryHandler
+from compose.callbacks import CallbackHandler
 from compose.checkpoint import CheckPointStore, check_store
 from compose.errors import GraphInterrupt
 from compose.runnable import RunHandle, Runnable
@@ -61,6 +63,7 @@ class Agent(Protocol):
         session_values: dict[str, Any] | None = None,
         run_path: Sequence[str] | None = None,
         checkpoint: tuple[CheckPointStore, str] | None = None,
+        callbacks: Sequence[CallbackHandler] = (),  # otel: callback handlers of the run
     ) -> AgentRun: ...
 
     def resume(
@@ -72,6 +75,7 @@ class Agent(Protocol):
         telemetry: Sequence[TelemetryHandler] = (),
         session_values: dict[str, Any] | None = None,
         claim_stale_after: float | None = None,
+        callbacks: Sequence[CallbackHandler] = (),  # otel: callback handlers of the run
     ) -> AgentRun: ...
 
 
@@ -107,7 +111,9 @@ class AgentRun(AsyncIterator[AgentEvent]):
         timeout: float | None = None,
         output_key: str | None = None,
         checkpoint: CheckpointBinding | None = None,
+        callbacks: AgentCallbacks | None = None,  # otel
     ) -> None:
+        self._callbacks = callbacks if callbacks is not None else AgentCallbacks(ctx.agent_name, "Agent")  # otel
         self._runnable = runnable
         self._input: list[Message] | None = messages
         self._ctx = ctx
@@ -220,7 +226,8 @@ class AgentRun(AsyncIterator[AgentEvent]):
         if self._run is None:
             messages, self._input = self._input, None
             x: Any = StreamReader.from_iterable((messages,)) if self._streaming else messages
-            opts: dict[str, Any] = {}
+            await self._callbacks.start(messages)  # otel
+            opts: dict[str, Any] = self._callbacks.graph_options()  # otel
             cp = self._checkpoint
             if cp is not None:
                 opts["checkpoint_id"] = cp.graph_id
@@ -260,6 +267,7 @@ class AgentRun(AsyncIterator[AgentEvent]):
         ctx.termination_reason = "exit" if exits else "completed"
         if self._checkpoint is not None:
             await self._checkpoint.finish()
+        await self._callbacks.end(final)  # otel
 
     async def _pause(self, exc: GraphInterrupt) -> None:
         """The graph paused: save the run (when bound to a store), then queue the interrupt event."""
@@ -278,6 +286,7 @@ class AgentRun(AsyncIterator[AgentEvent]):
         ctx.termination_reason = "interrupted"
         info = AgentInterruptInfo(contexts, cp.checkpoint_id if cp is not None else None)
         ctx.send(AgentEvent(action=AgentAction(interrupted=info)))
+        await self._callbacks.fail(exc)  # otel: the interrupt
 
     async def _fail(self, exc: BaseException) -> None:
         self._finished = True
@@ -288,6 +297,7 @@ class AgentRun(AsyncIterator[AgentEvent]):
         error = _agent_error(exc)
         self._ctx.termination_reason = error.reason if isinstance(error, AgentError) else "error"
         self._ctx.events.append(AgentEvent(self._ctx.agent_name, self._ctx.run_path, error=error))
+        await self._callbacks.fail(exc)  # otel
 
     async def aclose(self) -> None:
         """Stop the run: close the graph run and every event stream not yet handed out (idempotent)."""
@@ -297,6 +307,7 @@ class AgentRun(AsyncIterator[AgentEvent]):
                 await self._run.aclose()
             if self._checkpoint is not None:
                 await self._checkpoint.release()
+            await self._callbacks.cancel()  # otel: closed before its end (no-op once ended)
             ctx = self._ctx
             self._flush_held()
             while ctx.events:
@@ -325,6 +336,8 @@ class Runner:
             whose resumes are not exclusive); needed for ``checkpoint_id=`` and ``resume``. A store lacking
             ``get`` or ``set`` (or having only one of ``claim``/``release``) raises ``GraphBuildError`` here.
         telemetry: handlers receiving the runtime events (see ``adk.telemetry``).
+        callbacks: ``compose.callbacks`` handlers of every run (an ``OTelHandler``, say): the agent run reports
+            as ``RunInfo(agent name, agent class, "Agent")`` and its graph's callbacks nest under it.
         claim_stale_after: ``resume`` takes over a claim on the checkpoint older than this many seconds (the
             worker that held it died mid-resume); None (default) never does.
 
@@ -359,6 +372,7 @@ class Runner:
         checkpoint_store: CheckPointStore | None = None,
         telemetry: Sequence[TelemetryHandler] = (),
         claim_stale_after: float | None = None,
+        callbacks: Sequence[CallbackHandler] = (),  # otel
     ) -> None:
         if checkpoint_store is not None:
             check_store(checkpoint_store, where="Runner(checkpoint_store=...)")
@@ -366,6 +380,7 @@ class Runner:
         self.enable_streaming = enable_streaming
         self.checkpoint_store = checkpoint_store
         self.telemetry = tuple(telemetry)
+        self.callbacks = tuple(callbacks)  # otel
         # a resume claim older than this (seconds) is taken over: its worker died mid-resume
         self.claim_stale_after = claim_stale_after
         self.session_values: dict[str, Any] = {}
@@ -403,6 +418,7 @@ class Runner:
             telemetry=self.telemetry,
             session_values=self._session(session_values),
             checkpoint=checkpoint,
+            callbacks=self.callbacks,  # otel
         )
 
     def query(
@@ -442,4 +458,5 @@ class Runner:
             telemetry=self.telemetry,
             session_values=self._session(None),
             claim_stale_after=self.claim_stale_after,
+            callbacks=self.callbacks,  # otel
         )

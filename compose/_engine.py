@@ -362,7 +362,7 @@ class GraphRun:
         handlers = self._handlers()
         with anyio.CancelScope(shield=True):
             await self._close_all()
-            if handlers and (self.live or isinstance(exc, Exception) and not isinstance(exc, GraphInterrupt)):
+            if handlers and (self.live or (isinstance(exc, Exception) and not isinstance(exc, GraphInterrupt))):
                 self.live = False
                 await fire_failure(handlers, self.info, exc)
         if isinstance(exc, anyio.get_cancelled_exc_class()):
