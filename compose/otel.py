@@ -105,7 +105,8 @@ class OTelHandler(CallbackHandler):
 
     Args:
         tracer_provider: the provider to get the tracer from; default the global one (``trace.set_tracer_provider``).
-            Without an SDK configured the spans are non-recording and the handler does next to nothing.
+            Without an SDK configured the spans are non-recording: no attribute or content is computed (the run
+            still pays for having a callback handler; see ``benchmarks/bench_otel.py``).
         capture_content: record message contents: True / False, or a mode string as the environment variable
             takes; None (default) reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` once, here.
 
