@@ -30,6 +30,7 @@ import anyio
 import anyio.lowlevel
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from adk._callbacks import AgentCallbacks
 from adk._run import RunContext, current_run
 from adk.checkpointing import agent_contexts
 from adk.errors import AgentError, AgentTimeoutError
@@ -103,6 +104,7 @@ class ReactRun:
         timeout: float | None = None,
         output_key: str | None = None,
         resume: tuple[ReactResumeState, Mapping[str, Any]] | None = None,
+        agent_type: str = "ChatModelAgent",
     ) -> None:
         self._runnable = runnable
         self._bridge = bridge
@@ -119,6 +121,8 @@ class ReactRun:
         # (checkpointing costs a little per step)
         self._graph_id = uuid.uuid4().hex if agent_ctx.session.resumable or resume is not None else ""
         self._closed = False
+        # the run reports as RunInfo(name, class, "Agent") to the Runner's callbacks, its graph's nested under it
+        self._callbacks = AgentCallbacks(ctx.agent_name, agent_type, agent_ctx.session.callbacks)
         self._run: RunHandle | None = None
         self._finished = False
         self._counted = False
@@ -188,7 +192,10 @@ class ReactRun:
         if self._run is None:
             messages, self._input = self._input, None
             x: Any = StreamReader.from_iterable((messages,)) if self._streaming else messages
-            opts: dict[str, Any] = {"checkpoint_id": self._graph_id} if self._graph_id else {}
+            await self._callbacks.start(messages)
+            opts: dict[str, Any] = self._callbacks.graph_options()
+            if self._graph_id:
+                opts["checkpoint_id"] = self._graph_id
             if self._resume is not None:
                 saved, targets = self._resume
                 await self._bridge.set(self._graph_id, saved.graph.encode())
@@ -241,6 +248,7 @@ class ReactRun:
             ctx.session_values[self._output_key] = final.content
         ctx.termination_reason = "completed"
         self._count()
+        await self._callbacks.end(final)
 
     async def _pause(self, exc: GraphInterrupt) -> None:
         """The graph paused: queue the interrupt event carrying the graph's checkpoint."""
@@ -265,6 +273,7 @@ class ReactRun:
         self._count()
         info = AgentInterruptInfo(contexts, None, resume_state=state)
         ctx.send(AgentEvent(action=AgentAction(interrupted=info)))
+        await self._callbacks.fail(exc)  # the interrupt: on_interrupt
 
     async def _fail(self, exc: BaseException) -> None:
         self._finished = True
@@ -275,6 +284,7 @@ class ReactRun:
         self._ctx.termination_reason = error.reason if isinstance(error, AgentError) else "error"
         self._count()
         self._ctx.events.append(AgentEvent(self._ctx.agent_name, self._ctx.run_path, error=error))
+        await self._callbacks.fail(exc)
 
     async def aclose(self) -> None:
         """Stop the run: close the graph run and every event stream not yet handed out (idempotent)."""
@@ -289,6 +299,7 @@ class ReactRun:
             if self._run is not None:
                 await self._run.aclose()
             await self._forget_graph()
+            await self._callbacks.cancel()  # closed before its end (a no-op once it ended)
             self._flush_held()
             while ctx.events:
                 await ctx.events.popleft().aclose()

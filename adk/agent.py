@@ -35,6 +35,7 @@ from compose.stream import concat
 
 if TYPE_CHECKING:
     from adk.telemetry import TelemetryHandler
+    from compose.callbacks import CallbackHandler
 
 __all__ = [
     "Agent",
@@ -204,6 +205,8 @@ class RunSession:
         telemetry: handlers receiving the runtime events.
         resumable: the run is checkpointed when it pauses (it has a checkpoint id and store).
         skip_transfer_messages: leave transfer messages out of the history agents are given.
+        callbacks: the ``compose.callbacks`` handlers given to the Runner (each ChatModelAgent run reports to
+            them as ``RunInfo(name, class, "Agent")`` and hands them to its graph).
         total_tokens: token usage summed over every agent's model calls.
         final_message: the answer of the agent that ended last.
         history: the recorded events (flow agents record their agent's own events, for the agents after it).
@@ -215,6 +218,7 @@ class RunSession:
     telemetry: tuple[TelemetryHandler, ...] = ()
     resumable: bool = False
     skip_transfer_messages: bool = False
+    callbacks: tuple[CallbackHandler, ...] = ()
     total_tokens: int = 0
     final_message: Message | None = None
     history: History = field(default_factory=History)

@@ -527,6 +527,7 @@ class ChatModelAgent:
             streaming=input.enable_streaming,
             timeout=self.timeout,
             output_key=self.output_key,
+            agent_type=type(self).__name__,
         )
 
     def resume(self, info: ResumeInfo, ctx: AgentContext | None = None) -> ReactRun:
@@ -555,6 +556,7 @@ class ChatModelAgent:
             timeout=self.timeout,
             output_key=self.output_key,
             resume=(saved, targets),
+            agent_type=type(self).__name__,
         )
 
     def _context(self, ctx: AgentContext) -> RunContext:

@@ -30,6 +30,7 @@ from adk.checkpointing import AgentCheckpoint, CheckpointBinding, SavedEvent
 from adk.errors import AgentError
 from adk.events import AgentEvent, AgentInput, checked_messages
 from adk.telemetry import TelemetryHandler
+from compose.callbacks import CallbackHandler
 from compose.checkpoint import CheckPointStore, check_store
 from compose.schema import Message, user_message
 
@@ -249,6 +250,8 @@ class Runner:
             whose resumes are not exclusive); needed for ``checkpoint_id=`` and ``resume``. A store lacking
             ``get`` or ``set`` (or having only one of ``claim``/``release``) raises ``GraphBuildError`` here.
         telemetry: handlers receiving the runtime events (see ``adk.telemetry``).
+        callbacks: ``compose.callbacks`` handlers for every agent run and graph of a run (``compose.otel.OTelHandler``
+            traces them), on top of the global ones.
         claim_stale_after: ``resume`` takes over a claim on the checkpoint older than this many seconds (the
             worker that held it died mid-resume); None (default) never does.
 
@@ -283,6 +286,7 @@ class Runner:
         checkpoint_store: CheckPointStore | None = None,
         telemetry: Sequence[TelemetryHandler] = (),
         claim_stale_after: float | None = None,
+        callbacks: Sequence[CallbackHandler] = (),
     ) -> None:
         if checkpoint_store is not None:
             check_store(checkpoint_store, where="Runner(checkpoint_store=...)")
@@ -291,6 +295,7 @@ class Runner:
         self.enable_streaming = enable_streaming
         self.checkpoint_store = checkpoint_store
         self.telemetry = tuple(telemetry)
+        self.callbacks = tuple(callbacks)
         # a resume claim older than this (seconds) is taken over: its worker died mid-resume
         self.claim_stale_after = claim_stale_after
         self.session_values: dict[str, Any] = {}
@@ -358,7 +363,9 @@ class Runner:
             if not isinstance(values, Mapping):
                 raise TypeError(f"session_values must be a mapping of names to values, got {type(values).__qualname__}")
             session.update(values)
-        return RunSession(values=session, enable_streaming=self.enable_streaming, telemetry=self.telemetry)
+        return RunSession(
+            values=session, enable_streaming=self.enable_streaming, telemetry=self.telemetry, callbacks=self.callbacks
+        )
 
     def resume(self, checkpoint_id: str, targets: Mapping[str, Any] | None = None) -> AgentRun:
         """Continue the run paused under ``checkpoint_id``; iterate the result for the rest of its events.

@@ -17,7 +17,14 @@ from compose._field_mapping import (
 )
 from compose._lazy import lazy_names as _lazy_names
 from compose.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
-from compose.callbacks import CallbackHandler, RunInfo, append_global_callbacks, clear_global_callbacks
+from compose.callbacks import (
+    CallbackHandler,
+    RunInfo,
+    StreamObserver,
+    append_global_callbacks,
+    clear_global_callbacks,
+    observe_stream,
+)
 from compose.chain import Chain, ChainBranch, ChainNodeOptions, Parallel
 from compose.checkpoint import (
     CheckPointStore,
@@ -151,11 +158,16 @@ from compose.workflow import Workflow, WorkflowNode
 if typing.TYPE_CHECKING:
     from compose.models.json_action import JSONActionChatModel
     from compose.models.openai_model import OpenAIChatModel
+    from compose.otel import OTelHandler
 else:
     # imported on first use: the openai SDK is more than half of a cold start (see compose._lazy)
     __getattr__, __dir__ = _lazy_names(
         __name__,
-        {"JSONActionChatModel": "compose.models.json_action", "OpenAIChatModel": "compose.models.openai_model"},
+        {
+            "JSONActionChatModel": "compose.models.json_action",
+            "OpenAIChatModel": "compose.models.openai_model",
+            "OTelHandler": "compose.otel",  # extra `otel`
+        },
     )
 
 __all__ = [
@@ -233,6 +245,7 @@ __all__ = [
     "NodeOptions",
     "NodeOutputTypeError",
     "NodeRunError",
+    "OTelHandler",
     "OpenAIChatModel",
     "Parallel",
     "PathOutsideRootError",
@@ -256,6 +269,7 @@ __all__ = [
     "StreamError",
     "StreamGraphBranch",
     "StreamGraphMultiBranch",
+    "StreamObserver",
     "StreamReader",
     "StreamToolOutput",
     "StreamWriter",
@@ -299,6 +313,7 @@ __all__ = [
     "map_fields",
     "merge_named_streams",
     "merge_streams",
+    "observe_stream",
     "pipe",
     "process_state",
     "prune",

@@ -12,6 +12,7 @@ from compose._types import ClassInfo, instance_check
 from compose.branch import GraphBranch
 from compose.callbacks import RunInfo
 from compose.graph import END, START, FanInMergeConfig
+from compose.models.base import model_identity
 
 if TYPE_CHECKING:
     from compose.graph import Graph
@@ -56,7 +57,7 @@ def build_tables(
             NodeRT(
                 key=k,
                 index=i,
-                info=RunInfo(d.name or k, d.type_name, d.component),
+                info=RunInfo(d.name or k, d.type_name, d.component, *_model_identity(d)),
                 paradigms=d.paradigms,
                 sub=sub,
                 pre=d.pre_handler,
@@ -230,3 +231,8 @@ def _fused_call(d: Any, node: NodeRT) -> Callable[[Any], Any] | None:
         return {key: out}
 
     return keyed_checked
+
+
+def _model_identity(d: Any) -> tuple[str, str]:
+    """A chat-model node's request model and provider, for its ``RunInfo`` (empty for other nodes)."""
+    return model_identity(d.impl) if d.component == "ChatModel" else ("", "")

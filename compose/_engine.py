@@ -40,9 +40,12 @@ from compose.callbacks import (
     CallbackHandler,
     RunInfo,
     _current_config,
+    _node_handlers,
+    fire_cancel,
     fire_end,
     fire_end_stream,
     fire_error,
+    fire_failure,
     fire_start,
     fire_start_stream,
     make_config,
@@ -118,11 +121,15 @@ def _with_callbacks(p: Paradigms, handlers: tuple[CallbackHandler, ...], info: R
                 x = await fire_start_stream(handlers, info, x)
             else:
                 await fire_start(handlers, info, x)
+            token = _node_handlers.set(handlers)  # what the node runs (a ToolsNode's tools) reports to them
             try:
                 out = await fn(x, **o)
-            except Exception as exc:
-                await fire_error(handlers, info, exc)
+            except BaseException as exc:
+                with anyio.CancelScope(shield=True):
+                    await fire_failure(handlers, info, exc)
                 raise
+            finally:
+                _node_handlers.reset(token)
             if stream_out:
                 return await fire_end_stream(handlers, info, out)
             await fire_end(handlers, info, out)
@@ -179,6 +186,7 @@ class GraphRun:
         "inbox",
         "info",
         "last",
+        "live",
         "max_steps",
         "options",
         "path",
@@ -222,6 +230,7 @@ class GraphRun:
         self.steps = 0
         self.frame: _StateFrame | None = None
         self.cb: CallbackConfig | None = _NOTHING
+        self.live = False  # its handlers saw the start and not yet the end (aclose then reports a cancel)
         self.result: Any = _NOTHING
         self.last: list[int] = []
         self.ready: deque[int] = deque()
@@ -266,9 +275,12 @@ class GraphRun:
             self._exit(tokens)
 
     async def aclose(self) -> None:
-        """Abandon the run: close every stream it holds (idempotent)."""
+        """Abandon the run: close every stream it holds (idempotent); a run not finished reports a cancel."""
         with anyio.CancelScope(shield=True):
             await self._close_all()
+            if self.live:
+                self.live = False
+                await fire_cancel(self._handlers(), self.info)
 
     async def _enter_or_close(self, value: Any) -> tuple[Any, Any]:
         try:
@@ -312,6 +324,7 @@ class GraphRun:
                     value = await fire_start_stream(handlers, self.info, value)
                 else:
                     await fire_start(handlers, self.info, value)
+                self.live = True
             if self.restore_from is not None:
                 await _close(value)
                 snap, resume = self.restore_from
@@ -335,6 +348,7 @@ class GraphRun:
                     return False
             handlers = self._handlers()
             if handlers:
+                self.live = False
                 if self.streaming:
                     out = await fire_end_stream(handlers, self.info, out)
                 else:
@@ -349,8 +363,9 @@ class GraphRun:
         handlers = self._handlers()
         with anyio.CancelScope(shield=True):
             await self._close_all()
-            if handlers and isinstance(exc, Exception) and not isinstance(exc, GraphInterrupt):
-                await fire_error(handlers, self.info, exc)
+            if handlers and (self.live or (isinstance(exc, Exception) and not isinstance(exc, GraphInterrupt))):
+                self.live = False
+                await fire_failure(handlers, self.info, exc)
         if isinstance(exc, anyio.get_cancelled_exc_class()):
             exc.add_note(f"pyeino: run of graph '{self.t.name}' was cancelled at step {self.steps}")
 

@@ -44,10 +44,12 @@ class Usage(_Model):
 
 
 class ResponseMeta(_Model):
-    """Metadata of a model answer: why it finished and what it cost."""
+    """Metadata of a model answer: why it finished, what it cost, and the model the provider says answered
+    (``""`` when it did not say)."""
 
     finish_reason: str = ""
     usage: Usage | None = None
+    model: str = ""
 
 
 class FunctionCall(_Model):
@@ -141,7 +143,7 @@ def concat_messages(msgs: Sequence[Message | None]) -> Message:
       is an error naming both values.
     - content and reasoning_content are concatenated in order.
     - response_meta exists if any chunk has one: ``finish_reason`` is the last non-empty one, each usage
-      counter is the maximum over the chunks.
+      counter is the maximum over the chunks, ``model`` the last non-empty one.
     - extra maps are merged key-wise: strings are concatenated, any other value is replaced by the later one.
     - tool calls without an ``index`` are kept as they are, first, in their order; fragments sharing an
       ``index`` are merged into one call (id, type and name: first non-empty value, a conflicting one is an
@@ -178,6 +180,7 @@ def concat_messages(msgs: Sequence[Message | None]) -> Message:
     extras: list[dict[str, Any]] = []
     meta_seen = False
     finish_reason = ""
+    model = ""
     usage: list[int] | None = None
 
     for idx, msg in enumerate(msgs):
@@ -200,6 +203,8 @@ def concat_messages(msgs: Sequence[Message | None]) -> Message:
             meta_seen = True
             if meta.finish_reason:
                 finish_reason = meta.finish_reason
+            if meta.model:
+                model = meta.model
             if meta.usage is not None:
                 u = meta.usage
                 if usage is None:
@@ -219,6 +224,7 @@ def concat_messages(msgs: Sequence[Message | None]) -> Message:
             else Usage.model_construct(
                 prompt_tokens=usage[0], completion_tokens=usage[1], total_tokens=usage[2]
             ),
+            model=model,
         )
     return Message.model_construct(
         role=role,

@@ -17,6 +17,15 @@ from typing import Any, TypeVar
 import anyio
 
 from compose._stream_core import _EMPTY, _END, _Signal
+from compose.callbacks import (
+    CallbackHandler,
+    RunInfo,
+    _node_handlers,
+    fire_end,
+    fire_end_stream,
+    fire_failure,
+    fire_start,
+)
 from compose.errors import GraphInterrupt, StreamEnd, ToolTimeoutError
 from compose.stream import StreamReader
 from compose.tools import BaseTool, InvokableTool, StreamableTool, tool_timeout
@@ -105,15 +114,16 @@ class _Endpoints:
 
 def _build_endpoints(t: BaseTool, name: str, middlewares: Sequence[ToolMiddleware]) -> _Endpoints:
     timeout = tool_timeout(t)
+    info = RunInfo(name, type(t).__qualname__, "Tool")
     invoke: InvokableToolEndpoint | None = None
     stream: StreamableToolEndpoint | None = None
     if isinstance(t, InvokableTool):
-        invoke = _native_invoke(t, name, timeout)
+        invoke = _native_invoke(t, name, timeout, info)
         for mw in reversed(middlewares):
             if mw.invokable is not None:
                 invoke = mw.invokable(invoke)
     if isinstance(t, StreamableTool):
-        stream = _native_stream(t, name, timeout)
+        stream = _native_stream(t, name, timeout, info)
         for mw in reversed(middlewares):
             if mw.streamable is not None:
                 stream = mw.streamable(stream)
@@ -128,34 +138,80 @@ def _build_endpoints(t: BaseTool, name: str, middlewares: Sequence[ToolMiddlewar
     return _Endpoints(invoke, stream)
 
 
-def _native_invoke(t: InvokableTool, name: str, timeout: float | None) -> InvokableToolEndpoint:
+def _native_invoke(t: InvokableTool, name: str, timeout: float | None, info: RunInfo) -> InvokableToolEndpoint:
+    """The tool's own ``run``; the node's callback handlers (if any) see it as ``info``, innermost."""
     if timeout is None:
 
         async def endpoint(inp: ToolInput) -> ToolOutput:
+            handlers = _node_handlers.get()
+            if handlers:
+                return ToolOutput(await _reported_invoke(handlers, info, inp, t.run))
             return ToolOutput(await t.run(inp.arguments))
 
         return endpoint
 
-    async def timed_endpoint(inp: ToolInput) -> ToolOutput:
+    async def timed_run(arguments: str) -> str:
         with anyio.move_on_after(timeout):
-            return ToolOutput(await t.run(inp.arguments))
+            return await t.run(arguments)
         # Only this scope's own deadline lands here; a TimeoutError raised by the tool propagates as it is.
         raise ToolTimeoutError(name, timeout)
+
+    async def timed_endpoint(inp: ToolInput) -> ToolOutput:
+        handlers = _node_handlers.get()
+        if handlers:
+            return ToolOutput(await _reported_invoke(handlers, info, inp, timed_run))
+        return ToolOutput(await timed_run(inp.arguments))
 
     return timed_endpoint
 
 
-def _native_stream(t: StreamableTool, name: str, timeout: float | None) -> StreamableToolEndpoint:
-    async def endpoint(inp: ToolInput) -> StreamToolOutput:
+def _native_stream(t: StreamableTool, name: str, timeout: float | None, info: RunInfo) -> StreamableToolEndpoint:
+    async def start(inp: ToolInput) -> StreamReader[str]:
         if timeout is None:
-            return StreamToolOutput(_guard(await t.stream(inp.arguments), inp.call_id, None, name, 0.0))
+            return _guard(await t.stream(inp.arguments), inp.call_id, None, name, 0.0)
         deadline = anyio.current_time() + timeout
         with anyio.move_on_at(deadline):
             reader = await t.stream(inp.arguments)
-            return StreamToolOutput(_guard(reader, inp.call_id, deadline, name, timeout))
+            return _guard(reader, inp.call_id, deadline, name, timeout)
         raise ToolTimeoutError(name, timeout)
 
+    async def endpoint(inp: ToolInput) -> StreamToolOutput:
+        handlers = _node_handlers.get()
+        if handlers:
+            return StreamToolOutput(await _reported_stream(handlers, info, inp, start))
+        return StreamToolOutput(await start(inp))
+
     return endpoint
+
+
+async def _reported_invoke(
+    handlers: tuple[CallbackHandler, ...], info: RunInfo, inp: ToolInput, run: Callable[[str], Awaitable[str]]
+) -> str:
+    await fire_start(handlers, info, inp)
+    try:
+        out = await run(inp.arguments)
+    except BaseException as exc:
+        with anyio.CancelScope(shield=True):
+            await fire_failure(handlers, info, exc)
+        raise
+    await fire_end(handlers, info, out)
+    return out
+
+
+async def _reported_stream(
+    handlers: tuple[CallbackHandler, ...],
+    info: RunInfo,
+    inp: ToolInput,
+    start: Callable[[ToolInput], Awaitable[StreamReader[str]]],
+) -> StreamReader[str]:
+    await fire_start(handlers, info, inp)
+    try:
+        out = await start(inp)
+    except BaseException as exc:
+        with anyio.CancelScope(shield=True):
+            await fire_failure(handlers, info, exc)
+        raise
+    return await fire_end_stream(handlers, info, out)
 
 
 def _guard(

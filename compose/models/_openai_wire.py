@@ -59,6 +59,7 @@ def completion_message(body: Any) -> Message:
         response_meta=ResponseMeta(
             finish_reason=_text(choice.get("finish_reason"), "choices[0].finish_reason", where),
             usage=None if usage is None else _usage(usage, where),
+            model=_text(top.get("model"), "model", where),
         ),
     )
 
@@ -73,7 +74,7 @@ def chunk_message(chunk: dict[str, Any]) -> Message | None:
     if not choices:
         if usage is None:
             return None
-        return Message(role="assistant", response_meta=ResponseMeta(finish_reason="", usage=usage))
+        return Message(role="assistant", response_meta=ResponseMeta(usage=usage, model=_model(chunk, where)))
     choice = _object(choices[0], "choices[0]", where)
     delta = _object(choice.get("delta"), "choices[0].delta", where)
     content = _text(delta.get("content"), "choices[0].delta.content", where)
@@ -85,8 +86,13 @@ def chunk_message(chunk: dict[str, Any]) -> Message | None:
     finish = _text(choice.get("finish_reason"), "choices[0].finish_reason", where)
     if not (content or reasoning or calls or finish or usage):
         return None
-    meta = ResponseMeta(finish_reason=finish, usage=usage) if finish or usage else None
+    # the answering model rides on the chunks that carry metadata anyway (the finish, the usage)
+    meta = ResponseMeta(finish_reason=finish, usage=usage, model=_model(chunk, where)) if finish or usage else None
     return _message(where, content=content, reasoning_content=reasoning, tool_calls=calls, response_meta=meta)
+
+
+def _model(chunk: dict[str, Any], where: str) -> str:
+    return _text(chunk.get("model"), "model", where)
 
 
 def usage_from(values: dict[str, Any]) -> Usage:

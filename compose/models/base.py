@@ -17,7 +17,15 @@ from compose._stream_core import StreamReader
 from compose.errors import ModelResponseError
 from compose.schema import Message, ToolInfo
 
-__all__ = ["ChatModel", "ChatModelOptions", "ToolChoice", "checked_message", "checked_model_calls", "checked_stream"]
+__all__ = [
+    "ChatModel",
+    "ChatModelOptions",
+    "ToolChoice",
+    "checked_message",
+    "checked_model_calls",
+    "checked_stream",
+    "model_identity",
+]
 
 ToolChoice = str | Mapping[str, Any]
 """``"auto"``, ``"none"``, ``"required"``, the name of one tool to force (the simplest spelling; OpenAIChatModel
@@ -141,6 +149,22 @@ def checked_model_calls(key: str, model: Any) -> tuple[GenerateFn, StreamFn]:
         return checked_stream(await stream_fn(messages, **opts), f"{where}: stream()")
 
     return generate, stream
+
+
+def model_identity(model: Any) -> tuple[str, str]:
+    """``(model name, provider name)`` of a chat model, for callbacks and tracing: its ``model_name`` and
+    ``provider_name`` attributes (``""`` when it has none). A wrapper model (``JSONActionChatModel``, an agent's
+    retry and event layers) that has neither is looked through to the model it keeps as ``inner``."""
+    for _ in range(16):  # a chain of wrappers; the bound is only against a cycle
+        name = getattr(model, "model_name", None)
+        provider = getattr(model, "provider_name", None)
+        if isinstance(name, str) or isinstance(provider, str):
+            return (name if isinstance(name, str) else "", provider if isinstance(provider, str) else "")
+        inner = getattr(model, "inner", None)
+        if inner is None:
+            break
+        model = inner
+    return "", ""
 
 
 def _describe(value: Any) -> str:

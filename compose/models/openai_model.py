@@ -121,6 +121,15 @@ class OpenAIChatModel:
         self._tools: tuple[ToolInfo, ...] = ()
         self._tool_params: list[dict[str, Any]] = []
 
+    provider_name = "openai"
+    """The provider callbacks and tracing report (``gen_ai.provider.name``)."""
+
+    @property
+    def model_name(self) -> str:
+        """The request model (callbacks and tracing report it); the answer's ``response_meta.model`` says which
+        model the server answered with."""
+        return self.model
+
     @property
     def tools(self) -> tuple[ToolInfo, ...]:
         """The tools bound to this model."""

@@ -111,6 +111,11 @@ class ScriptedChatModel:
         self._options = ChatModelOptions.from_kwargs(**params)
         self._tools: tuple[ToolInfo, ...] = ()
 
+    model_name = "scripted"
+    """The request model callbacks and tracing report."""
+    provider_name = "pyeino.scripted"
+    """The provider callbacks and tracing report."""
+
     @property
     def calls(self) -> list[ScriptedCall]:
         """Every call so far, of this model and of all models derived from it by ``with_tools``."""

@@ -83,15 +83,17 @@ async def test_stream_plain_text_with_usage(server: OpenAIServer, model: OpenAIC
     server.push(sse(text_chunks("Hello, world", size=5), usage=(3, 4)))
     chunks = await read_all(await model.stream(HI))
     assert [c.content for c in chunks] == ["Hello", ", wor", "ld", "", ""]
-    assert chunks[-2].response_meta == ResponseMeta(finish_reason="stop")
+    assert chunks[-2].response_meta == ResponseMeta(finish_reason="stop", model="test-model")
     assert chunks[-1].response_meta == ResponseMeta(
-        usage=Usage(prompt_tokens=3, completion_tokens=4, total_tokens=7)
+        usage=Usage(prompt_tokens=3, completion_tokens=4, total_tokens=7), model="test-model"
     )
     assert concat_messages(chunks) == Message(
         role="assistant",
         content="Hello, world",
         response_meta=ResponseMeta(
-            finish_reason="stop", usage=Usage(prompt_tokens=3, completion_tokens=4, total_tokens=7)
+            finish_reason="stop",
+            usage=Usage(prompt_tokens=3, completion_tokens=4, total_tokens=7),
+            model="test-model",
         ),
     )
     request = server.requests[0]
@@ -116,7 +118,7 @@ async def test_one_tool_call_split_over_many_chunks(server: OpenAIServer, model:
     assert [f.function.name for f in fragments[:2]] == ["get_weather", ""]
     whole = concat_messages(chunks)
     assert whole.tool_calls == [call(0, "call_1", "get_weather", args)]
-    assert whole.response_meta == ResponseMeta(finish_reason="tool_calls")
+    assert whole.response_meta == ResponseMeta(finish_reason="tool_calls", model="test-model")
     assert server.requests[0].json["tools"] == [
         {
             "type": "function",
@@ -144,7 +146,9 @@ async def test_text_and_reasoning_before_a_tool_call(server: OpenAIServer, model
         reasoning_content="think first",
         tool_calls=[call(0, "call_9", "get_weather", '{"city": "Paris"}')],
         response_meta=ResponseMeta(
-            finish_reason="tool_calls", usage=Usage(prompt_tokens=10, completion_tokens=20, total_tokens=30)
+            finish_reason="tool_calls",
+            usage=Usage(prompt_tokens=10, completion_tokens=20, total_tokens=30),
+            model="test-model",
         ),
     )
 
@@ -340,7 +344,9 @@ async def test_generate_maps_the_answer(server: OpenAIServer, model: OpenAIChatM
         reasoning_content="why",
         tool_calls=[call(0, "c1", "get_weather", '{"city":"Rome"}'), call(1, "c2", "get_time", "{}")],
         response_meta=ResponseMeta(
-            finish_reason="tool_calls", usage=Usage(prompt_tokens=5, completion_tokens=7, total_tokens=12)
+            finish_reason="tool_calls",
+            usage=Usage(prompt_tokens=5, completion_tokens=7, total_tokens=12),
+            model="test-model",
         ),
     )
     assert "stream" not in server.requests[0].json
