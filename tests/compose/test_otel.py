@@ -514,3 +514,30 @@ async def test_a_wrapping_handler_sees_the_stream_without_a_copy() -> None:
     reader = await chat_graph(ScriptedChatModel(["hello"])).stream([user_message("hi")], callbacks=[Wrapper()])
     assert "".join([m.content async for m in reader]) == "hello"
     assert seen == ["ChatModel", "Graph"]
+
+
+async def test_an_agent_tools_inner_agent_nests_under_execute_tool(tracing: Tracing) -> None:
+    from adk.agents import AgentTool
+
+    inner = ChatModelAgent("inner", "answers", model=ScriptedChatModel(["inner answer"]))
+    outer = ChatModelAgent(
+        "outer",
+        "top",
+        model=ScriptedChatModel([calling(call("inner", '{"request": "q"}', "c1")), "done"]),
+        tools=[AgentTool(inner)],
+    )
+    await collect(Runner(outer, callbacks=[tracing.handler()]).query("go"))
+    inner_span = tracing.one("invoke_agent inner")
+    tool_span = parent_of(inner_span, tracing)
+    assert tool_span.name == "execute_tool inner"
+    assert tracing.tree() == [
+        "invoke_agent outer",
+        "  Graph outer",
+        "    chat scripted",
+        "    ToolsNode ToolNode",
+        "      execute_tool inner",
+        "        invoke_agent inner",
+        "          Graph inner",
+        "            chat scripted",
+        "    chat scripted",
+    ]
