@@ -63,18 +63,56 @@ def check_asyncio() -> None:
         raise DurableBackendError(backend)
 
 
-def durable_agent(agent: ChatModelAgent) -> ChatModelAgent:
-    """``agent`` with its model and tools wrapped as DBOS steps (named after the agent), in place; it must not
-    have run yet (its graph is built on first use). Idempotent."""
+def durable_agent(agent: Any) -> Any:
+    """``agent`` with the models and tools of every ChatModelAgent in it wrapped as DBOS steps (named after their
+    agent), in place: a ChatModelAgent, and the agents inside agent tools, flow agents (sub-agents and transfer),
+    workflow agents and deterministic transfers. The agents must not have run yet (a graph is built on first
+    use). Idempotent. Other agents' models and tools are the user's to wrap (``DurableChatModel``,
+    ``DurableTool``)."""
+    from adk.agents import AgentTool, DeterministicTransfer, FlowAgent
+
+    seen: set[int] = set()
+
+    def walk(node: Any) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, ChatModelAgent):
+            _durable_chat_model_agent(node)
+            for t in node.tools_config.tools:
+                inner = t.tool if isinstance(t, DurableTool) else t
+                if isinstance(inner, AgentTool):
+                    walk(inner.agent)
+        elif isinstance(node, FlowAgent):
+            walk(node.agent)
+            for child in node.sub_agents:
+                walk(child)
+        elif isinstance(node, DeterministicTransfer):
+            walk(node.agent)
+        for child in getattr(node, "sub_agents", ()):  # workflow agents
+            walk(child)
+
+    walk(agent)
+    return agent
+
+
+def _durable_chat_model_agent(agent: ChatModelAgent) -> ChatModelAgent:
     if agent._runnable is not None:
         raise ValueError(f"agent '{agent.name}' has already run: wrap it for durable runs before its first run")
     prefix = f"{agent.name}."
     if not isinstance(agent.model, DurableChatModel):
         agent.model = DurableChatModel(agent.model, prefix=prefix)
     cfg = agent.tools_config
-    tools = [t if isinstance(t, DurableTool) else DurableTool(t, prefix=prefix) for t in cfg.tools]
+    # an agent tool is no step: the calls inside its agent are (wrapped by durable_agent's walk)
+    tools = [t if isinstance(t, DurableTool) or _is_agent_tool(t) else DurableTool(t, prefix=prefix) for t in cfg.tools]
     agent.tools_config = replace(cfg, tools=tools)
     return agent
+
+
+def _is_agent_tool(t: Any) -> bool:
+    from adk.agents import AgentTool
+
+    return isinstance(t, AgentTool)
 
 
 def _default_executor_id() -> str:
@@ -144,7 +182,7 @@ class DurableApp:
         global _app
         if _app is not None:
             raise RuntimeError("one DurableApp per process: DBOS is a process-wide singleton (shut the other down)")
-        if isinstance(target, ChatModelAgent):
+        if not isinstance(target, Runnable):
             durable_agent(target)
         self.target = target
         self.db = db

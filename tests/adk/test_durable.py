@@ -304,3 +304,81 @@ def test_all_is_exact_and_importable() -> None:
     }
     assert set(adk.durable.__all__) == public
     assert list(adk.durable.__all__) == sorted(adk.durable.__all__)
+
+
+def test_durable_agent_wraps_every_chat_model_agent_of_a_tree() -> None:
+    from adk.agents import AgentTool, SequentialAgent, agent_with_deterministic_transfer_to, set_sub_agents
+    from adk.durable import DurableChatModel, DurableTool, durable_agent
+    from compose.models import ScriptedChatModel
+
+    @tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    def cma(name: str, tools: Sequence[Any] = ()) -> ChatModelAgent:
+        return ChatModelAgent(name, "d", model=ScriptedChatModel(["x"]), tools=list(tools))
+
+    leaf = cma("leaf", [ping])
+    inner = cma("inner", [AgentTool(leaf)])
+    worker = cma("worker", [ping])
+    boss = set_sub_agents(cma("boss"), [agent_with_deterministic_transfer_to(worker, ["boss"])])
+    tree = SequentialAgent("seq", "d", [boss, inner])
+    assert durable_agent(tree) is tree
+    for agent in (leaf, inner, worker, boss.agent):
+        assert isinstance(agent, ChatModelAgent) and isinstance(agent.model, DurableChatModel), agent.name
+    assert [type(t).__name__ for t in inner.tools_config.tools] == ["AgentTool"]  # no step around a whole run
+    assert isinstance(leaf.tools_config.tools[0], DurableTool) and leaf.tools_config.tools[0].prefix == "leaf."
+    durable_agent(tree)  # idempotent
+    assert not isinstance(leaf.model.model, DurableChatModel)  # type: ignore[attr-defined]
+
+
+async def test_an_agent_tool_tree_runs_durably_with_the_inner_calls_as_steps(
+    tmp_path: Path, anyio_backend_name: str
+) -> None:
+    from adk.agents import AgentTool
+    from compose.models import ScriptedChatModel
+
+    db = f"sqlite:///{tmp_path / 'system.db'}"
+    if anyio_backend_name == "trio":
+        await _assert_trio_is_refused(db)
+        return
+
+    @tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    call = ToolCall(id="i1", function=FunctionCall(name="ping", arguments="{}"))
+    inner = ChatModelAgent(
+        "inner",
+        "pings",
+        model=ScriptedChatModel([Message(role="assistant", tool_calls=[call]), "ponged"]),
+        tools=[ping],
+    )
+    ask = ToolCall(id="o1", function=FunctionCall(name="inner", arguments='{"request": "ping it"}'))
+    outer = ChatModelAgent(
+        "outer",
+        "top",
+        model=ScriptedChatModel([Message(role="assistant", tool_calls=[ask]), "all good"]),
+        tools=[AgentTool(inner)],
+    )
+    app = DurableApp(outer, db=db, executor_id="inproc-tree")
+    try:
+        await anyio.to_thread.run_sync(app.launch)
+        async with DurableClient(db) as client:
+            handle = await client.submit("go", run_id="tree-1")
+            result = await handle.result()
+            steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("tree-1"))
+    finally:
+        await anyio.to_thread.run_sync(app.shutdown)
+    assert result.output.content == "all good"
+    names = [s["function_name"] for s in sorted(steps, key=lambda s: s["function_id"])]
+    calls = [n for n in names if ".model." in n or ".tool." in n]
+    assert calls == [
+        "outer.model.generate",
+        "inner.model.generate",
+        "inner.tool.ping[i1]",
+        "inner.model.generate",
+        "outer.model.generate",
+    ]
