@@ -13,6 +13,10 @@ from adk.errors import (
     CheckpointNotFoundError,
     ExceedMaxIterationsError,
     RetryExhaustedError,
+    SessionBusyError,
+    SessionError,
+    SessionLeaseLostError,
+    SessionStoreError,
     StallDetectedError,
     TokenBudgetExceededError,
     WillRetryError,
@@ -43,9 +47,32 @@ from adk.telemetry import TELEMETRY_EVENT_NAMES, JSONLTraceWriter, TelemetryEven
 from compose._lazy import lazy_names as _lazy_names
 
 if typing.TYPE_CHECKING:
+    from adk.sessions import (
+        HistoryLimit,
+        InMemorySessionStore,
+        PostgresSessionStore,
+        Session,
+        SessionRun,
+        SessionStore,
+        SQLiteSessionStore,
+        approximate_tokens,
+    )
     from compose.models.json_action import JSONActionChatModel
 else:
-    __getattr__, __dir__ = _lazy_names(__name__, {"JSONActionChatModel": "compose.models.json_action"})
+    __getattr__, __dir__ = _lazy_names(
+        __name__,
+        {
+            "HistoryLimit": "adk.sessions",
+            "InMemorySessionStore": "adk.sessions",
+            "JSONActionChatModel": "compose.models.json_action",
+            "PostgresSessionStore": "adk.sessions",
+            "SQLiteSessionStore": "adk.sessions",
+            "Session": "adk.sessions",
+            "SessionRun": "adk.sessions",
+            "SessionStore": "adk.sessions",
+            "approximate_tokens": "adk.sessions",
+        },
+    )
 
 __all__ = [
     "TELEMETRY_EVENT_NAMES",
@@ -71,14 +98,25 @@ __all__ = [
     "CheckpointNotFoundError",
     "ExceedMaxIterationsError",
     "HistoryEntry",
+    "HistoryLimit",
     "HistoryRewriter",
+    "InMemorySessionStore",
     "InstructionFormatError",
     "JSONActionChatModel",
     "JSONLTraceWriter",
     "MessageVariant",
     "ModelRetryConfig",
+    "PostgresSessionStore",
     "RetryExhaustedError",
     "Runner",
+    "SQLiteSessionStore",
+    "Session",
+    "SessionBusyError",
+    "SessionError",
+    "SessionLeaseLostError",
+    "SessionRun",
+    "SessionStore",
+    "SessionStoreError",
     "StallDetectedError",
     "State",
     "TelemetryEvent",
@@ -91,6 +129,7 @@ __all__ = [
     "add_session_value",
     "add_session_values",
     "approval_middleware",
+    "approximate_tokens",
     "default_backoff",
     "default_history_rewriter",
     "default_is_retryable",
