@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from adk.errors import SessionLeaseLostError, SessionStoreError
+from adk.errors import SessionBusyError, SessionLeaseLostError, SessionStoreError
 from adk.sessions._keeper import LeaseKeeper
 from adk.sessions.base import (
     HistoryLimit,
@@ -121,7 +121,9 @@ class PostgresSessionStore(ClosingStore):
         try:
             await acquire_waiting(session_id, wait, attempt)
             self._keeper.keep(owner)
-        except BaseException:
+        except SessionBusyError:
+            raise  # never held
+        except BaseException:  # cancelled: a lease taken by the last attempt is given back
             await self._give_back(session_id, owner)
             raise
         return SessionLease(session_id, owner)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from adk.errors import SessionLeaseLostError, SessionStoreError
+from adk.errors import SessionBusyError, SessionLeaseLostError, SessionStoreError
 from adk.sessions._keeper import LeaseKeeper
 from adk.sessions.base import (
     HistoryLimit,
@@ -133,7 +133,9 @@ class SQLiteSessionStore(ClosingStore):
             await acquire_waiting(session_id, wait, attempt)
             lease = SessionLease(session_id, owner)
             self._keeper.keep(owner)
-        except BaseException:
+        except SessionBusyError:
+            raise  # never held
+        except BaseException:  # cancelled: a lease taken by the last attempt is given back
             await self._give_back(session_id, owner)
             raise
         return lease

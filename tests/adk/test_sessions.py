@@ -392,3 +392,31 @@ async def test_repr_shows_the_session() -> None:
     assert repr(run).startswith("SessionRun('s', not started, leased=False, recorded=0")
     await collect(run)
     assert repr(run).startswith("SessionRun('s', finished, leased=False, recorded=0")
+
+
+async def test_a_cancelled_run_appends_nothing_and_gives_the_lease_back(
+    store: SessionStore, no_task_leaks: None
+) -> None:
+    scope = anyio.CancelScope()
+
+    @tool
+    async def hang(q: str) -> str:
+        """Never returns: cancels the consumer's scope while the run is in flight.
+
+        Args:
+            q: the query.
+        """
+        scope.cancel()
+        await anyio.sleep_forever()
+        return q
+
+    model = ScriptedChatModel([calling(call("hang", '{"q": "x"}'))])
+    runner = Runner(ChatModelAgent("helper", "helps", "", model=model, tools=[hang]), session_store=store)
+    with scope:
+        async with runner.query("hi", session_id="s") as run:
+            async for event in run:
+                await event.aclose()
+    assert scope.cancelled_caught
+    assert run.termination_reason == "closed"
+    assert await store.list() == []
+    await store.release(await store.acquire("s"))  # free

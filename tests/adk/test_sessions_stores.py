@@ -14,7 +14,6 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-import adk
 from adk.errors import SessionBusyError, SessionError, SessionLeaseLostError, SessionStoreError
 from adk.sessions import (
     HistoryLimit,
@@ -230,7 +229,7 @@ async def test_a_waiting_acquire_gets_the_lease_when_it_is_released(store: Sessi
 
 async def test_a_wait_that_runs_out_is_busy(store: SessionStore) -> None:
     lease = await store.acquire("s")
-    with pytest.raises(SessionBusyError, match="after waiting 0.05s"):
+    with pytest.raises(SessionBusyError, match=r"after waiting 0\.05s"):
         await store.acquire("s", wait=0.05)
     await store.release(lease)
 

@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -40,7 +39,8 @@ def store_for(kind: str, where: str) -> Any:
 def answer(messages: list[Message]) -> Message:
     last = messages[-1]
     if last.role == "user":
-        call = ToolCall(id=f"c-{last.content}", function=FunctionCall(name="work", arguments=json.dumps({"q": last.content})))
+        work = FunctionCall(name="work", arguments=json.dumps({"q": last.content}))
+        call = ToolCall(id=f"c-{last.content}", function=work)
         return Message(role="assistant", tool_calls=[call])
     return Message(role="assistant", content=f"answer to {messages[-3].content} after {len(messages)} messages")
 
@@ -83,7 +83,7 @@ async def race(kind: str, where: str, name: str, gate: str, wait: str) -> None:
             q: the question.
         """
         print("running", flush=True)
-        while not Path(gate).exists():
+        while not await anyio.Path(gate).exists():
             await anyio.sleep(0.01)
         return f"worked on {q}"
 
