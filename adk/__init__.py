@@ -30,6 +30,10 @@ from adk.errors import (
     CheckpointNotFoundError,
     ExceedMaxIterationsError,
     RetryExhaustedError,
+    SessionBusyError,
+    SessionError,
+    SessionLeaseLostError,
+    SessionStoreError,
     StallDetectedError,
     StructuredOutputError,
     TokenBudgetExceededError,
@@ -72,9 +76,32 @@ from adk.telemetry import TELEMETRY_EVENT_NAMES, JSONLTraceWriter, TelemetryEven
 from compose._lazy import lazy_names as _lazy_names
 
 if typing.TYPE_CHECKING:
+    from adk.sessions import (
+        HistoryLimit,
+        InMemorySessionStore,
+        PostgresSessionStore,
+        Session,
+        SessionRun,
+        SessionStore,
+        SQLiteSessionStore,
+        approximate_tokens,
+    )
     from compose.models.json_action import JSONActionChatModel
 else:
-    __getattr__, __dir__ = _lazy_names(__name__, {"JSONActionChatModel": "compose.models.json_action"})
+    __getattr__, __dir__ = _lazy_names(
+        __name__,
+        {
+            "HistoryLimit": "adk.sessions",
+            "InMemorySessionStore": "adk.sessions",
+            "JSONActionChatModel": "compose.models.json_action",
+            "PostgresSessionStore": "adk.sessions",
+            "SQLiteSessionStore": "adk.sessions",
+            "Session": "adk.sessions",
+            "SessionRun": "adk.sessions",
+            "SessionStore": "adk.sessions",
+            "approximate_tokens": "adk.sessions",
+        },
+    )
 
 __all__ = [
     "TELEMETRY_EVENT_NAMES",
@@ -106,7 +133,9 @@ __all__ = [
     "ExceedMaxIterationsError",
     "FlowAgent",
     "HistoryEntry",
+    "HistoryLimit",
     "HistoryRewriter",
+    "InMemorySessionStore",
     "InstructionFormatError",
     "JSONActionChatModel",
     "JSONLTraceWriter",
@@ -116,12 +145,21 @@ __all__ = [
     "ModelWrapper",
     "ParallelAgent",
     "PatchToolCallsMiddleware",
+    "PostgresSessionStore",
     "ResumableAgent",
     "ResumeInfo",
     "RetryExhaustedError",
     "RunSession",
     "Runner",
+    "SQLiteSessionStore",
     "SequentialAgent",
+    "Session",
+    "SessionBusyError",
+    "SessionError",
+    "SessionLeaseLostError",
+    "SessionRun",
+    "SessionStore",
+    "SessionStoreError",
     "StallDetectedError",
     "State",
     "StructuredOutputError",
@@ -141,6 +179,7 @@ __all__ = [
     "agent_with_deterministic_transfer_to",
     "agent_with_options",
     "approval_middleware",
+    "approximate_tokens",
     "default_backoff",
     "default_history_rewriter",
     "default_is_retryable",

@@ -12,11 +12,16 @@
         ├── StructuredOutputError       no answer matched the agent's ``output_type`` within its retries; ``.raw``
         ├── WillRetryError              ends the event stream of a failed model attempt that will be retried
         ├── TransferError               a transfer named an agent that is neither a sub-agent nor the parent
-        └── DurableError                a durable run's failure (``adk.durable``, extra ``dbos``)
-            ├── DurableBackendError     ``adk.durable`` called under trio (DBOS is asyncio-only; also RuntimeError)
-            ├── DurableSerializationError  a value is not JSON, or a pickled row was refused (also TypeError)
-            ├── DurableStepError        a step's failure replayed from the system database
-            └── DurableRunError         ``DurableHandle.result()`` of a run that failed
+        ├── DurableError                a durable run's failure (``adk.durable``, extra ``dbos``)
+        │   ├── DurableBackendError     ``adk.durable`` called under trio (DBOS is asyncio-only; also RuntimeError)
+        │   ├── DurableSerializationError  a value is not JSON, or a pickled row was refused (also TypeError)
+        │   ├── DurableStepError        a step's failure replayed from the system database
+        │   └── DurableRunError         ``DurableHandle.result()`` of a run that failed
+        └── SessionError                a conversation (``adk.sessions``) cannot be run, read or stored
+            ├── SessionBusyError        another run on the session is in flight; ``.session_id``, ``.holder``
+            ├── SessionLeaseLostError   the run's lease on its session was lost (taken after expiry, or the
+            │                           session was deleted): nothing was appended
+            └── SessionStoreError       a session store's database failed; cause in ``__cause__``
     └── CheckpointError (compose.errors, also a ValueError)
         └── CheckpointNotFoundError     ``runner.resume`` was given an id with no checkpoint (``reason="not_found"``;
                                         compose's class, re-exported here)
@@ -37,6 +42,10 @@ __all__ = [
     "DurableStepError",
     "ExceedMaxIterationsError",
     "RetryExhaustedError",
+    "SessionBusyError",
+    "SessionError",
+    "SessionLeaseLostError",
+    "SessionStoreError",
     "StallDetectedError",
     "StructuredOutputError",
     "TokenBudgetExceededError",
@@ -196,3 +205,40 @@ class StructuredOutputError(AgentError):
         self.raw = raw
         self.error = error
         self.attempts = attempts
+
+
+class SessionError(AgentError):
+    """A conversation kept in a session store (``adk.sessions``) cannot be run, read or stored."""
+
+    reason = "session"
+
+
+class SessionBusyError(SessionError):
+    """A run was started on a session that has a run in flight (its lease is held), and did not wait for it
+    (``Runner(session_wait=...)``) or waited in vain; raised by the run's first ``__anext__``, nothing ran.
+
+    ``holder`` describes the lease holder (which process, until when) when the store knows it.
+    """
+
+    def __init__(self, session_id: str, holder: str = "", waited: float = 0.0) -> None:
+        held = f" (held by {holder})" if holder else ""
+        wait = f" after waiting {waited:g}s" if waited else ""
+        super().__init__(f"session {session_id!r} has a run in flight{held}: not started{wait}")
+        self.session_id = session_id
+        self.holder = holder
+
+
+class SessionLeaseLostError(SessionError):
+    """A run's lease on its session was lost before it could append (it expired and another run took it, or the
+    session was deleted meanwhile): nothing of the run was appended."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id!r}: this run's lease was lost (expired and taken by another run, or the session "
+            "was deleted): its messages were not appended"
+        )
+        self.session_id = session_id
+
+
+class SessionStoreError(SessionError):
+    """A session store's database failed (unreachable, locked past its timeout, ...); cause in ``__cause__``."""

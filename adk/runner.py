@@ -29,6 +29,8 @@ from adk.agents.history import RecordedEvent
 from adk.checkpointing import AgentCheckpoint, CheckpointBinding, SavedEvent
 from adk.errors import AgentError
 from adk.events import AgentEvent, AgentInput, checked_messages
+from adk.sessions import SessionRun, SessionStore
+from adk.sessions.base import check_session_id
 from adk.telemetry import TelemetryHandler
 from compose.callbacks import CallbackHandler
 from compose.checkpoint import CheckPointStore, check_store
@@ -252,6 +254,15 @@ class Runner:
         telemetry: handlers receiving the runtime events (see ``adk.telemetry``).
         callbacks: ``compose.callbacks`` handlers for every agent run and graph of a run (``compose.otel.OTelHandler``
             traces them), on top of the global ones.
+        session_store: where conversations are kept (``adk.sessions``); needed for ``session_id=``.
+        session_wait: seconds a run on a session waits for the run in flight on it to finish (0, the default:
+            fail at once with ``SessionBusyError``; None: wait as long as it takes).
+
+    Sessions (``adk.sessions``): ``run(..., session_id=id)`` runs on the conversation stored under ``id``: the
+    agent sees its history followed by the new messages, and its session values start from the stored ones
+    (under the call's); the run's new messages are appended, with its session values, when it completes, and
+    not at all when it fails. A run that pauses keeps its messages with its checkpoint id; ``resume`` appends
+    them with the resumed run's when it completes. The returned run is then a ``SessionRun`` (same interface).
         claim_stale_after: ``resume`` takes over a claim on the checkpoint older than this many seconds (the
             worker that held it died mid-resume); None (default) never does.
 
@@ -287,6 +298,8 @@ class Runner:
         telemetry: Sequence[TelemetryHandler] = (),
         claim_stale_after: float | None = None,
         callbacks: Sequence[CallbackHandler] = (),
+        session_store: SessionStore | None = None,
+        session_wait: float | None = 0.0,
     ) -> None:
         if checkpoint_store is not None:
             check_store(checkpoint_store, where="Runner(checkpoint_store=...)")
@@ -299,6 +312,8 @@ class Runner:
         # a resume claim older than this (seconds) is taken over: its worker died mid-resume
         self.claim_stale_after = claim_stale_after
         self.session_values: dict[str, Any] = {}
+        self.session_store = session_store
+        self.session_wait = session_wait
 
     def __repr__(self) -> str:
         store = type(self.checkpoint_store).__name__ if self.checkpoint_store is not None else None
@@ -316,29 +331,58 @@ class Runner:
         checkpoint_id: str | None = None,
         session_values: Mapping[str, Any] | None = None,
         skip_transfer_messages: bool = False,
-    ) -> AgentRun:
+        session_id: str | None = None,
+    ) -> AgentRun | SessionRun:
         """Run the agent on ``messages``; iterate the result for the events.
 
         Args:
-            messages: the conversation so far.
+            messages: the conversation so far (with ``session_id``: the new messages of this turn).
             checkpoint_id: save the run under this id if it pauses (needs a checkpoint store).
             session_values: this run's session values, on top of the runner's ``session_values``.
             skip_transfer_messages: leave the transfer messages out of the history the agents of a multi-agent
                 run are given (Eino's ``WithSkipTransferMessages``).
+            session_id: run on the conversation stored under this id in the session store (see ``Runner``).
 
         Raises:
-            ValueError: ``checkpoint_id`` without a checkpoint store.
+            ValueError: ``checkpoint_id`` without a checkpoint store, ``session_id`` without a session store.
             TypeError: ``session_values`` is not a mapping.
         """
+        new = checked_messages(messages, "Runner.run")
+        if session_id is None:
+            return self._start(new, checkpoint_id, session_values, skip_transfer_messages)
+        store = self._sessions()
+        check_session_id(session_id)
+        self._session(session_values)  # a bad mapping fails here, not at the first event
+        if checkpoint_id is not None:
+            self._store("checkpoint a run")
+
+        def start(history: list[Message], stored: dict[str, Any]) -> AgentRun:
+            return self._start(history, checkpoint_id, session_values, skip_transfer_messages, stored)
+
+        return SessionRun.starting(store, session_id, new, start, wait=self.session_wait, checkpoint_id=checkpoint_id)
+
+    def _start(
+        self,
+        messages: list[Message],
+        checkpoint_id: str | None,
+        session_values: Mapping[str, Any] | None,
+        skip_transfer_messages: bool,
+        stored: Mapping[str, Any] | None = None,
+    ) -> AgentRun:
         checkpoint = (
             CheckpointBinding(self._store("checkpoint a run"), checkpoint_id) if checkpoint_id is not None else None
         )
-        input = AgentInput(checked_messages(messages, "Runner.run"), self.enable_streaming)
-        session = self._session(session_values)
+        input = AgentInput(messages, self.enable_streaming)
+        session = self._session(session_values, stored)
         session.root_input = list(input.messages)
         session.resumable = checkpoint is not None
         session.skip_transfer_messages = skip_transfer_messages
         return AgentRun(self.agent, session, input=input, checkpoint=checkpoint)
+
+    def _sessions(self) -> SessionStore:
+        if self.session_store is None:
+            raise ValueError("failed to run on a session: the runner has no session store (Runner(session_store=...))")
+        return self.session_store
 
     def query(
         self,
@@ -347,18 +391,22 @@ class Runner:
         checkpoint_id: str | None = None,
         session_values: Mapping[str, Any] | None = None,
         skip_transfer_messages: bool = False,
-    ) -> AgentRun:
+        session_id: str | None = None,
+    ) -> AgentRun | SessionRun:
         """Run the agent on one user message (see :meth:`run`)."""
         return self.run(
             [user_message(text)],
             checkpoint_id=checkpoint_id,
             session_values=session_values,
             skip_transfer_messages=skip_transfer_messages,
+            session_id=session_id,
         )
 
-    def _session(self, values: Mapping[str, Any] | None) -> RunSession:
-        """A new run's session: the runner's defaults, then the call's values."""
+    def _session(self, values: Mapping[str, Any] | None, stored: Mapping[str, Any] | None = None) -> RunSession:
+        """A new run's session: the runner's defaults, then the session's stored values, then the call's."""
         session = dict(self.session_values)
+        if stored:
+            session.update(stored)
         if values is not None:
             if not isinstance(values, Mapping):
                 raise TypeError(f"session_values must be a mapping of names to values, got {type(values).__qualname__}")
@@ -367,7 +415,7 @@ class Runner:
             values=session, enable_streaming=self.enable_streaming, telemetry=self.telemetry, callbacks=self.callbacks
         )
 
-    def resume(self, checkpoint_id: str, targets: Mapping[str, Any] | None = None) -> AgentRun:
+    def resume(self, checkpoint_id: str, targets: Mapping[str, Any] | None = None) -> AgentRun | SessionRun:
         """Continue the run paused under ``checkpoint_id``; iterate the result for the rest of its events.
 
         Args:
@@ -380,15 +428,19 @@ class Runner:
                 ``CheckpointNotFoundError`` (nothing under the id), ``CheckpointError`` (``reason`` ``"claimed"``:
                 another resume holds it; ``"not_checkpoint"``, ``"digest"``, ``"kind"``, ``"fingerprint"``,
                 ``"payload"``: corrupted, foreign or another agent's bytes), ``InterruptNotFoundError`` (also a
-                ``ValueError``: a target id that is not one of the checkpoint's interrupts).
+                ``ValueError``: a target id that is not one of the checkpoint's interrupts); with a session
+                store, ``SessionBusyError`` (a run on the paused run's session is in flight).
         """
-        binding = CheckpointBinding(
-            self._store("resume"),
-            checkpoint_id,
-            resuming=True,
-            targets=dict(targets or {}),
-            stale_after=self.claim_stale_after,
-        )
-        session = self._session(None)
-        session.resumable = True
-        return AgentRun(self.agent, session, checkpoint=binding)
+        store = self._store("resume")
+
+        def resume() -> AgentRun:
+            binding = CheckpointBinding(
+                store, checkpoint_id, resuming=True, targets=dict(targets or {}), stale_after=self.claim_stale_after
+            )
+            session = self._session(None)
+            session.resumable = True
+            return AgentRun(self.agent, session, checkpoint=binding)
+
+        if self.session_store is None:
+            return resume()
+        return SessionRun.resuming(self.session_store, checkpoint_id, resume, wait=self.session_wait)

@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import builtins
-import importlib.util
-import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import anyio
-import anyio.to_thread
+from typing import TYPE_CHECKING, Any
 
 from compose._checkpoint_sqlite import ClosingStore, check_table_name
+from compose._postgres_db import PostgresDatabase, require_psycopg
 from compose.errors import CheckpointStoreError
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg import sql
-    from psycopg_pool import ConnectionPool
 
 __all__ = ["PostgresCheckPointStore"]
-
-T = TypeVar("T")
 
 
 class PostgresCheckPointStore(ClosingStore):
@@ -55,29 +47,24 @@ class PostgresCheckPointStore(ClosingStore):
         timeout: float = 30.0,
     ) -> None:
         self.table = check_table_name(table)
-        missing = [m for m in ("psycopg", "psycopg_pool") if importlib.util.find_spec(m) is None]
-        if missing:
-            raise ImportError(
-                f"PostgresCheckPointStore needs {' and '.join(missing)}: pip install 'pyeino[postgres]' "
-                "(psycopg[binary] and psycopg-pool)"
-            )
+        require_psycopg("PostgresCheckPointStore")
         self.dsn = dsn
         self.min_size = min_size
         self.max_size = max_size
         self.timeout = timeout
-        self._pool: ConnectionPool[Any] | None = None
-        self._closed = False
-        self._open_lock = threading.Lock()
+        self._db = PostgresDatabase(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            name=f"pyeino-checkpoints:{self.table}",
+            setup=self._create_table,
+            label=f"PostgreSQL checkpoint store (table {self.table})",
+            error=CheckpointStoreError,
+        )
 
     def __repr__(self) -> str:
-        if self._closed:
-            state = "closed"
-        elif self._pool is None:
-            state = "not yet opened"
-        else:
-            stats = self._pool.get_stats()
-            state = f"open pool_size={stats.get('pool_size', 0)} available={stats.get('pool_available', 0)}"
-        return f"<PostgresCheckPointStore table={self.table} {state}>"
+        return f"<PostgresCheckPointStore table={self.table} {self._db.state}>"
 
     async def get(self, checkpoint_id: str) -> bytes | None:
         """Return the bytes under ``checkpoint_id``, or None."""
@@ -87,7 +74,7 @@ class PostgresCheckPointStore(ClosingStore):
             row = conn.execute(q, (checkpoint_id,), binary=True).fetchone()
             return None if row is None else bytes(row[0])
 
-        return await self._run(op)
+        return await self._db.run(op)
 
     async def set(self, checkpoint_id: str, data: bytes) -> None:
         """Store ``data`` under ``checkpoint_id`` (clears any claim)."""
@@ -101,7 +88,7 @@ class PostgresCheckPointStore(ClosingStore):
             )
             conn.execute(q, (checkpoint_id, blob))
 
-        await self._run(op)
+        await self._db.run(op)
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove ``checkpoint_id`` if present."""
@@ -109,7 +96,7 @@ class PostgresCheckPointStore(ClosingStore):
         def op(conn: psycopg.Connection[Any]) -> None:
             conn.execute(self._sql("DELETE FROM {t} WHERE id = %s"), (checkpoint_id,))
 
-        await self._run(op)
+        await self._db.run(op)
 
     async def list(self, prefix: str = "") -> builtins.list[str]:
         """Return the ids starting with ``prefix``, oldest write first."""
@@ -119,7 +106,7 @@ class PostgresCheckPointStore(ClosingStore):
             q = self._sql("SELECT id FROM {t} WHERE id LIKE %s ESCAPE '\\' ORDER BY seq")
             return [str(r[0]) for r in conn.execute(q, (pattern,)).fetchall()]
 
-        return await self._run(op)
+        return await self._db.run(op)
 
     async def claim(self, checkpoint_id: str, owner: str, *, stale_after: float | None = None) -> bool:
         """Claim ``checkpoint_id`` for ``owner`` (see ``ClaimableCheckPointStore.claim``); the server's clock."""
@@ -132,7 +119,7 @@ class PostgresCheckPointStore(ClosingStore):
             cur = conn.execute(q, {"owner": owner, "id": checkpoint_id, "stale": stale_after})
             return cur.rowcount == 1
 
-        return await self._run(op, deliver=True)
+        return await self._db.run(op, deliver=True)
 
     async def release(self, checkpoint_id: str, owner: str) -> bool:
         """Clear the claim on ``checkpoint_id`` if ``owner`` holds it."""
@@ -141,19 +128,11 @@ class PostgresCheckPointStore(ClosingStore):
             q = self._sql("UPDATE {t} SET owner = NULL, claimed_at = NULL WHERE id = %s AND owner = %s")
             return conn.execute(q, (checkpoint_id, owner)).rowcount == 1
 
-        return await self._run(op)
+        return await self._db.run(op)
 
     async def aclose(self) -> None:
         """Close the pool; later calls raise ``anyio.ClosedResourceError``."""
-
-        def close() -> None:
-            with self._open_lock:
-                self._closed = True
-                pool, self._pool = self._pool, None
-            if pool is not None:
-                pool.close()
-
-        await anyio.to_thread.run_sync(close)
+        await self._db.aclose()
 
     # -----------------------------------------------------------------------------------------------------------
 
@@ -166,66 +145,11 @@ class PostgresCheckPointStore(ClosingStore):
             seq_name=sql.Identifier(f"{self.table}_seq"),
         )
 
-    async def _run(self, op: Callable[[psycopg.Connection[Any]], T], *, deliver: bool = False) -> T:
-        # not abandoned on cancellation: the thread returns its connection to the pool before we go on. With
-        # ``deliver`` a statement that completed returns its result even if the call was cancelled meanwhile (the
-        # caller sees the cancellation at its next await), so that a claim that raised was not taken.
-        with anyio.CancelScope(shield=deliver):
-            result = await anyio.to_thread.run_sync(self._call, op)
-        return result
-
-    def _call(self, op: Callable[[psycopg.Connection[Any]], T]) -> T:
-        import psycopg
-        from psycopg_pool import PoolTimeout
-
-
-        try:
-            pool = self._ensure_pool()
-            try:
-                with pool.connection() as conn:
-                    return op(conn)
-            except PoolTimeout:
-                raise
-            except psycopg.OperationalError:
-                # the connection died under us (server restart): every operation is idempotent, retry once
-                with pool.connection() as conn:
-                    return op(conn)
-        except psycopg.Error as e:
-            raise CheckpointStoreError(f"PostgreSQL checkpoint store (table {self.table}): {e}") from e
-
-    def _ensure_pool(self) -> ConnectionPool[Any]:
-        with self._open_lock:
-            if self._closed:
-                raise anyio.ClosedResourceError(f"{self!r} is closed")
-            if self._pool is None:
-                self._pool = self._open_pool()
-            return self._pool
-
-    def _open_pool(self) -> ConnectionPool[Any]:
-        from psycopg_pool import ConnectionPool
-
-        pool: ConnectionPool[Any] = ConnectionPool(
-            self.dsn,
-            min_size=self.min_size,
-            max_size=self.max_size,
-            open=False,
-            kwargs={"autocommit": True},
-            check=ConnectionPool.check_connection,
-            timeout=self.timeout,
-            name="pyeino-checkpoints",
+    def _create_table(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute(self._sql("CREATE SEQUENCE IF NOT EXISTS {seq_name}"))
+        conn.execute(
+            self._sql(
+                'CREATE TABLE IF NOT EXISTS {t} (id text COLLATE "C" PRIMARY KEY, data bytea NOT NULL, '
+                "seq bigint NOT NULL, owner text, claimed_at timestamptz)"
+            )
         )
-        try:
-            pool.open(wait=True, timeout=self.timeout)
-            with pool.connection() as conn, conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"pyeino-checkpoints:{self.table}",))
-                conn.execute(self._sql("CREATE SEQUENCE IF NOT EXISTS {seq_name}"))
-                conn.execute(
-                    self._sql(
-                        'CREATE TABLE IF NOT EXISTS {t} (id text COLLATE "C" PRIMARY KEY, data bytea NOT NULL, '
-                        "seq bigint NOT NULL, owner text, claimed_at timestamptz)"
-                    )
-                )
-        except BaseException:
-            pool.close()
-            raise
-        return pool

@@ -5,15 +5,11 @@ from __future__ import annotations
 import builtins
 import os
 import re
-import threading
 import time
-from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Self, TypeVar
+from typing import TYPE_CHECKING, Self
 
-import anyio
-import anyio.to_thread
-
+from compose._sqlite_db import SQLiteDatabase
 from compose.errors import CheckpointStoreError
 
 if TYPE_CHECKING:
@@ -21,21 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SQLiteCheckPointStore", "check_table_name"]
 
-T = TypeVar("T")
-
 _TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-
-_LOCK_POLL = 0.05
-"""Longest a statement waits for another connection's lock inside its worker thread (not cancellable there)."""
-_FIRST_PAUSE = 0.002
-
-
-class _Busy(Exception):
-    """A statement found the database locked (SQLITE_BUSY) and did nothing: retry it."""
-
-    def __init__(self, error: sqlite3.OperationalError) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 def check_table_name(table: str) -> str:
@@ -91,14 +73,16 @@ class SQLiteCheckPointStore(ClosingStore):
         self.path = os.fspath(path)
         self.table = check_table_name(table)
         self.busy_timeout = busy_timeout
-        self._conn: sqlite3.Connection | None = None
-        self._closed = False
-        # one connection, one statement at a time: sqlite3 connections are not safe for concurrent use
-        self._lock = threading.Lock()
+        self._db = SQLiteDatabase(
+            self.path,
+            busy_timeout=busy_timeout,
+            setup=self._create_table,
+            label=f"SQLite checkpoint store {self.path!r}",
+            error=CheckpointStoreError,
+        )
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open" if self._conn is not None else "not yet opened"
-        return f"<SQLiteCheckPointStore {self.path!r} table={self.table} {state}>"
+        return f"<SQLiteCheckPointStore {self.path!r} table={self.table} {self._db.state}>"
 
     async def get(self, checkpoint_id: str) -> bytes | None:
         """Return the bytes under ``checkpoint_id``, or None."""
@@ -107,7 +91,7 @@ class SQLiteCheckPointStore(ClosingStore):
             row = db.execute(f"SELECT data FROM {self.table} WHERE id = ?", (checkpoint_id,)).fetchone()
             return None if row is None else bytes(row[0])
 
-        return await self._run(op)
+        return await self._db.run(op)
 
     async def set(self, checkpoint_id: str, data: bytes) -> None:
         """Store ``data`` under ``checkpoint_id`` (clears any claim)."""
@@ -123,11 +107,11 @@ class SQLiteCheckPointStore(ClosingStore):
                 (checkpoint_id, blob),
             )
 
-        await self._run(op)
+        await self._db.run(op)
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove ``checkpoint_id`` if present."""
-        await self._run(lambda db: db.execute(f"DELETE FROM {self.table} WHERE id = ?", (checkpoint_id,)))
+        await self._db.run(lambda db: db.execute(f"DELETE FROM {self.table} WHERE id = ?", (checkpoint_id,)))
 
     async def list(self, prefix: str = "") -> builtins.list[str]:
         """Return the ids starting with ``prefix``, oldest write first."""
@@ -138,7 +122,7 @@ class SQLiteCheckPointStore(ClosingStore):
             ).fetchall()
             return [str(r[0]) for r in rows]
 
-        return await self._run(op)
+        return await self._db.run(op)
 
     async def claim(self, checkpoint_id: str, owner: str, *, stale_after: float | None = None) -> bool:
         """Claim ``checkpoint_id`` for ``owner`` (see ``ClaimableCheckPointStore.claim``)."""
@@ -153,7 +137,7 @@ class SQLiteCheckPointStore(ClosingStore):
             )
             return cur.rowcount == 1
 
-        return await self._run(op, deliver=True)
+        return await self._db.run(op, deliver=True)
 
     async def release(self, checkpoint_id: str, owner: str) -> bool:
         """Clear the claim on ``checkpoint_id`` if ``owner`` holds it."""
@@ -165,76 +149,15 @@ class SQLiteCheckPointStore(ClosingStore):
             )
             return cur.rowcount == 1
 
-        return await self._run(op)
+        return await self._db.run(op)
 
     async def aclose(self) -> None:
         """Close the connection; later calls raise ``anyio.ClosedResourceError``."""
+        await self._db.aclose()
 
-        def close() -> None:
-            with self._lock:
-                self._closed = True
-                if self._conn is not None:
-                    self._conn.close()
-                    self._conn = None
-
-        await anyio.to_thread.run_sync(close)
-
-    async def _run(self, op: Callable[[sqlite3.Connection], T], *, deliver: bool = False) -> T:
-        # A statement in a worker thread cannot be cancelled, so it never waits long for a lock: SQLite waits at
-        # most _LOCK_POLL seconds, and the rest of busy_timeout is waited here, between attempts, where a
-        # cancellation ends the wait promptly. A statement either completes or never started (autocommit), so
-        # the connection is fit for the next call either way. With ``deliver`` a statement that completed returns
-        # its result even when the call was cancelled meanwhile (the caller sees the cancellation at its next
-        # await), so that a claim that raised was not taken.
-        deadline = anyio.current_time() + self.busy_timeout
-        pause = _FIRST_PAUSE
-        while True:
-            try:
-                with anyio.CancelScope(shield=deliver):
-                    return await anyio.to_thread.run_sync(self._locked, op)
-            except _Busy as busy:
-                left = deadline - anyio.current_time()
-                if left <= 0:
-                    raise CheckpointStoreError(
-                        f"SQLite checkpoint store {self.path!r}: {busy.error} (still locked by another connection "
-                        f"after busy_timeout={self.busy_timeout}s)"
-                    ) from busy.error
-                await anyio.sleep(min(pause, left))
-                pause = min(pause * 2, _LOCK_POLL)
-
-    def _locked(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        import sqlite3  # on first use, not when compose is imported
-
-        with self._lock:
-            if self._closed:
-                raise anyio.ClosedResourceError(f"{self!r} is closed")
-            try:
-                if self._conn is None:
-                    self._conn = self._open()
-                return op(self._conn)
-            except sqlite3.OperationalError as e:
-                if e.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
-                    raise CheckpointStoreError(f"SQLite checkpoint store {self.path!r}: {e}") from e
-                if self._conn is not None and self._conn.in_transaction:  # not expected in autocommit; be sure
-                    self._conn.rollback()
-                raise _Busy(e) from e
-            except sqlite3.Error as e:
-                raise CheckpointStoreError(f"SQLite checkpoint store {self.path!r}: {e}") from e
-
-    def _open(self) -> sqlite3.Connection:
-        import sqlite3
-
-        # autocommit (isolation_level=None): each statement is its own transaction
-        timeout = min(self.busy_timeout, _LOCK_POLL)
-        db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
-        try:
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute(
-                f"CREATE TABLE IF NOT EXISTS {self.table} (id TEXT PRIMARY KEY, data BLOB NOT NULL, "
-                "seq INTEGER NOT NULL, owner TEXT, claimed_at REAL)"
-            )
-            db.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_seq ON {self.table} (seq)")
-        except BaseException:
-            db.close()
-            raise
-        return db
+    def _create_table(self, db: sqlite3.Connection) -> None:
+        db.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.table} (id TEXT PRIMARY KEY, data BLOB NOT NULL, "
+            "seq INTEGER NOT NULL, owner TEXT, claimed_at REAL)"
+        )
+        db.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_seq ON {self.table} (seq)")
