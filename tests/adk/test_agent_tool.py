@@ -450,6 +450,7 @@ def _worker(*args: str) -> Any:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_two_agent_tools_deep_resumed_by_a_fresh_process(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest

@@ -28,6 +28,8 @@ from harness import Worker, env, fresh_pg_database, query, tool_log
 from adk.approval import ApprovalDecision
 from adk.durable import DurableClient, DurableEvent
 
+pytestmark = pytest.mark.slow
+
 ROUNDS = 5
 
 

@@ -608,11 +608,13 @@ def run_then_resume(kind: str, where: str, log: Path, streaming: bool) -> None:
     assert log.read_text().splitlines() == ["lookup invoice", "pay 42"]  # no tool ran twice
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("streaming", [False, True])
 def test_resume_in_a_fresh_process_from_sqlite(tmp_path: Path, streaming: bool) -> None:
     run_then_resume("sqlite", str(tmp_path / "checkpoints.db"), tmp_path / "tools.log", streaming)
 
 
+@pytest.mark.slow
 def test_resume_in_a_fresh_process_from_postgres(tmp_path: Path, pg_server: Any) -> None:
     run_then_resume("postgres", pg_server.dsn, tmp_path / "tools.log", streaming=True)
 

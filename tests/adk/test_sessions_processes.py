@@ -15,7 +15,7 @@ import pytest
 from adk.sessions import PostgresSessionStore, SQLiteSessionStore
 from tests.compose.pg_server import PgServer
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 WORKER = Path(__file__).parent / "workers" / "session_worker.py"
 ROOT = Path(__file__).parents[2]

@@ -10,6 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 WORKER = Path(__file__).parent / "workers" / "resume_worker.py"
 ROOT = Path(__file__).parents[2]
 
