@@ -62,7 +62,7 @@ class Tracing:
 
     @property
     def spans(self) -> list[ReadableSpan]:
-        return sorted(self.exporter.get_finished_spans(), key=lambda s: (s.start_time or 0))
+        return sorted(self.exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
 
     def tree(self) -> list[str]:
         """``"  " * depth + name`` per span, children in start order under their parent."""
@@ -489,7 +489,10 @@ async def test_a_chat_model_node_names_model_and_provider() -> None:
 async def test_an_interrupt_is_reported_as_such() -> None:
     rec = Recorder()
     agent = ChatModelAgent(
-        "ops", "pays", model=ScriptedChatModel([calling(call("pay", '{"amount": 5}', id="c1"))]), tools=[pay],
+        "ops",
+        "pays",
+        model=ScriptedChatModel([calling(call("pay", '{"amount": 5}', id="c1"))]),
+        tools=[pay],
         approval=lambda name, args: True,
     )
     runner = Runner(agent, checkpoint_store=InMemoryCheckPointStore(), callbacks=[rec])
@@ -541,3 +544,50 @@ async def test_an_agent_tools_inner_agent_nests_under_execute_tool(tracing: Trac
         "            chat scripted",
         "    chat scripted",
     ]
+
+
+_GLOBAL: Tracing | None = None
+
+
+def global_tracing() -> Tracing:
+    """A Tracing whose provider is the process's global one (libraries such as ``mcp`` trace through it); set
+    once per process, its exporter cleared for each use."""
+    global _GLOBAL
+    if _GLOBAL is None:
+        _GLOBAL = Tracing()
+        trace.set_tracer_provider(_GLOBAL.provider)
+    _GLOBAL.exporter.clear()
+    return _GLOBAL
+
+
+async def test_the_mcp_sdks_own_spans_nest_under_execute_tool() -> None:
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("mcp")
+    from compose.mcp import mcp_tools
+
+    tracing = global_tracing()
+    server = [sys.executable, str(Path(__file__).parent / "mcp_servers" / "demo_server.py")]
+    model = ScriptedChatModel([calling(call("add", '{"a": 1, "b": 2}', "c1")), "3"])
+    async with mcp_tools(stdio=server) as tools:
+        agent = ChatModelAgent("calc", "adds", model=model, tools=[t for t in tools if t.name == "add"])
+        await collect(Runner(agent, callbacks=[tracing.handler()]).query("1+2?"))
+    tool_span = tracing.one("execute_tool add")
+    by_id = {s.context.span_id: s for s in tracing.spans if s.context is not None}
+
+    def under_tool(s: ReadableSpan) -> bool:
+        while s.parent is not None and s.parent.span_id in by_id:
+            s = by_id[s.parent.span_id]
+            if s is tool_span:
+                return True
+        return False
+
+    mcp_spans = [
+        s
+        for s in tracing.spans
+        if s.instrumentation_scope is not None and s.instrumentation_scope.name == "mcp-python-sdk"
+    ]
+    call_spans = [s for s in mcp_spans if "tools/call" in s.name]
+    assert call_spans, [s.name for s in mcp_spans]
+    assert all(under_tool(s) for s in call_spans)
