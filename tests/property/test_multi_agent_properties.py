@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import re
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -262,6 +263,12 @@ class Reference:
         self.break_lost_in_pause = False
         # an error stops a Parallel (see test_parallel_error_closes_the_streams_it_drops)
         self.error_in_parallel = False
+        # the history: what the lanes above this one hold, and this lane's records (as traces: a Parallel's lanes
+        # are joined in the order their events were recorded, one interleaving)
+        self.above: list[Trace] = []
+        self.lane: list[Trace] = []
+        # the history each leaf run is given (its first model call's messages, after the root input)
+        self.inputs: dict[tuple[str, int], list[Trace]] = {}
 
     def _pause_from(self, depth: int) -> None:
         """A pause goes up from ``stack[:depth]``: through sequences and loops now, through a Parallel once it
@@ -318,25 +325,39 @@ class Reference:
 
     def _parallel(self, node: Flow, path: tuple[str, ...], address: tuple[str, ...]) -> tuple[Trace, str | None]:
         results = []
-        outer = self.fx
+        outer, above, lane = self.fx, self.above, self.lane
+        lanes: list[list[Trace]] = []
         for child in node.children:
-            self.fx = Effects()
+            self.fx, self.above, self.lane = Effects(), [*above, *lane], []
             trace, stop = self.run(child, (*path, child.name), (*address, child.name))
             assert stop != "exit", "no leaf exits under a Parallel"
             results.append((trace, stop, self.fx))
-        self.fx = outer
+            lanes.append(self.lane)
+        self.fx, self.above, self.lane = outer, above, lane
+        agents = [frozenset(x.name for x in leaves(c)) for c in node.children]
         failing = [i for i, (_, stop, _) in enumerate(results) if stop == "error"]
         self.error_in_parallel |= bool(failing)
         for i, (_, _, fx) in enumerate(results):
             outer.merge(fx, certain=not failing or failing == [i])
-        shuffle = Shuffle(
-            [t for t, _, _ in results], [frozenset(x.name for x in leaves(c)) for c in node.children], bool(failing)
-        )
-        return shuffle, "error" if failing else None
+        if not failing:  # (after an error nothing reads the history)
+            lane.append(Shuffle([Concat(x) for x in lanes], agents, False))
+        return Shuffle([t for t, _, _ in results], agents, bool(failing)), "error" if failing else None
 
     def _leaf(self, leaf: Leaf, path: tuple[str, ...], address: tuple[str, ...]) -> tuple[Trace, str | None]:
+        name, k = leaf.name, self.runs[leaf.name]
+        self.inputs[(leaf.name, k)] = [*self.above, *self.lane]
+        trace, stop = self._turn(leaf, k, path, address)
+        for item in flatten(trace):  # the leaf's events with a message are recorded
+            agent, _, role, tool_name, content, calls, _, error = item
+            if error is None:
+                args = [f'{{"final_result": "{name}:{k}"}}' if c == "exit" else "{}" for c in calls]
+                self.lane.append(Item((agent, role, content, tool_name, tuple(zip(calls, args, strict=True)))))
+        return trace, stop
+
+    def _turn(
+        self, leaf: Leaf, k: int, path: tuple[str, ...], address: tuple[str, ...]
+    ) -> tuple[Trace, str | None]:
         name = leaf.name
-        k = self.runs[name]
         self.runs[name] += 1
         turn = leaf.turns[k % len(leaf.turns)]
         final = f"{name}:{k}"
@@ -440,6 +461,47 @@ def flatten(trace: Trace) -> list[Sig]:
     return [s for p in trace.parts for s in flatten(p)]
 
 
+def retold(record: Sig, reader: str) -> Sig:
+    """A recorded message as agent ``reader`` is given it (Eino's default history rewriter): its own as it is,
+    another agent's retold in a user message."""
+    agent, role, content, tool_name, calls = record
+    if agent == reader:
+        return (agent, role, content, calls)
+    text = "For context:"
+    if role == "assistant":
+        if content:
+            text += f" [{agent}] said: {content}."
+        for call_name, args in calls:
+            text += f" [{agent}] called tool: `{call_name}` with arguments: {args}."
+    elif role == "tool" and content:
+        text += f" [{agent}] `{tool_name}` tool returned result: {content}."
+    return (agent, "user", text, ())
+
+
+def render(trace: Trace, reader: str) -> Trace:
+    if isinstance(trace, Item):
+        return Item(retold(trace.sig, reader))
+    if isinstance(trace, Shuffle):
+        return Shuffle([render(p, reader) for p in trace.parts], trace.agents, trace.truncated)
+    return Concat([render(p, reader) for p in trace.parts])
+
+
+_TOLD = re.compile(r"For context: \[([^\]]*)\]")
+
+
+def given_messages(messages: Sequence[Message], reader: str) -> list[Sig]:
+    """A model call's messages as (agent, role, content, tool calls): a retold message names its agent."""
+    out: list[Sig] = []
+    for m in messages:
+        calls = tuple((c.function.name, c.function.arguments) for c in m.tool_calls)
+        if m.role == "user":
+            told = _TOLD.match(m.content)
+            out.append((told.group(1) if told else "", "user", m.content, calls))
+        else:
+            out.append((reader, m.role, m.content, calls))
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The tree as pyeino agents
 
@@ -455,6 +517,7 @@ class Built:
     def __init__(self, tree: Flow, *, approval: bool) -> None:
         self.tool_runs: Counter[str] = Counter()
         self.models: dict[str, ScriptedChatModel] = {}
+        self.first_calls: dict[str, list[int]] = defaultdict(list)  # per leaf, its runs' first model calls
         self.approval = approval
         self.root = self._build(tree, 1)
 
@@ -489,6 +552,7 @@ class Built:
         for k in range(runs):  # the most runs the leaf can have (an unbounded loop breaks in its first iteration)
             turn = leaf.turns[k % len(leaf.turns)]
             final = f"{name}:{k}"
+            self.first_calls[name].append(len(script))
             if turn == "fail":
                 fail_at[len(script)] = RuntimeError(boom(name))
                 script.append("never played")
@@ -517,6 +581,15 @@ class Built:
     def model_calls(self) -> Counter[str]:
         return Counter({name: len(m.calls) for name, m in self.models.items() if m.calls})
 
+    def inputs(self) -> dict[tuple[str, int], list[Sig]]:
+        """What each leaf run that happened was given (its first model call's messages)."""
+        out = {}
+        for name, model in self.models.items():
+            for k, index in enumerate(self.first_calls[name]):
+                if index < len(model.calls):
+                    out[(name, k)] = given_messages(model.calls[index].messages, name)
+        return out
+
 
 async def drain(run: AgentRun, failing: Sequence[str]) -> tuple[list[Sig], AgentInterruptInfo | None]:
     """The run's events as signatures, and the interrupt info of its last event if it paused."""
@@ -541,6 +614,7 @@ class Outcome:
     model_calls: Counter[str]
     tool_runs: Counter[str]
     approvals: list[str]
+    inputs: dict[tuple[str, int], list[Sig]]
 
 
 async def run_plain(tree: Flow, streaming: bool, failing: Sequence[str]) -> Outcome:
@@ -548,7 +622,8 @@ async def run_plain(tree: Flow, streaming: bool, failing: Sequence[str]) -> Outc
     run = Runner(built.root, enable_streaming=streaming).query("go")
     events, paused = await drain(run, failing)
     assert paused is None, "a run without approvals paused"
-    return Outcome(events, dict(run.session_values), run.termination_reason, built.model_calls(), built.tool_runs, [])
+    values, reason = dict(run.session_values), run.termination_reason
+    return Outcome(events, values, reason, built.model_calls(), built.tool_runs, [], built.inputs())
 
 
 async def run_approving(tree: Flow, streaming: bool, failing: Sequence[str], most_pauses: int) -> Outcome:
@@ -563,7 +638,7 @@ async def run_approving(tree: Flow, streaming: bool, failing: Sequence[str], mos
         events += got
         if paused is None:
             values, reason = dict(run.session_values), run.termination_reason
-            return Outcome(events, values, reason, built.model_calls(), built.tool_runs, approvals)
+            return Outcome(events, values, reason, built.model_calls(), built.tool_runs, approvals, built.inputs())
         assert run.termination_reason == "interrupted" and paused.checkpoint_id == "cp"
         approvals += [c.address for c in paused.interrupt_contexts]
         run = runner.resume("cp", targets={i: ApprovalDecision(approved=True) for i in paused.ids})
@@ -580,12 +655,19 @@ KNOWN_BREAK_LOST_IN_PAUSE = True  # test_break_then_pause_ends_the_loop_on_resum
 KNOWN_PARALLEL_ERROR_LEAK = True  # test_parallel_error_closes_the_streams_it_drops
 
 
-def check(outcome: Outcome, trace: Trace, stop: str | None, fx: Effects, what: str) -> None:
+def check(outcome: Outcome, reference: Reference, trace: Trace, stop: str | None, what: str) -> None:
+    fx = reference.fx
     events = outcome.events
     expected_reason = {None: "completed", "exit": "exit", "error": "error"}[stop]
     assert outcome.reason == expected_reason, f"{what}: termination {outcome.reason!r}, expected {expected_reason!r}"
     if not variable(trace):  # no error cut a Parallel short: the events are exactly known, per agent
         assert per_agent(events) == per_agent(flatten(trace)), f"{what}: events per agent differ"
+    elif len(events) >= 2 and events[-2][6] is not None and events[-2][6][0] == "break" and not events[-2][6][2]:
+        # a loop holds a child's last event with an action until the next one: when that is an error, the held
+        # break is handed on as it is, not marked done (Eino drops it); an interleaving decides whether a
+        # Parallel's break is held then, so take the reference's marks for it
+        [mark] = {e[6] for e in flatten(trace) if e[:6] == events[-2][:6]}
+        events = [*events[:-2], (*events[-2][:6], mark, None), events[-1]]
     assert matches(trace, events), f"{what}: events are no ordering of the reference's\n{events}\n{trace}"
     errors = [e for e in events if e[7] is not None]
     if stop == "error":
@@ -606,6 +688,10 @@ def check(outcome: Outcome, trace: Trace, stop: str | None, fx: Effects, what: s
             low, high = certain_counts[name], certain_counts[name] + maybe[name]
             got = got_counts[name]
             assert low <= got <= high, f"{what}: {counted} of {name}: {got}, expected {low}..{high}"
+    root = Item(("", "user", "go", ()))
+    for (name, k), messages in outcome.inputs.items():
+        expected = Concat([root, *(render(t, name) for t in reference.inputs[(name, k)])])
+        assert matches(expected, messages), f"{what}: run {k} of {name} was given {messages}, expected {expected}"
 
 
 def running_tasks() -> set[Any]:
@@ -640,7 +726,7 @@ async def test_workflow_trees_follow_the_reference(tree: Flow, streaming: bool) 
     streams = not (KNOWN_PARALLEL_ERROR_LEAK and streaming and reference.error_in_parallel)
 
     plain = await run_plain(tree, streaming, failing)
-    check(plain, trace, stop, fx, "uninterrupted run")
+    check(plain, reference, trace, stop, "uninterrupted run")
     await assert_no_leaks(before, streams=streams)
 
     approvals = len(fx.approvals) + len(fx.maybe_approvals)
@@ -651,7 +737,7 @@ async def test_workflow_trees_follow_the_reference(tree: Flow, streaming: bool) 
         await assert_no_leaks(before, streams=streams)
         return
     approving = await run_approving(tree, streaming, failing, approvals)
-    check(approving, trace, stop, fx, "run approved and resumed")
+    check(approving, reference, trace, stop, "run approved and resumed")
     assert len(approving.approvals) == len(set(approving.approvals)), "an approved call was asked for again"
     assert fx.approvals <= set(approving.approvals) <= fx.approvals | fx.maybe_approvals
     await assert_no_leaks(before, streams=streams)
@@ -679,10 +765,10 @@ async def test_break_then_pause_ends_the_loop_on_resume() -> None:
     trace, stop = reference.run(tree, (tree.name,), (tree.name,))
     assert reference.break_lost_in_pause and stop is None
     plain = await run_plain(tree, False, [])
-    check(plain, trace, stop, reference.fx, "uninterrupted run")  # without a pause all is well
+    check(plain, reference, trace, stop, "uninterrupted run")  # without a pause all is well
     assert plain.model_calls == Counter({"B": 2, "P": 2}) and plain.tool_runs["pay_P"] == 1
     approving = await run_approving(tree, False, [], 1)  # pauses a second time: it raises here
-    check(approving, trace, stop, reference.fx, "run approved and resumed")
+    check(approving, reference, trace, stop, "run approved and resumed")
 
 
 @pytest.mark.xfail(strict=True, reason="known issue: a Parallel leaves the streams of the events it drops open")
