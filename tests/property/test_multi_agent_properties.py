@@ -16,11 +16,16 @@ interpreter follows:
 * a break is marked done by the nearest enclosing loop, with its 0-based iteration, and stops that loop once the
   child it came from has finished; outside any loop it stays not done;
 * a Parallel runs its children on their own lanes: its events are one contiguous block in which each child's
-  events keep their order;
+  events keep their order; each lane sees the history recorded before the Parallel, then its own, and the lanes
+  are joined after it (in recording order: one interleaving of them);
+* a leaf run is given the root input, then every recorded message it sees, other agents' retold (Eino's texts);
 * approval is automatic in the reference. The same tree is run twice through pyeino: without approval, and with
   every ``pay_*`` tool needing it, approving every pending interrupt and resuming until the run ends; both must
-  give the reference's events, session values, termination reason, model calls and tool executions (so no
-  finished child or iteration runs again after a resume), with no stream or task left over.
+  give the reference's events, session values, termination reason, model calls, tool executions (so no
+  finished child or iteration runs again after a resume) and leaf inputs, with no stream or task left over.
+
+Two library issues the property found are carved out of it (``KNOWN_*`` below), each with a minimal failing
+example marked ``xfail(strict=True)`` at the end of the module: set its flag to False when it is fixed.
 """
 
 from __future__ import annotations
@@ -29,14 +34,14 @@ import contextlib
 import gc
 import re
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from adk.actions import send_tool_gen_action
@@ -150,7 +155,7 @@ def boom(name: str) -> str:
 async def event_sig(event: AgentEvent, failing: Sequence[str]) -> Sig:
     if event.error is not None:
         text = str(event.error)
-        found = [boom(n) for n in failing if f"{boom(n)}\n" in f"{text}\n" or f"{boom(n)} " in text]
+        found = [boom(n) for n in failing if re.search(rf"{boom(n)}\b", text)]
         return sig(event.agent_name, tuple(event.run_path), None, None, error=found[0] if found else repr(event.error))
     variant = event.message
     assert variant is not None, f"an event with neither message nor error: {event!r}"
@@ -710,7 +715,7 @@ async def assert_no_leaks(tasks_before: set[Any], *, streams: bool = True) -> No
 
 
 @settings(
-    max_examples=120,
+    max_examples=150,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -720,10 +725,13 @@ async def test_workflow_trees_follow_the_reference(tree: Flow, streaming: bool) 
     trace, stop = reference.run(tree, (tree.name,), (tree.name,))
     fx = reference.fx
     failing = [leaf.name for leaf in leaves(tree) if "fail" in leaf.turns]
+    event(f"the run ends: {stop or 'completed'}")
     stream._reset_leak_tracking()
     before = running_tasks()
     # known issue: the events a Parallel drops after a child's error keep their streams open
     streams = not (KNOWN_PARALLEL_ERROR_LEAK and streaming and reference.error_in_parallel)
+    if not streams:
+        event("known issue: an error in a Parallel while streaming (streams not checked)")
 
     plain = await run_plain(tree, streaming, failing)
     check(plain, reference, trace, stop, "uninterrupted run")
@@ -731,13 +739,14 @@ async def test_workflow_trees_follow_the_reference(tree: Flow, streaming: bool) 
 
     approvals = len(fx.approvals) + len(fx.maybe_approvals)
     if KNOWN_BREAK_LOST_IN_PAUSE and reference.break_lost_in_pause:  # the resumed loop goes on: not comparable
-        note("a break is lost in a pause: the approved run is only checked for leaks")
+        event("known issue: a break lost in a pause (the approved run is only checked for leaks)")
         with contextlib.suppress(AssertionError):
             await run_approving(tree, streaming, failing, approvals)
         await assert_no_leaks(before, streams=streams)
         return
     approving = await run_approving(tree, streaming, failing, approvals)
     check(approving, reference, trace, stop, "run approved and resumed")
+    event(f"interrupts approved: {min(len(approving.approvals), 3)}{'+' if len(approving.approvals) >= 3 else ''}")
     assert len(approving.approvals) == len(set(approving.approvals)), "an approved call was asked for again"
     assert fx.approvals <= set(approving.approvals) <= fx.approvals | fx.maybe_approvals
     await assert_no_leaks(before, streams=streams)
@@ -781,13 +790,13 @@ async def test_parallel_error_closes_the_streams_it_drops() -> None:
     class Failing:
         name, description = "failing", "fails"
 
-        async def run(self, input: AgentInput, ctx: AgentContext) -> AsyncIterator[AgentEvent]:
+        async def run(self, input: AgentInput, ctx: AgentContext) -> AsyncGenerator[AgentEvent, None]:
             yield AgentEvent(error=RuntimeError("boom"))
 
     class Streaming:
         name, description = "streaming", "streams"
 
-        async def run(self, input: AgentInput, ctx: AgentContext) -> AsyncIterator[AgentEvent]:
+        async def run(self, input: AgentInput, ctx: AgentContext) -> AsyncGenerator[AgentEvent, None]:
             for _ in range(3):
                 await anyio.lowlevel.checkpoint()
             reader = StreamReader.from_iterable([assistant_message("hel"), assistant_message("lo")])
