@@ -173,15 +173,16 @@ async def _run_children(
         child = children[j]
         child_path = (*path, child.name)
         child_ctx = AgentContext(ctx.session, child_path, (*ctx.addresses, child.name), ctx.history)
+        broke = False  # this child's run broke the loop (kept across a pause of the same child)
         if resume is not None:
             saved = wf._state(resume)
+            broke = bool(saved.get("broke"))
             events = child.resume(ResumeInfo(saved["child"], resume.targets, resume.enable_streaming), child_ctx)
             resume = None
         else:
             events = child.run(AgentInput([], ctx.session.enable_streaming), child_ctx)
         path = child_path
         held: AgentEvent | None = None
-        broke = False
         try:
             async for event in events:
                 if event.error is not None:
@@ -213,6 +214,8 @@ async def _run_children(
             state: dict[str, Any] = {"index": j}
             if loop:
                 state["iteration"] = iteration
+                if broke:
+                    state["broke"] = True
             yield wf._pause(held, state)
             return
         yield held
@@ -276,13 +279,15 @@ class ParallelAgent(_WorkflowAgent):
             else:
                 runs[i] = child.run(AgentInput([], ctx.session.enable_streaming), child_ctx)
         pauses: dict[int, AgentInterruptInfo] = {}
+        unsent: list[tuple[int, AgentEvent | None]] = []  # a round's events not handed out (closed if dropped)
         try:
             while runs:
                 arrived: list[tuple[int, AgentEvent | None]] = []
                 async with anyio.create_task_group() as tg:
                     for i, events in runs.items():
                         tg.start_soon(_pull, i, events, arrived)
-                for i, event in arrived:
+                for k, (i, event) in enumerate(arrived):
+                    unsent = arrived[k + 1 :]
                     if event is None:
                         await runs.pop(i).aclose()
                         continue
@@ -295,8 +300,12 @@ class ParallelAgent(_WorkflowAgent):
                         yield event
                         return
                     yield event
+                unsent = []
         finally:
             with anyio.CancelScope(shield=True):
+                for _, dropped in unsent:
+                    if dropped is not None:
+                        await dropped.aclose()
                 for events in runs.values():
                     await events.aclose()
         if not pauses:

@@ -24,8 +24,8 @@ interpreter follows:
   give the reference's events, session values, termination reason, model calls, tool executions (so no
   finished child or iteration runs again after a resume) and leaf inputs, with no stream or task left over.
 
-Two library issues the property found are carved out of it (``KNOWN_*`` below), each with a minimal failing
-example marked ``xfail(strict=True)`` at the end of the module: set its flag to False when it is fixed.
+Two library issues the property found (a loop's break lost across a pause of the same child, and a Parallel
+leaving the streams of events it drops open) are fixed; their minimal examples are at the end of the module.
 """
 
 from __future__ import annotations
@@ -655,9 +655,9 @@ async def run_approving(tree: Flow, streaming: bool, failing: Sequence[str], mos
 
 _ABSENT = "<absent>"
 
-# Known library issues, each with its minimal failing example (xfail, strict) below; set False once fixed.
-KNOWN_BREAK_LOST_IN_PAUSE = True  # test_break_then_pause_ends_the_loop_on_resume
-KNOWN_PARALLEL_ERROR_LEAK = True  # test_parallel_error_closes_the_streams_it_drops
+# Library issues the property found, fixed (their minimal examples below); True carves them out again.
+KNOWN_BREAK_LOST_IN_PAUSE = False  # test_break_then_pause_ends_the_loop_on_resume
+KNOWN_PARALLEL_ERROR_LEAK = False  # test_parallel_error_closes_the_streams_it_drops
 
 
 def check(outcome: Outcome, reference: Reference, trace: Trace, stop: str | None, what: str) -> None:
@@ -753,10 +753,9 @@ async def test_workflow_trees_follow_the_reference(tree: Flow, streaming: bool) 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Known issues the property found: minimal failing examples
+# Issues the property found (fixed): minimal examples
 
 
-@pytest.mark.xfail(strict=True, reason="known issue: a loop's break is not saved with its pause")
 async def test_break_then_pause_ends_the_loop_on_resume() -> None:
     """A break, then a pause, in the same iteration: the resumed loop must stop as the uninterrupted one does.
 
@@ -776,11 +775,10 @@ async def test_break_then_pause_ends_the_loop_on_resume() -> None:
     plain = await run_plain(tree, False, [])
     check(plain, reference, trace, stop, "uninterrupted run")  # without a pause all is well
     assert plain.model_calls == Counter({"B": 2, "P": 2}) and plain.tool_runs["pay_P"] == 1
-    approving = await run_approving(tree, False, [], 1)  # pauses a second time: it raises here
+    approving = await run_approving(tree, False, [], 1)  # pausing a second time would raise here
     check(approving, reference, trace, stop, "run approved and resumed")
 
 
-@pytest.mark.xfail(strict=True, reason="known issue: a Parallel leaves the streams of the events it drops open")
 async def test_parallel_error_closes_the_streams_it_drops() -> None:
     """An error stops a Parallel: the events its other children produced in the same step are dropped, and their
     message streams must be closed. ``par[failing, streaming]``: ``failing`` reports its error at once,
@@ -813,4 +811,4 @@ async def test_parallel_error_closes_the_streams_it_drops() -> None:
         gc.collect()
         assert stream._open_reader_report() == []
     finally:
-        stream._reset_leak_tracking()  # the autouse leak check would fail the teardown, which xfail does not cover
+        stream._reset_leak_tracking()
