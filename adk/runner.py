@@ -212,7 +212,13 @@ class AgentRun:
                     await cp.release(error)
                     await self._close_events()
                     return AgentEvent(self._agent.name, self._ctx.run_path, error=error)
-        await self._close_events()
+        # the agent's events ended: closing its finished iterator and a session without records waits on
+        # nothing, so no shield is needed (the common path of every run)
+        self._finished = True
+        events, self._events = self._events, None
+        if events is not None:
+            await events.aclose()
+        await self._session.aclose()
         raise StopAsyncIteration
 
     async def _close_events(self) -> None:
