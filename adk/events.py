@@ -166,6 +166,8 @@ class AgentEvent:
         output: a model answer or a tool result.
         action: an action attached by a tool (exit, transfer, ...).
         error: set on the last event of a failed run; the run ends with it.
+        internal: an event of the agent inside an agent tool, handed on with ``emit_internal_events``: not part of
+            the conversation (neither the caller's history nor a session's stored messages).
     """
 
     agent_name: str = ""
@@ -173,6 +175,7 @@ class AgentEvent:
     output: AgentOutput | None = None
     action: AgentAction | None = None
     error: BaseException | None = None
+    internal: bool = False
 
     @property
     def message(self) -> MessageVariant | None:

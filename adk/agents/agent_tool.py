@@ -102,7 +102,7 @@ class AgentTool:
         try:
             request = json.loads(arguments)["request"]
         except (ValueError, KeyError, TypeError) as exc:
-            raise ToolArgumentsError(self.agent.name, f"expected {{\"request\": string}}, got {arguments!r}") from exc
+            raise ToolArgumentsError(self.agent.name, f'expected {{"request": string}}, got {arguments!r}') from exc
         if not isinstance(request, str):
             raise ToolArgumentsError(self.agent.name, "must be a string", field="request")
         return [user_message(request)]
@@ -157,6 +157,7 @@ class AgentTool:
         finally:
             if last is not None:
                 await last.aclose()
+
     async def _interrupt(self, event: AgentEvent, store: InMemoryCheckPointStore | None) -> InterruptSignal:
         info = event.action.interrupted if event.action is not None else None
         assert info is not None
@@ -187,7 +188,7 @@ def _forward(event: AgentEvent, prefix: tuple[str, ...], send: Any) -> AgentEven
     action = event.action
     if action is not None and (action.exit or action.transfer_to_agent is not None or action.break_loop is not None):
         action = AgentAction(customized=action.customized) if action.customized is not None else None
-    send(AgentEvent(event.agent_name, (*prefix, *event.run_path), event.output, action, event.error))
+    send(AgentEvent(event.agent_name, (*prefix, *event.run_path), event.output, action, event.error, internal=True))
     return mine
 
 

@@ -206,7 +206,7 @@ class SessionRun(AsyncIterator[AgentEvent]):
             return event  # a plain resume: nothing to record
         self._agent = (event.agent_name, event.run_path)
         variant = event.message
-        if variant is not None:
+        if variant is not None and not event.internal:  # an agent tool's inner events are not the conversation
             if variant.message is not None:
                 self._recorded.append(variant.message)
             elif variant.message_stream is not None:

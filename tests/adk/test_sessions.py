@@ -420,3 +420,26 @@ async def test_a_cancelled_run_appends_nothing_and_gives_the_lease_back(
     assert run.termination_reason == "closed"
     assert await store.list() == []
     await store.release(await store.acquire("s"))  # free
+
+
+async def test_an_agent_tools_internal_events_are_not_stored() -> None:
+    from adk.agents import AgentTool
+    from adk.chat_model_agent import ToolsConfig
+
+    inner = ChatModelAgent("inner", "helps", model=ScriptedChatModel(["inner says hi"]))
+    outer = ChatModelAgent(
+        "outer",
+        "top",
+        model=ScriptedChatModel([calling(call("inner", '{"request": "q"}', "c1")), "done"]),
+        tools=ToolsConfig([AgentTool(inner)], emit_internal_events=True),
+    )
+    store = InMemorySessionStore()
+    seen = await collect(Runner(outer, session_store=store).query("go", session_id="s"))
+    assert [s.content for s in seen] == ["", "inner says hi", "inner says hi", "done"]  # the consumer sees them
+    session = await store.load("s")
+    assert [(m.role, m.content) for m in session.messages] == [
+        ("user", "go"),
+        ("assistant", ""),
+        ("tool", "inner says hi"),
+        ("assistant", "done"),
+    ]
