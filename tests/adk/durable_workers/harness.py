@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,12 @@ class Worker:
         ]  # fmt: skip
         if executor_id is not None:
             args += ["--executor-id", executor_id]
-        self._err = open(stderr, "ab") if stderr is not None else subprocess.DEVNULL  # noqa: SIM115
+        # stderr goes to a file, so a worker that does not start says why in the failure
+        self._err_path = (
+            stderr if stderr is not None else Path(tempfile.mkstemp(prefix="durable-worker-", suffix=".err")[1])
+        )
+        self._own_err = stderr is None
+        self._err = open(self._err_path, "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(
             args, stdout=subprocess.PIPE, stderr=self._err, text=True, env=env(log_db, **extra_env)
         )
@@ -57,18 +63,31 @@ class Worker:
             self.wait_ready()
 
     def wait_ready(self) -> Worker:
-        """Wait for the worker's ``ready <executor id>`` line."""
+        """Wait for the worker's ``ready <executor id>`` line (a worker that did not start is stopped)."""
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()
-        assert line.startswith("ready "), f"worker did not start (exit {self.proc.poll()}): {line!r}"
+        if not line.startswith("ready "):
+            code = self.proc.poll()
+            err = self._err_path.read_text(errors="replace")[-2000:]
+            self.stop()
+            raise AssertionError(f"worker did not start (exit {code}): {line!r}\n{err}")
         self.executor_id = line.removeprefix("ready ")
         return self
 
     @classmethod
     def many(cls, n: int, db: str, log_db: str, **kwargs: Any) -> list[Worker]:
-        """``n`` workers, started at the same time."""
-        workers = [cls(db, log_db, wait=False, **kwargs) for _ in range(n)]
-        return [w.wait_ready() for w in workers]
+        """``n`` workers: the first creates DBOS's system tables (two launches racing to create them on a new
+        SQLite file can fail), then the others start at the same time. All are stopped if one does not start."""
+        workers = [cls(db, log_db, **kwargs)]
+        try:
+            workers += [cls(db, log_db, wait=False, **kwargs) for _ in range(n - 1)]
+            for w in workers[1:]:
+                w.wait_ready()
+        except BaseException:
+            for w in workers:
+                w.stop()
+            raise
+        return workers
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
@@ -88,8 +107,9 @@ class Worker:
     def _close(self) -> None:
         if self.proc.stdout is not None:
             self.proc.stdout.close()
-        if not isinstance(self._err, int):
-            self._err.close()
+        self._err.close()
+        if self._own_err:
+            self._err_path.unlink(missing_ok=True)
 
 
 def fresh_pg_database(dsn: str) -> str:
