@@ -25,21 +25,26 @@ import anyio.to_thread
 from dbos import DBOS, DBOSConfig
 
 from adk.chat_model_agent import ChatModelAgent
-from adk.durable._events import EVENTS_STREAM, RESUME_TOPIC, from_agent_event, token_event
+from adk.durable._events import (
+    EVENTS_STREAM,
+    RESUME_TOPIC,
+    DurableEvent,
+    DurableInterrupt,
+    from_agent_event,
+    json_value,
+    token_event,
+)
+from adk.durable._ledger import Ledger, current_ledger, event_name
 from adk.durable._liveness import Liveness
 from adk.durable._serializer import JsonSerializer, refuse_pickled_rows
-from adk.durable._steps import (
-    DurableChatModel,
-    DurableTool,
-    begin_reservations,
-    end_reservations,
-    token_sink,
-)
+from adk.durable._steps import DurableChatModel, DurableTool, ScopedAgentTool, token_sink
 from adk.errors import DurableRunError
 from adk.runner import Agent, Runner
 from compose.checkpoint import InMemoryCheckPointStore
+from compose.errors import GraphInterrupt
 from compose.runnable import Runnable
 from compose.schema import Message, user_message
+from compose.stream import concat_items
 
 __all__ = ["WORKFLOW_NAME", "DurableApp", "check_asyncio", "durable_agent"]
 
@@ -80,7 +85,7 @@ def durable_agent(agent: Any) -> Any:
         if isinstance(node, ChatModelAgent):
             _durable_chat_model_agent(node)
             for t in node.tools_config.tools:
-                inner = t.tool if isinstance(t, DurableTool) else t
+                inner = t.tool if isinstance(t, (DurableTool, ScopedAgentTool)) else t
                 if isinstance(inner, AgentTool):
                     walk(inner.agent)
         elif isinstance(node, FlowAgent):
@@ -103,16 +108,18 @@ def _durable_chat_model_agent(agent: ChatModelAgent) -> ChatModelAgent:
     if not isinstance(agent.model, DurableChatModel):
         agent.model = DurableChatModel(agent.model, prefix=prefix)
     cfg = agent.tools_config
-    # an agent tool is no step: the calls inside its agent are (wrapped by durable_agent's walk)
-    tools = [t if isinstance(t, DurableTool) or _is_agent_tool(t) else DurableTool(t, prefix=prefix) for t in cfg.tools]
-    agent.tools_config = replace(cfg, tools=tools)
+    agent.tools_config = replace(cfg, tools=[_durable_tool(t, prefix) for t in cfg.tools])
     return agent
 
 
-def _is_agent_tool(t: Any) -> bool:
+def _durable_tool(t: Any, prefix: str) -> Any:
     from adk.agents import AgentTool
 
-    return isinstance(t, AgentTool)
+    if isinstance(t, (DurableTool, ScopedAgentTool)):
+        return t
+    if isinstance(t, AgentTool):  # no step: the calls inside its agent are (wrapped by durable_agent's walk)
+        return ScopedAgentTool(t, prefix=prefix)
+    return DurableTool(t, prefix=prefix)
 
 
 def _default_executor_id() -> str:
@@ -258,18 +265,18 @@ class DurableApp:
 
     async def _execute(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         run_id = cast(str, DBOS.workflow_id)
-        reservations = begin_reservations()
+        ledger = await Ledger.open()
+        ledger_token = current_ledger.set(ledger)
         sink_token = token_sink.set(_write_token)
         try:
             if isinstance(self.target, Runnable):
-                output = await self.target.invoke(payload.get("input"))
-                return {"status": "completed", "output": output}
-            return await self._run_agent(run_id, payload)
+                return await self._run_graph(run_id, ledger, payload)
+            return await self._run_agent(run_id, ledger, payload)
         finally:
             token_sink.reset(sink_token)
-            end_reservations(reservations)
+            current_ledger.reset(ledger_token)
 
-    async def _run_agent(self, run_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    async def _run_agent(self, run_id: str, ledger: Ledger, payload: Mapping[str, Any]) -> dict[str, Any]:
         agent = cast(Agent, self.target)
         raw = payload.get("input")
         messages = [user_message(raw)] if isinstance(raw, str) else list(cast(list[Message], raw))
@@ -283,9 +290,9 @@ class DurableApp:
             async with run:
                 async for event in run:
                     durable = await from_agent_event(event)
-                    await DBOS.write_stream_async(EVENTS_STREAM, durable.model_dump(mode="json", exclude_none=True))
+                    await _publish(ledger, durable)
                     if durable.kind == "error":
-                        await DBOS.close_stream_async(EVENTS_STREAM)
+                        await ledger.close(EVENTS_STREAM)
                         raise DurableRunError(run_id, durable.error_type or "Exception", durable.error or "")
                     if durable.kind == "interrupted":
                         pending = [i.model_dump(mode="json") for i in durable.interrupts]
@@ -293,20 +300,87 @@ class DurableApp:
                         last = durable.message
             if pending is None:
                 break
-            # interrupt ids are drawn anew by every execution; the ones published (and resumed by) are those of
-            # the first, recorded here: a replay maps them to its own by address
-            published = await DBOS.run_step_async(_step("pyeino.interrupts"), _same, pending)
-            targets = await DBOS.recv_async(RESUME_TOPIC, timeout_seconds=self.resume_timeout)
-            if targets is None:
-                await DBOS.close_stream_async(EVENTS_STREAM)
-                return {"status": "interrupted", "interrupts": published}
-            run = runner.resume(run_id, targets=_current_ids(cast(dict[str, Any], targets), published, pending))
-        await DBOS.close_stream_async(EVENTS_STREAM)
+            targets = await self._wait_for_resume(ledger, pending)
+            if isinstance(targets, list):
+                await ledger.close(EVENTS_STREAM)
+                return {"status": "interrupted", "interrupts": targets}
+            run = runner.resume(run_id, targets=targets)
+        await ledger.close(EVENTS_STREAM)
         return {"status": "completed", "output": last}
 
+    async def _run_graph(self, run_id: str, ledger: Ledger, payload: Mapping[str, Any]) -> dict[str, Any]:
+        target = cast(Runnable[Any, Any], self.target)
+        # checkpoints for this execution only (as for agents): a replay reaches the same pause and saves it again
+        graph: Runnable[Any, Any] = Runnable(replace(target._tables, checkpoint_store=InMemoryCheckPointStore()))
+        x = payload.get("input")
+        streaming = bool(payload.get("streaming"))
+        opts: dict[str, Any] = {"checkpoint_id": run_id}
+        while True:
+            try:
+                output = await _graph_once(graph, x, streaming, ledger, opts)
+            except GraphInterrupt as exc:
+                interrupts = [
+                    DurableInterrupt(id=c.id, address=c.address, info=json_value(c.info))
+                    for c in exc.info.interrupt_contexts
+                    if c.is_root_cause
+                ]
+                await _publish(ledger, DurableEvent(kind="interrupted", interrupts=interrupts))
+                targets = await self._wait_for_resume(ledger, [i.model_dump(mode="json") for i in interrupts])
+                if isinstance(targets, list):
+                    await ledger.close(EVENTS_STREAM)
+                    return {"status": "interrupted", "interrupts": targets}
+                opts = {"checkpoint_id": run_id, "resume": targets}
+                continue
+            except Exception as exc:
+                error = DurableEvent(kind="error", error_type=type(exc).__qualname__, error=str(exc))
+                await _publish(ledger, error)
+                await ledger.close(EVENTS_STREAM)
+                raise DurableRunError(run_id, error.error_type or "Exception", error.error or "") from None
+            await ledger.close(EVENTS_STREAM)
+            return {"status": "completed", "output": output}
 
-def _step(name: str) -> Any:
-    return {"name": name, "retries_allowed": False}
+    async def _wait_for_resume(
+        self, ledger: Ledger, pending: list[dict[str, Any]]
+    ) -> dict[str, Any] | list[dict[str, Any]]:
+        """Wait durably for the resume data of a pause; the targets re-keyed by this execution's interrupt ids,
+        or the published interrupts when the wait timed out."""
+        # interrupt ids are drawn anew by every execution; the ones published (and resumed by) are those of the
+        # first, recorded here: a replay maps them to its own by address
+        published = cast(list[dict[str, Any]], await ledger.step("pyeino.interrupts", _same, pending))
+        targets = await ledger.recv(RESUME_TOPIC, self.resume_timeout)
+        if targets is None:
+            return published
+        return _current_ids(cast(dict[str, Any], targets), published, pending)
+
+
+async def _graph_once(
+    graph: Runnable[Any, Any], x: Any, streaming: bool, ledger: Ledger, opts: Mapping[str, Any]
+) -> Any:
+    """One run of the graph to its end or its pause, its output published: each chunk of a streaming run as it
+    comes (the output is their concatenation), the whole output of an invoke."""
+    if not streaming:
+        output = await graph.invoke(x, **opts)
+        await _publish(ledger, DurableEvent(kind="output", output=json_value(output)))
+        return output
+    reader = await graph.stream(x, **opts)
+    chunks: list[Any] = []
+    try:
+        async for chunk in reader:
+            chunks.append(chunk)
+            await _publish(ledger, DurableEvent(kind="output", output=json_value(chunk)))
+    finally:
+        await reader.aclose()
+    return concat_items(chunks) if chunks else None
+
+
+async def _publish(ledger: Ledger, event: DurableEvent) -> None:
+    """Put ``event`` on the run's stream, once over all executions of the run."""
+    value = event.model_dump(mode="json", exclude_none=True)
+    source = "/".join(event.run_path) or event.kind
+    keyed = value
+    if event.interrupts:  # every execution draws new interrupt ids: the same pause is the same addresses
+        keyed = {**value, "interrupts": [{k: v for k, v in i.items() if k != "id"} for i in value["interrupts"]]}
+    await ledger.write(event_name(source, keyed), EVENTS_STREAM, value)
 
 
 async def _same(value: list[dict[str, Any]]) -> list[dict[str, Any]]:

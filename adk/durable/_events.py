@@ -1,10 +1,12 @@
 """What a durable run publishes on its DBOS stream: ``DurableEvent``s, JSON.
 
-Every :class:`~adk.events.AgentEvent` of the run becomes one event (``message``, ``interrupted`` or ``error``);
-a streaming model call also publishes its chunks as ``token`` events while the model generates, before the
-``message`` event of the whole answer. A model call that was in flight when its worker died runs again on the
-worker that takes the run over, so its ``token`` events may repeat; ``message``, ``interrupted`` and ``error``
-events are published exactly once (each is a workflow step).
+Every :class:`~adk.events.AgentEvent` of an agent run becomes one event (``message``, ``interrupted`` or
+``error``); a graph run publishes its output (``output``: each chunk of a streaming run as it comes, the whole
+output of an invoke), ``interrupted`` and ``error``. A streaming model call also publishes its chunks as
+``token`` events while the model generates, before the event of the whole answer. A model call that was in
+flight when its worker died runs again on the worker that takes the run over, so its ``token`` events may
+repeat; every other event is published exactly once (each is an operation of the workflow, found by its source
+and content on a replay: ``adk.durable._ledger``).
 """
 
 from __future__ import annotations
@@ -38,17 +40,19 @@ class DurableEvent(BaseModel):
     """One event of a durable run, as any process reads it (``DurableHandle.events()``).
 
     Attributes:
-        kind: ``"token"`` (a chunk of a streaming model answer), ``"message"`` (a model answer or a tool
-            result, whole), ``"interrupted"`` (the run paused; ``interrupts`` says for what), ``"error"`` (the run
+        kind: ``"token"`` (a chunk of a streaming model answer), ``"message"`` (an agent's model answer or
+            tool result, whole), ``"output"`` (a graph's output: each chunk of a streaming run, the whole output of
+            an invoke), ``"interrupted"`` (the run paused; ``interrupts`` says for what), ``"error"`` (the run
             failed; ``error_type`` and ``error``).
         agent_name, run_path: who emitted it (empty for token events).
         role, tool_name, message: the message of a ``message`` or ``token`` event.
         action: the event's action, JSON (``exit``, ``transfer_to_agent``, ...), if any.
+        output: an ``output`` event's value, JSON.
     """
 
     model_config = ConfigDict(frozen=True)
 
-    kind: Literal["token", "message", "interrupted", "error"]
+    kind: Literal["token", "message", "output", "interrupted", "error"]
     agent_name: str = ""
     run_path: list[str] = Field(default_factory=list)
     role: Literal["assistant", "tool"] | None = None
@@ -56,11 +60,13 @@ class DurableEvent(BaseModel):
     message: Message | None = None
     interrupts: list[DurableInterrupt] = Field(default_factory=list)
     action: dict[str, Any] | None = None
+    output: Any = None
     error_type: str | None = None
     error: str | None = None
 
 
-def _json(value: Any) -> Any:
+def json_value(value: Any) -> Any:
+    """``value`` as JSON data (pydantic models dumped; what JSON cannot hold as its ``repr``)."""
     return to_jsonable_python(value, fallback=repr)
 
 
@@ -72,7 +78,7 @@ async def from_agent_event(event: AgentEvent) -> DurableEvent:
     action = event.action
     if action is not None and action.interrupted is not None:
         interrupts = [
-            DurableInterrupt(id=c.id, address=c.address, info=_json(c.info))
+            DurableInterrupt(id=c.id, address=c.address, info=json_value(c.info))
             for c in action.interrupted.interrupt_contexts
         ]
         return DurableEvent(kind="interrupted", interrupts=interrupts, **common)
@@ -82,7 +88,7 @@ async def from_agent_event(event: AgentEvent) -> DurableEvent:
             "exit": action.exit,
             "transfer_to_agent": action.transfer_to_agent.dest_agent_name if action.transfer_to_agent else None,
             "break_loop": action.break_loop is not None,
-            "customized": _json(action.customized),
+            "customized": json_value(action.customized),
         }
     variant = event.message
     if variant is None:

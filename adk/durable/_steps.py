@@ -5,16 +5,13 @@ Inside a DBOS workflow, :class:`DurableChatModel` runs each ``generate``/``strea
 the system database instead of calling the model or the tool again. Outside a workflow both are the plain
 model and tool. The graph engine itself runs in the workflow and is deterministic given the steps' results.
 
-Step ids. DBOS numbers a workflow's steps in the order they start, so a replay must start them in the same
-order. The tool calls of one round may run in parallel, and what runs before each call's step (middlewares,
-approval checks) may take different times; so the model wrapper, right after the model step returns an answer
-with tool calls, reserves one step id per call in call order (``DBOS.reserve_step``), and each tool call runs
-at its call's reserved id whatever order the calls reach their tools. A reserved id that is never used (a call
-answered by the unknown-tools handler, a call rejected at approval) is a gap DBOS allows.
-
-Step names are stable: ``<prefix>model.generate``, ``<prefix>model.stream`` and
-``<prefix>tool.<tool name>[<call id>]``; DBOS checks a replayed step's name against the recorded one, so a replay
-that diverges fails with DBOS's error instead of taking another call's result.
+Step names say what a step is, so that a replay finds each finished call's result by name whatever order
+the run's concurrent tasks reach their steps in (``adk.durable._ledger``): ``<scope><prefix>model.generate``,
+``<scope><prefix>model.stream`` and ``<scope><prefix>tool.<tool name>[<call id>]``, where the scope is
+empty at the top and names the agent tool call a nested agent runs in
+(``boss.tool.researcher[c1]/researcher.model.generate``) or the graph node a step runs in. DBOS checks a
+replayed step's name against the recorded one, so a replay that diverges fails with DBOS's error instead of
+taking another call's result.
 """
 
 from __future__ import annotations
@@ -25,8 +22,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from typing import Any, TypeVar, cast
 
-from dbos import DBOS, StepReservation
+from dbos import DBOS
 
+from adk.durable._ledger import current_ledger
 from compose.errors import GraphInterrupt
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo, concat_messages
@@ -34,7 +32,7 @@ from compose.stream import StreamReader
 from compose.tool_middleware import get_tool_call_id
 from compose.tools import BaseTool, InvokableTool, StreamableTool, tool_parallel_safe, tool_timeout
 
-__all__ = ["DurableChatModel", "DurableTool", "durable_step"]
+__all__ = ["DurableChatModel", "DurableTool", "ScopedAgentTool", "durable_step"]
 
 T = TypeVar("T")
 
@@ -42,10 +40,11 @@ _PAUSED = "pyeino.paused"
 
 TokenSink = Callable[[Message], Awaitable[None]]
 
-# Per workflow execution: the step ids reserved for the tool calls of the last model answer, by call id.
-_reservations: ContextVar[dict[str, StepReservation] | None] = ContextVar("pyeino_durable_reservations", default=None)
 # Per workflow execution: where a streaming model step sends its chunks as they arrive (the run's event stream).
 token_sink: ContextVar[TokenSink | None] = ContextVar("pyeino_durable_token_sink", default=None)
+# What the steps started here run inside: "" at the top, "<agent>.tool.<name>[<call id>]/" in an agent tool's
+# agent (nested ones accumulate), so that concurrent calls of one agent tool have steps of their own names.
+step_scope: ContextVar[str] = ContextVar("pyeino_durable_scope", default="")
 
 
 def in_workflow() -> bool:
@@ -53,26 +52,19 @@ def in_workflow() -> bool:
     return DBOS.workflow_id is not None and DBOS.step_id is None
 
 
-def begin_reservations() -> object:
-    """Start this workflow execution's table of reserved tool steps; returns the token for :func:`end`."""
-    return _reservations.set({})
-
-
-def end_reservations(token: object) -> None:
-    _reservations.reset(cast(Any, token))
-
-
 def _step_options(name: str) -> Any:
     # pyeino retries model calls itself (ModelRetryConfig); a DBOS retry would hide attempts from it
     return {"name": name, "retries_allowed": False}
 
 
-def _reserve_tool_steps(answer: Message) -> None:
-    table = _reservations.get()
-    if table is None or not answer.tool_calls:
-        return
-    for call in answer.tool_calls:  # call order: the order a replay reserves them in too
-        table[call.id] = DBOS.reserve_step()
+async def run_step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` as the DBOS step ``name`` (in scope): through the run's ledger in a ``DurableApp`` run,
+    else DBOS's next step id (a workflow of the user's own: its order is the user's to keep deterministic)."""
+    name = step_scope.get() + name
+    ledger = current_ledger.get()
+    if ledger is not None:
+        return await ledger.step(name, fn, *args)
+    return await DBOS.run_step_async(_step_options(name), fn, *args)
 
 
 class DurableChatModel:
@@ -100,19 +92,12 @@ class DurableChatModel:
     async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
         if not in_workflow():
             return await self.model.generate(messages, **opts)
-        answer = await DBOS.run_step_async(
-            _step_options(f"{self.prefix}model.generate"), self._generate, list(messages), opts
-        )
-        _reserve_tool_steps(answer)
-        return answer
+        return cast(Message, await run_step(f"{self.prefix}model.generate", self._generate, list(messages), opts))
 
     async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
         if not in_workflow():
             return await self.model.stream(messages, **opts)
-        answer = await DBOS.run_step_async(
-            _step_options(f"{self.prefix}model.stream"), self._stream_whole, list(messages), opts
-        )
-        _reserve_tool_steps(answer)
+        answer = await run_step(f"{self.prefix}model.stream", self._stream_whole, list(messages), opts)
         return StreamReader.from_iterable([answer])
 
     async def _generate(self, messages: list[Message], opts: dict[str, Any]) -> Message:
@@ -167,9 +152,6 @@ class DurableTool:
         if not in_workflow():
             return await self._call(arguments)
         call_id = get_tool_call_id() or ""
-        options = _step_options(f"{self.prefix}tool.{self.name}[{call_id}]")
-        table = _reservations.get()
-        reservation = table.pop(call_id, None) if table is not None else None
         paused: list[GraphInterrupt] = []
 
         async def step(arguments: str) -> Any:
@@ -179,11 +161,7 @@ class DurableTool:
                 paused.append(exc)
                 return {_PAUSED: True}
 
-        if reservation is not None:
-            out = await reservation.run_async(options, step, arguments)
-        else:
-            # not a call of a durable model's answer: its step id is taken now (deterministic in sequential code)
-            out = await DBOS.run_step_async(options, step, arguments)
+        out = await run_step(f"{self.prefix}tool.{self.name}[{call_id}]", step, arguments)
         if isinstance(out, dict):
             if paused:
                 raise paused[0]
@@ -203,6 +181,34 @@ class DurableTool:
         finally:
             await reader.aclose()
         return "".join(parts)
+
+
+class ScopedAgentTool:
+    """An agent tool in a durable run: no step itself (the model and tool calls of its agent are), but the
+    steps of its agent are named in this call's scope (``<prefix>tool.<name>[<call id>]/``), so that two calls
+    of one agent tool running at the same time have steps of their own names."""
+
+    def __init__(self, tool: InvokableTool, *, prefix: str = "") -> None:
+        self.tool = tool
+        self.agent = getattr(tool, "agent", None)
+        self.prefix = prefix
+        self.name = tool.info().name
+        self.parallel_safe = tool_parallel_safe(tool)
+        self.timeout = tool_timeout(tool)
+
+    def __repr__(self) -> str:
+        return f"ScopedAgentTool({self.tool!r}, prefix={self.prefix!r})"
+
+    def info(self) -> ToolInfo:
+        return self.tool.info()
+
+    async def run(self, arguments: str) -> str:
+        call_id = get_tool_call_id() or ""
+        token = step_scope.set(f"{step_scope.get()}{self.prefix}tool.{self.name}[{call_id}]/")
+        try:
+            return await self.tool.run(arguments)
+        finally:
+            step_scope.reset(token)
 
 
 def durable_step(
@@ -228,7 +234,7 @@ def durable_step(
             if not in_workflow():
                 out = f(*args, **kwargs)
                 return await out if inspect.isawaitable(out) else out
-            return await DBOS.run_step_async(_step_options(step_name), f, *args, **kwargs)
+            return await run_step(step_name, functools.partial(f, **kwargs), *args)
 
         return step
 

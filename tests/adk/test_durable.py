@@ -142,7 +142,21 @@ def _reverse_order_middleware() -> ToolMiddleware:
     return ToolMiddleware(invokable=wrap)
 
 
-async def test_parallel_tool_calls_run_at_step_ids_in_call_order(tmp_path: Path, anyio_backend_name: str) -> None:
+async def _replay_from_end(client: DurableClient, run_id: str) -> Any:
+    """A replay of the whole finished run ``run_id``: a fork that takes every step from the database."""
+    steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps(run_id))
+    fork = await client._dbos.fork_workflow_async(run_id, max(s["function_id"] for s in steps) + 1, queue_name="pyeino")
+    return await client.handle(fork.get_workflow_id()).result()
+
+
+def _step_names(client: DurableClient, run_id: str) -> list[str]:
+    steps = client._dbos.list_workflow_steps(run_id)
+    return [s["function_name"] for s in sorted(steps, key=lambda s: s["function_id"])]
+
+
+async def test_parallel_tool_calls_finishing_out_of_order_replay_by_step_name(
+    tmp_path: Path, anyio_backend_name: str
+) -> None:
     db = f"sqlite:///{tmp_path / 'system.db'}"
     if anyio_backend_name == "trio":
         await _assert_trio_is_refused(db)
@@ -168,15 +182,86 @@ async def test_parallel_tool_calls_run_at_step_ids_in_call_order(tmp_path: Path,
         async with DurableClient(db) as client:
             handle = await client.submit("go", run_id="par-1")
             result = await handle.result()
-            steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("par-1"))
+            names = await anyio.to_thread.run_sync(lambda: _step_names(client, "par-1"))
+            # a replay takes each call's result at the id its name was recorded at, though the middleware now
+            # lets no call wait for another (its events are set): no tool runs again, the answer is the same
+            replays = [await _replay_from_end(client, "par-1") for _ in range(3)]
     finally:
         await anyio.to_thread.run_sync(app.shutdown)
     assert result.output.content == "got 0,1,2"
-    assert order == ["c2", "c1", "c0"]  # the tools ran in reverse order...
-    names = [s["function_name"] for s in sorted(steps, key=lambda s: s["function_id"])]
-    tool_steps = [n for n in names if ".tool." in n]
-    assert tool_steps == ["par.tool.slow[c0]", "par.tool.slow[c1]", "par.tool.slow[c2]"]  # ...at call-order ids
-    assert names[0] == "par.model.generate"
+    assert order == ["c2", "c1", "c0"]  # the tools ran in reverse order, once
+    assert [n for n in names if ".model." in n or ".tool." in n] == [
+        "par.model.generate",
+        "par.tool.slow[c2]",
+        "par.tool.slow[c1]",
+        "par.tool.slow[c0]",
+        "par.model.generate",
+    ]
+    assert [r.output.content for r in replays] == ["got 0,1,2"] * 3
+
+
+class _CountingModel:
+    """Answers ``<name>:<last message>``; the first call of ``slow_first`` waits a while first."""
+
+    def __init__(self, name: str, calls: list[str], slow_first: float = 0.0) -> None:
+        self.name = name
+        self.calls = calls
+        self.slow_first = slow_first
+
+    def with_tools(self, tools: Sequence[ToolInfo]) -> _CountingModel:
+        return self
+
+    async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        if self.slow_first and self.name not in self.calls:
+            await anyio.sleep(self.slow_first)
+        self.calls.append(self.name)
+        return Message(role="assistant", content=f"{self.name}:{messages[-1].content}")
+
+    async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        whole = await self.generate(messages)
+        head, tail = whole.content[:3], whole.content[3:]
+        return StreamReader.from_iterable([Message(role="assistant", content=part) for part in (head, tail)])
+
+
+async def test_parallel_graph_branches_replay_by_step_name(tmp_path: Path, anyio_backend_name: str) -> None:
+    """Two branches of two model nodes each; the first branch's first call is slow, so the other branch's steps
+    start between its two. A replay gets the first answers from the database in whatever order: each node still
+    gets its own recorded answer (with ids in start order DBOS would hand a2 the answer of b2)."""
+    from compose import END, START, Graph
+
+    db = f"sqlite:///{tmp_path / 'system.db'}"
+    if anyio_backend_name == "trio":
+        await _assert_trio_is_refused(db)
+        return
+    calls: list[str] = []
+    g = Graph[list[Message], str]()
+    g.add_lambda_node("join", lambda d: d["a"] + "|" + d["b"])
+    for branch in "ab":
+        first, second = f"{branch}1", f"{branch}2"
+        slow = 0.3 if branch == "a" else 0.0
+        g.add_chat_model_node(first, DurableChatModel(_CountingModel(first, calls, slow), prefix=f"{first}."))
+        g.add_lambda_node(f"{branch}w", lambda m: [m])
+        g.add_chat_model_node(second, DurableChatModel(_CountingModel(second, calls), prefix=f"{second}."))
+        g.add_lambda_node(f"{branch}k", lambda m, b=branch: {b: m.content})
+        g.add_edge(START, first)
+        g.add_edge(first, f"{branch}w")
+        g.add_edge(f"{branch}w", second)
+        g.add_edge(second, f"{branch}k")
+        g.add_edge(f"{branch}k", "join")
+    g.add_edge("join", END)
+    app = DurableApp(g.compile(trigger_mode="all_predecessor"), db=db, executor_id="branches")
+    try:
+        await anyio.to_thread.run_sync(app.launch)
+        async with DurableClient(db) as client:
+            result = await (await client.submit([Message(role="user", content="hi")], run_id="br-1")).result()
+            names = await anyio.to_thread.run_sync(lambda: _step_names(client, "br-1"))
+            replays = [await _replay_from_end(client, "br-1") for _ in range(4)]
+    finally:
+        await anyio.to_thread.run_sync(app.shutdown)
+    assert result.output == "a2:a1:hi|b2:b1:hi"
+    assert names[:4] == ["a1.model.generate", "b1.model.generate", "b2.model.generate", "a2.model.generate"]
+    assert [r.output for r in replays] == ["a2:a1:hi|b2:b1:hi"] * 4
+    assert sorted(calls) == ["a1", "a2", "b1", "b2"]  # no model was called again by the replays
 
 
 class _EchoModel:
@@ -229,7 +314,9 @@ async def test_a_compiled_graph_runs_as_a_workflow_with_marked_lambdas_as_steps(
     assert result.output == Message(role="assistant", content="ECHO PROFILE OF ADA")
     assert runs == ["ada"]
     names = [s["function_name"] for s in sorted(steps, key=lambda s: s["function_id"])]
-    assert names == ["profile", "g.model.generate"]  # the unmarked lambda is not a step
+    # the unmarked lambda is not a step; then the output event and the stream's end
+    assert names[:2] == ["profile", "g.model.generate"]
+    assert names[2].startswith("pyeino.event:output:") and names[3:] == ["DBOS.closeStream"]
 
 
 async def test_a_tool_interrupt_pauses_the_durable_run_and_resumes(tmp_path: Path, anyio_backend_name: str) -> None:
@@ -327,7 +414,8 @@ def test_durable_agent_wraps_every_chat_model_agent_of_a_tree() -> None:
     assert durable_agent(tree) is tree
     for agent in (leaf, inner, worker, boss.agent):
         assert isinstance(agent, ChatModelAgent) and isinstance(agent.model, DurableChatModel), agent.name
-    assert [type(t).__name__ for t in inner.tools_config.tools] == ["AgentTool"]  # no step around a whole run
+    # no step around a whole run: a scope for the steps of its agent
+    assert [type(t).__name__ for t in inner.tools_config.tools] == ["ScopedAgentTool"]
     assert isinstance(leaf.tools_config.tools[0], DurableTool) and leaf.tools_config.tools[0].prefix == "leaf."
     durable_agent(tree)  # idempotent
     assert not isinstance(leaf.model.model, DurableChatModel)  # type: ignore[attr-defined]
@@ -377,8 +465,107 @@ async def test_an_agent_tool_tree_runs_durably_with_the_inner_calls_as_steps(
     calls = [n for n in names if ".model." in n or ".tool." in n]
     assert calls == [
         "outer.model.generate",
-        "inner.model.generate",
-        "inner.tool.ping[i1]",
-        "inner.model.generate",
+        "outer.tool.inner[o1]/inner.model.generate",
+        "outer.tool.inner[o1]/inner.tool.ping[i1]",
+        "outer.tool.inner[o1]/inner.model.generate",
         "outer.model.generate",
     ]
+
+
+async def test_concurrent_calls_of_one_agent_tool_have_steps_of_their_own(
+    tmp_path: Path, anyio_backend_name: str
+) -> None:
+    from adk.agents import AgentTool
+
+    db = f"sqlite:///{tmp_path / 'system.db'}"
+    if anyio_backend_name == "trio":
+        await _assert_trio_is_refused(db)
+        return
+    calls: list[str] = []
+
+    class Boss(_Model):
+        async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+            results = [m.content for m in messages if m.role == "tool"]  # in call order
+            if results:
+                return Message(role="assistant", content=" & ".join(results))
+            asks = [
+                ToolCall(id=f"o{i}", function=FunctionCall(name="helper", arguments=f'{{"request": "job {i}"}}'))
+                for i in (1, 2)
+            ]
+            return Message(role="assistant", content="", tool_calls=asks)
+
+    helper = ChatModelAgent("helper", "does a job", model=_CountingModel("helper", calls, slow_first=0.2))
+    boss = ChatModelAgent("boss", "top", model=Boss(), tools=[AgentTool(helper)])
+    app = DurableApp(boss, db=db, executor_id="inproc-twice")
+    try:
+        await anyio.to_thread.run_sync(app.launch)
+        async with DurableClient(db) as client:
+            result = await (await client.submit("go", run_id="twice-1")).result()
+            names = await anyio.to_thread.run_sync(lambda: _step_names(client, "twice-1"))
+            replays = [await _replay_from_end(client, "twice-1") for _ in range(3)]
+    finally:
+        await anyio.to_thread.run_sync(app.shutdown)
+    assert result.output.content == "helper:job 1 & helper:job 2"
+    assert sorted(n for n in names if "/" in n) == [
+        "boss.tool.helper[o1]/helper.model.generate",
+        "boss.tool.helper[o2]/helper.model.generate",
+    ]
+    assert [r.output.content for r in replays] == [result.output.content] * 3
+    assert calls == ["helper", "helper"]
+
+
+async def test_a_durable_graph_streams_its_output_pauses_and_resumes(tmp_path: Path, anyio_backend_name: str) -> None:
+    from compose import END, START, Graph
+    from compose.interrupt import get_resume_context, interrupt
+
+    db = f"sqlite:///{tmp_path / 'system.db'}"
+    if anyio_backend_name == "trio":
+        await _assert_trio_is_refused(db)
+        return
+    calls: list[str] = []
+
+    async def ask(msgs: list[Message]) -> list[Message]:
+        ctx = get_resume_context()
+        if not ctx.is_target:
+            raise interrupt({"question": "which city?"})
+        return [*msgs, Message(role="user", content=str(ctx.data))]
+
+    g = Graph[list[Message], Message]()
+    g.add_lambda_node("ask", ask)
+    g.add_chat_model_node("model", DurableChatModel(_CountingModel("m", calls), prefix="g."))
+    g.add_edge(START, "ask")
+    g.add_edge("ask", "model")
+    g.add_edge("model", END)
+    app = DurableApp(g.compile(name="trip"), db=db, executor_id="graph-pause")
+    try:
+        await anyio.to_thread.run_sync(app.launch)
+        async with DurableClient(db) as client:
+            handle = await client.submit([Message(role="user", content="plan")], run_id="gp-1", streaming=True)
+            events = []
+            async for event in handle.events():
+                events.append(event)
+                if event.kind == "interrupted":
+                    (pending,) = event.interrupts
+                    await handle.resume({pending.id: "Hangzhou"})
+            result = await handle.result()
+            # a replay of the paused run from its wait: every step before it from the database, then resumed
+            # by the id the first execution published
+            steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("gp-1"))
+            (wait_step,) = [s["function_id"] + 1 for s in steps if s["function_name"] == "pyeino.interrupts"]
+            fork = await client._dbos.fork_workflow_async("gp-1", wait_step, queue_name="pyeino")
+            forked = client.handle(fork.get_workflow_id())
+            await forked.resume({pending.id: "Suzhou"})
+            replayed = await forked.result()
+    finally:
+        await anyio.to_thread.run_sync(app.shutdown)
+    assert pending.info == {"question": "which city?"}
+    assert pending.address == "runnable:trip;node:ask"
+    kinds = [e.kind for e in events]
+    assert kinds == ["interrupted", "token", "token", "output"]
+    assert "".join(e.message.content for e in events if e.kind == "token") == "m:Hangzhou"  # type: ignore[union-attr]
+    # the model step ran the whole stream; the graph's output stream is the recorded answer as one chunk
+    assert [e.output["content"] for e in events if e.kind == "output"] == ["m:Hangzhou"]
+    assert result.status == "completed"
+    assert result.output == Message(role="assistant", content="m:Hangzhou")
+    assert replayed.output == Message(role="assistant", content="m:Suzhou")
+    assert calls == ["m", "m"]
