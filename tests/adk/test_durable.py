@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import base64
 import pickle
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,18 @@ def _reverse_order_middleware() -> ToolMiddleware:
     return ToolMiddleware(invokable=wrap)
 
 
+@asynccontextmanager
+async def _served(target: Any, db: str, executor_id: str) -> AsyncIterator[DurableClient]:
+    """A launched ``DurableApp`` serving ``target`` in this process and a client of it; shut down after."""
+    app = DurableApp(target, db=db, executor_id=executor_id)
+    try:
+        await anyio.to_thread.run_sync(app.launch)  # blocking: DBOS refuses it on a running loop
+        async with DurableClient(db) as client:
+            yield client
+    finally:
+        await anyio.to_thread.run_sync(app.shutdown)
+
+
 async def _replay_from_end(client: DurableClient, run_id: str) -> Any:
     """A replay of the whole finished run ``run_id``: a fork that takes every step from the database."""
     steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps(run_id))
@@ -176,18 +189,13 @@ async def test_parallel_tool_calls_finishing_out_of_order_replay_by_step_name(
     agent = ChatModelAgent(
         "par", "parallel", model=_Model(), tools=ToolsConfig([slow], middlewares=[_reverse_order_middleware()])
     )
-    app = DurableApp(agent, db=db, executor_id="inproc")
-    try:
-        await anyio.to_thread.run_sync(app.launch)  # blocking: DBOS refuses it on a running loop
-        async with DurableClient(db) as client:
-            handle = await client.submit("go", run_id="par-1")
-            result = await handle.result()
-            names = await anyio.to_thread.run_sync(lambda: _step_names(client, "par-1"))
-            # a replay takes each call's result at the id its name was recorded at, though the middleware now
-            # lets no call wait for another (its events are set): no tool runs again, the answer is the same
-            replays = [await _replay_from_end(client, "par-1") for _ in range(3)]
-    finally:
-        await anyio.to_thread.run_sync(app.shutdown)
+    async with _served(agent, db, "inproc") as client:
+        handle = await client.submit("go", run_id="par-1")
+        result = await handle.result()
+        names = await anyio.to_thread.run_sync(lambda: _step_names(client, "par-1"))
+        # a replay takes each call's result at the id its name was recorded at, though the middleware now
+        # lets no call wait for another (its events are set): no tool runs again, the answer is the same
+        replays = [await _replay_from_end(client, "par-1") for _ in range(3)]
     assert result.output.content == "got 0,1,2"
     assert order == ["c2", "c1", "c0"]  # the tools ran in reverse order, once
     assert [n for n in names if ".model." in n or ".tool." in n] == [
@@ -249,15 +257,10 @@ async def test_parallel_graph_branches_replay_by_step_name(tmp_path: Path, anyio
         g.add_edge(second, f"{branch}k")
         g.add_edge(f"{branch}k", "join")
     g.add_edge("join", END)
-    app = DurableApp(g.compile(trigger_mode="all_predecessor"), db=db, executor_id="branches")
-    try:
-        await anyio.to_thread.run_sync(app.launch)
-        async with DurableClient(db) as client:
-            result = await (await client.submit([Message(role="user", content="hi")], run_id="br-1")).result()
-            names = await anyio.to_thread.run_sync(lambda: _step_names(client, "br-1"))
-            replays = [await _replay_from_end(client, "br-1") for _ in range(4)]
-    finally:
-        await anyio.to_thread.run_sync(app.shutdown)
+    async with _served(g.compile(trigger_mode="all_predecessor"), db, "branches") as client:
+        result = await (await client.submit([Message(role="user", content="hi")], run_id="br-1")).result()
+        names = await anyio.to_thread.run_sync(lambda: _step_names(client, "br-1"))
+        replays = [await _replay_from_end(client, "br-1") for _ in range(4)]
     assert result.output == "a2:a1:hi|b2:b1:hi"
     assert names[:4] == ["a1.model.generate", "b1.model.generate", "b2.model.generate", "a2.model.generate"]
     assert [r.output for r in replays] == ["a2:a1:hi|b2:b1:hi"] * 4
@@ -302,14 +305,9 @@ async def test_a_compiled_graph_runs_as_a_workflow_with_marked_lambdas_as_steps(
     g.add_edge("profile", "model")
     g.add_edge("model", "upper")
     g.add_edge("upper", END)
-    app = DurableApp(g.compile(), db=db, executor_id="graph")
-    try:
-        await anyio.to_thread.run_sync(app.launch)
-        async with DurableClient(db) as client:
-            result = await (await client.submit("ada", run_id="g-1")).result()
-            steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("g-1"))
-    finally:
-        await anyio.to_thread.run_sync(app.shutdown)
+    async with _served(g.compile(), db, "graph") as client:
+        result = await (await client.submit("ada", run_id="g-1")).result()
+        steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("g-1"))
     assert result.status == "completed"
     assert result.output == Message(role="assistant", content="ECHO PROFILE OF ADA")
     assert runs == ["ada"]
@@ -347,29 +345,24 @@ async def test_a_tool_interrupt_pauses_the_durable_run_and_resumes(tmp_path: Pat
             call = ToolCall(id="k1", function=FunctionCall(name="confirm", arguments='{"n": 7}'))
             return Message(role="assistant", content="", tool_calls=[call])
 
-    app = DurableApp(ChatModelAgent("conf", "confirms", model=OneCall(), tools=[confirm]), db=db, executor_id="ti")
-    try:
-        await anyio.to_thread.run_sync(app.launch)
-        async with DurableClient(db) as client:
-            handle = await client.submit("go", run_id="ti-1")
-            kinds: list[str] = []
-            async for event in handle.events():
-                kinds.append(event.kind)
-                if event.kind == "interrupted":
-                    (pending,) = event.interrupts
-                    assert pending.info == {"confirm": 7}
-                    await handle.resume({pending.id: "yes"})
-            result = await handle.result()
-            steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("ti-1"))
-            # a replay of the paused run: a fork that takes every step up to the wait for the resume from the
-            # database (the paused tool call included), then waits for a resume of its own
-            (wait_step,) = [s["function_id"] + 1 for s in steps if s["function_name"] == "pyeino.interrupts"]
-            fork = await client._dbos.fork_workflow_async("ti-1", wait_step, queue_name="pyeino")
-            forked = client.handle(fork.get_workflow_id())
-            await forked.resume({pending.id: "again"})  # the id published by the original execution
-            replayed = await forked.result()
-    finally:
-        await anyio.to_thread.run_sync(app.shutdown)
+    async with _served(ChatModelAgent("conf", "confirms", model=OneCall(), tools=[confirm]), db, "ti") as client:
+        handle = await client.submit("go", run_id="ti-1")
+        kinds: list[str] = []
+        async for event in handle.events():
+            kinds.append(event.kind)
+            if event.kind == "interrupted":
+                (pending,) = event.interrupts
+                assert pending.info == {"confirm": 7}
+                await handle.resume({pending.id: "yes"})
+        result = await handle.result()
+        steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("ti-1"))
+        # a replay of the paused run: a fork that takes every step up to the wait for the resume from the
+        # database (the paused tool call included), then waits for a resume of its own
+        (wait_step,) = [s["function_id"] + 1 for s in steps if s["function_name"] == "pyeino.interrupts"]
+        fork = await client._dbos.fork_workflow_async("ti-1", wait_step, queue_name="pyeino")
+        forked = client.handle(fork.get_workflow_id())
+        await forked.resume({pending.id: "again"})  # the id published by the original execution
+        replayed = await forked.result()
     assert replayed.output.content == "got confirmed 7: again"
     assert kinds == ["message", "interrupted", "message", "message"]
     assert result.output.content == "got confirmed 7: yes"
@@ -451,15 +444,10 @@ async def test_an_agent_tool_tree_runs_durably_with_the_inner_calls_as_steps(
         model=ScriptedChatModel([Message(role="assistant", tool_calls=[ask]), "all good"]),
         tools=[AgentTool(inner)],
     )
-    app = DurableApp(outer, db=db, executor_id="inproc-tree")
-    try:
-        await anyio.to_thread.run_sync(app.launch)
-        async with DurableClient(db) as client:
-            handle = await client.submit("go", run_id="tree-1")
-            result = await handle.result()
-            steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("tree-1"))
-    finally:
-        await anyio.to_thread.run_sync(app.shutdown)
+    async with _served(outer, db, "inproc-tree") as client:
+        handle = await client.submit("go", run_id="tree-1")
+        result = await handle.result()
+        steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("tree-1"))
     assert result.output.content == "all good"
     names = [s["function_name"] for s in sorted(steps, key=lambda s: s["function_id"])]
     calls = [n for n in names if ".model." in n or ".tool." in n]
@@ -496,15 +484,10 @@ async def test_concurrent_calls_of_one_agent_tool_have_steps_of_their_own(
 
     helper = ChatModelAgent("helper", "does a job", model=_CountingModel("helper", calls, slow_first=0.2))
     boss = ChatModelAgent("boss", "top", model=Boss(), tools=[AgentTool(helper)])
-    app = DurableApp(boss, db=db, executor_id="inproc-twice")
-    try:
-        await anyio.to_thread.run_sync(app.launch)
-        async with DurableClient(db) as client:
-            result = await (await client.submit("go", run_id="twice-1")).result()
-            names = await anyio.to_thread.run_sync(lambda: _step_names(client, "twice-1"))
-            replays = [await _replay_from_end(client, "twice-1") for _ in range(3)]
-    finally:
-        await anyio.to_thread.run_sync(app.shutdown)
+    async with _served(boss, db, "inproc-twice") as client:
+        result = await (await client.submit("go", run_id="twice-1")).result()
+        names = await anyio.to_thread.run_sync(lambda: _step_names(client, "twice-1"))
+        replays = [await _replay_from_end(client, "twice-1") for _ in range(3)]
     assert result.output.content == "helper:job 1 & helper:job 2"
     assert sorted(n for n in names if "/" in n) == [
         "boss.tool.helper[o1]/helper.model.generate",
@@ -536,28 +519,23 @@ async def test_a_durable_graph_streams_its_output_pauses_and_resumes(tmp_path: P
     g.add_edge(START, "ask")
     g.add_edge("ask", "model")
     g.add_edge("model", END)
-    app = DurableApp(g.compile(name="trip"), db=db, executor_id="graph-pause")
-    try:
-        await anyio.to_thread.run_sync(app.launch)
-        async with DurableClient(db) as client:
-            handle = await client.submit([Message(role="user", content="plan")], run_id="gp-1", streaming=True)
-            events = []
-            async for event in handle.events():
-                events.append(event)
-                if event.kind == "interrupted":
-                    (pending,) = event.interrupts
-                    await handle.resume({pending.id: "Hangzhou"})
-            result = await handle.result()
-            # a replay of the paused run from its wait: every step before it from the database, then resumed
-            # by the id the first execution published
-            steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("gp-1"))
-            (wait_step,) = [s["function_id"] + 1 for s in steps if s["function_name"] == "pyeino.interrupts"]
-            fork = await client._dbos.fork_workflow_async("gp-1", wait_step, queue_name="pyeino")
-            forked = client.handle(fork.get_workflow_id())
-            await forked.resume({pending.id: "Suzhou"})
-            replayed = await forked.result()
-    finally:
-        await anyio.to_thread.run_sync(app.shutdown)
+    async with _served(g.compile(name="trip"), db, "graph-pause") as client:
+        handle = await client.submit([Message(role="user", content="plan")], run_id="gp-1", streaming=True)
+        events = []
+        async for event in handle.events():
+            events.append(event)
+            if event.kind == "interrupted":
+                (pending,) = event.interrupts
+                await handle.resume({pending.id: "Hangzhou"})
+        result = await handle.result()
+        # a replay of the paused run from its wait: every step before it from the database, then resumed
+        # by the id the first execution published
+        steps = await anyio.to_thread.run_sync(lambda: client._dbos.list_workflow_steps("gp-1"))
+        (wait_step,) = [s["function_id"] + 1 for s in steps if s["function_name"] == "pyeino.interrupts"]
+        fork = await client._dbos.fork_workflow_async("gp-1", wait_step, queue_name="pyeino")
+        forked = client.handle(fork.get_workflow_id())
+        await forked.resume({pending.id: "Suzhou"})
+        replayed = await forked.result()
     assert pending.info == {"question": "which city?"}
     assert pending.address == "runnable:trip;node:ask"
     kinds = [e.kind for e in events]
