@@ -144,6 +144,47 @@ def test_sqlite_worker_killed_and_restarted_recovers_its_runs(tmp_path: Path) ->
     assert max(executions.values()) <= 2
 
 
+def test_sqlite_graph_with_parallel_branches_killed_and_recovered(tmp_path: Path) -> None:
+    """A graph's parallel branches finish in another order than a replay starts them: each step still gets its
+    own recorded result (by name), so every run completes with the right output and no step that had finished
+    before the kill runs again."""
+    db = f"sqlite:///{tmp_path / 'system.db'}"
+    log_db = f"sqlite:///{tmp_path / 'log.db'}"
+    opts: dict[str, Any] = {"factory": "build_graph", "executor_id": "graph-a", "concurrency": 4}
+    first = Worker(db, log_db, **opts, PYEINO_TEST_TOOL_SLEEP="0.05")
+    second: Worker | None = None
+    try:
+
+        async def submit() -> list[str]:
+            async with DurableClient(db) as client:
+                return [(await client.submit(i, run_id=f"g-{i}")).run_id for i in range(8)]
+
+        ids = run_async(submit)
+        # kill once steps have finished (a second stage started) and runs are still unfinished
+        wait_until(lambda: sum(r[1].endswith("s2") for r in tool_log(log_db)) >= 6, "second stages to run")
+        first.kill()
+        sql = "SELECT workflow_uuid, function_name FROM operation_outputs WHERE function_name LIKE 'graph.%'"
+        rows = query(db, sql)
+        finished_at_kill = {(run, name.replace("graph.", "").replace(".", "")) for run, name in rows}
+        second = Worker(db, log_db, **opts, PYEINO_TEST_TOOL_SLEEP="0.01")
+
+        async def results() -> list[Any]:
+            async with DurableClient(db) as client:
+                return [await client.handle(i).result() for i in ids]
+
+        outcomes = run_async(results)
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+    assert [o.output for o in outcomes] == [3 * i + 69 for i in range(8)]
+    executions = Counter((run, call) for run, call, _pid in tool_log(log_db))
+    stages = {f"b{b}s{s}" for b in range(3) for s in (1, 2)}
+    assert set(executions) == {(f"g-{i}", c) for i in range(8) for c in stages}
+    assert finished_at_kill and all(executions[c] == 1 for c in finished_at_kill)
+    assert max(executions.values()) <= 2
+
+
 def tool_steps_sqlite(db: str) -> set[tuple[str, str]]:
     rows = query(db, "SELECT workflow_uuid, function_name FROM operation_outputs WHERE function_name LIKE '%tool.%'")
     return {(r[0], r[1].rsplit("[", 1)[1].rstrip("]")) for r in rows}

@@ -6,7 +6,10 @@ tool calls (``PYEINO_TEST_PARALLEL`` calls each), then ``answer <user text> <sum
 SQLAlchemy URL) for every execution, then sleeps ``PYEINO_TEST_TOOL_SLEEP`` seconds.
 
 ``build_approval``: the ``pay`` tool needs approval. ``build_stream``: the model streams its final answer word
-by word and, after the first word, waits until the file ``PYEINO_TEST_GATE`` exists.
+by word and, after the first word, waits until the file ``PYEINO_TEST_GATE`` exists. ``build_graph``: a compiled
+graph of three parallel branches of two ``durable_step`` lambdas each (logged like ``record``, call ids
+``b<branch>s<stage>``); the first stage of branch ``i`` sleeps ``(3 - i)`` times the tool sleep, so the branches'
+second stages start in another order than a replay (answered from the database) starts them.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ import anyio
 import sqlalchemy as sa
 
 from adk.chat_model_agent import ChatModelAgent
+from adk.durable import durable_step
+from compose import END, START, Graph
+from compose.runnable import Runnable
 from compose.schema import FunctionCall, Message, ToolCall, ToolInfo
 from compose.stream import StreamReader
 from compose.tool_middleware import get_tool_call_id
@@ -50,12 +56,12 @@ def log_engine() -> sa.Engine:
     return _engine
 
 
-def _record_sync(call_id: str) -> None:
+def _record_sync(call_id: str, slower: float = 1.0) -> None:
     from dbos import DBOS
 
     with log_engine().begin() as c:
         c.execute(sa.insert(tool_log).values(run_id=DBOS.workflow_id, call_id=call_id, pid=os.getpid()))
-    time.sleep(float(os.environ.get("PYEINO_TEST_TOOL_SLEEP", "0")))
+    time.sleep(slower * float(os.environ.get("PYEINO_TEST_TOOL_SLEEP", "0")))
 
 
 @tool
@@ -145,3 +151,27 @@ def build_stream() -> ChatModelAgent:
     return ChatModelAgent(
         "streamer", "streams", model=FunctionModel(gate=os.environ.get("PYEINO_TEST_GATE")), tools=[record]
     )
+
+
+def _stage(branch: int, stage: int) -> Any:
+    @durable_step(name=f"graph.b{branch}.s{stage}")
+    async def run(n: int) -> int:
+        slower = float(3 - branch) if stage == 1 else 1.0
+        await anyio.to_thread.run_sync(_record_sync, f"b{branch}s{stage}", slower)
+        return n + 10 * branch + stage
+
+    return run
+
+
+def build_graph() -> Runnable[int, int]:
+    """n -> the sum over the branches i of n + 20 i + 3 (= 3 n + 69)."""
+    g = Graph[int, int]()
+    g.add_lambda_node("join", lambda d: sum(d.values()))
+    for i in range(3):
+        g.add_lambda_node(f"b{i}s1", _stage(i, 1))
+        g.add_lambda_node(f"b{i}s2", _stage(i, 2), output_key=f"b{i}")
+        g.add_edge(START, f"b{i}s1")
+        g.add_edge(f"b{i}s1", f"b{i}s2")
+        g.add_edge(f"b{i}s2", "join")
+    g.add_edge("join", END)
+    return g.compile(name="branches", trigger_mode="all_predecessor")
