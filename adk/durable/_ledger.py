@@ -11,8 +11,9 @@ Several operations of one name (a node in a loop, the same tool call id in two r
 two of one name running at the same time would be matched in the order they start: names carry their scope
 (the agent tool call they run in, the graph node's address) so that they do not.
 
-This module holds every use of DBOS internals by pyeino's durable runs (``DBOS`` 3.x): the execution's
-context (its step counter), the recorded steps and the stream write at a given id.
+This module holds the DBOS internals a running workflow of pyeino uses (``dbos`` 3.x; the others are the
+recovery call of ``_app`` and the serializer hook of ``_serializer``): the execution's context (its step
+counter), the recorded steps and the stream write at a given id. ``tests/adk/test_durable.py`` exercises each.
 """
 
 from __future__ import annotations
