@@ -5,10 +5,12 @@ payload, runs the target inside the workflow and returns a JSON result; model an
 (``adk.durable._steps``). A worker is a process that launched the app and serves its queue
 (:meth:`DurableApp.serve`, or ``python -m adk.durable worker module:build --db URL``).
 
-An agent run's events go to the workflow's DBOS stream ``pyeino.events``, each a workflow step (so exactly
-once). When the run pauses (approval, a tool interrupt) the workflow waits durably in ``DBOS.recv`` for the
-resume data (``DurableHandle.resume``, from any process); the paused run keeps its queue slot meanwhile. If its
-worker dies while it waits, the worker that takes it over replays it to the same pause and waits there.
+A run's events (an agent's ``AgentEvent``s, a graph's output) go to the workflow's DBOS stream
+``pyeino.events``, each an operation of the workflow found by name on a replay (``adk.durable._ledger``), so
+exactly once. When the run pauses (approval, a tool interrupt, an ``interrupt(...)`` in a graph node) the
+workflow waits durably in ``DBOS.recv`` for the resume data (``DurableHandle.resume``, from any process); the
+paused run keeps its queue slot meanwhile. If its worker dies while it waits, the worker that takes it over
+replays it to the same pause and waits there.
 """
 
 from __future__ import annotations
