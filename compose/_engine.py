@@ -31,7 +31,6 @@ from compose._dag import report, run_dag
 from compose._options import CallOptions
 from compose._pregel import pregel_step
 from compose._resume import restore, resumed_for
-from compose._snapshot import RerunRecord, RunSnapshot
 from compose._tables import NOTHING as _NOTHING
 from compose._tables import BranchRT, EdgeCheck, NodeRT, Tables, branch_targets
 from compose._types import ClassInfo, type_name
@@ -50,6 +49,7 @@ from compose.callbacks import (
     fire_start_stream,
     make_config,
 )
+from compose.checkpoint._snapshot import RerunRecord, RunSnapshot
 from compose.errors import (
     FieldMappingError,
     GraphInterrupt,

@@ -16,9 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from compose._snapshot import RerunRecord, RunSnapshot, SignalRecord, dump_value, fingerprint_changes, load_value
 from compose._types import type_name, zero_value
-from compose.checkpoint import _release_claim_after, claim_checkpoint, decode_checkpoint, read_checkpoint_header
+from compose.checkpoint import claim_checkpoint, decode_checkpoint, read_checkpoint_header
+from compose.checkpoint._protocol import _release_claim_after
+from compose.checkpoint._snapshot import (
+    RerunRecord,
+    RunSnapshot,
+    SignalRecord,
+    dump_value,
+    fingerprint_changes,
+    load_value,
+)
 from compose.errors import (
     CheckpointError,
     CheckpointNotFoundError,
