@@ -16,9 +16,9 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from compose._engine import GraphRun, fail_early
-from compose._options import CallOptions
-from compose._resume import GRAPH_CHECKPOINT_KIND, claim_snapshot
+from compose._engine.options import CallOptions
+from compose._engine.resume import GRAPH_CHECKPOINT_KIND, claim_snapshot
+from compose._engine.scheduler import GraphRun, fail_early
 from compose._types import runtime_checker, type_name
 from compose.callbacks import RunInfo
 from compose.checkpoint import encode_checkpoint
@@ -30,7 +30,7 @@ from compose.stream import StreamReader, concat
 from compose.stream import close_if_stream as _close
 
 if TYPE_CHECKING:
-    from compose._tables import Tables
+    from compose._engine.tables import Tables
 
 __all__ = ["Runnable"]
 

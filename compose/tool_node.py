@@ -42,7 +42,7 @@ from typing import Any, TypeVar, cast
 
 import anyio
 
-from compose._resume import resumed_for
+from compose._engine.resume import resumed_for
 from compose.errors import (
     GraphInterrupt,
     StreamEnd,

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from compose._tables import BranchRT, EdgeCheck, NodeRT, Tables, WrongOutput
+from compose._engine.tables import BranchRT, EdgeCheck, NodeRT, Tables, WrongOutput
 from compose._types import ClassInfo, instance_check
 from compose.branch import GraphBranch
 from compose.callbacks import RunInfo

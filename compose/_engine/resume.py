@@ -38,9 +38,9 @@ from compose.interrupt import InterruptCtx, InterruptInfo, InterruptSignal, Resu
 from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:
-    from compose._engine import GraphRun
-    from compose._options import CallOptions
-    from compose._tables import Tables
+    from compose._engine.options import CallOptions
+    from compose._engine.scheduler import GraphRun
+    from compose._engine.tables import Tables
 
 GRAPH_CHECKPOINT_KIND = "graph-run"
 RERUN_SOURCE = -1  # the inbox key under which a re-run node's (zero) input is placed
