@@ -46,14 +46,12 @@ from adk.approval import as_approval_request
 from adk.errors import CheckpointNotFoundError
 from compose.checkpoint import (
     CheckPointStore,
-    _release_claim,
-    _release_claim_after,
-    _retire,
     check_store,
     claim_checkpoint,
     decode_checkpoint,
     encode_checkpoint,
 )
+from compose.checkpoint._protocol import _release_claim, _release_claim_after, _retire
 from compose.errors import CheckpointError, InterruptNotFoundError
 from compose.interrupt import InterruptCtx
 from compose.schema import Message

@@ -24,11 +24,11 @@ from functools import partial
 from types import UnionType
 from typing import Any, Protocol, Union, get_args, get_origin, get_type_hints, is_typeddict
 
-from compose._stream_concat import concat_items
-from compose._stream_copy import SKIP, MapReader
-from compose._stream_core import _EMPTY, _END, StreamReader, _Signal, closed_signal
 from compose._types import type_name, zero_value
 from compose.errors import FieldMappingError, GraphBuildError
+from compose.stream._concat import concat_items
+from compose.stream._copy import SKIP, MapReader
+from compose.stream._core import _EMPTY, _END, StreamReader, _Signal, closed_signal
 
 __all__ = [
     "FieldMapping",

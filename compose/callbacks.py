@@ -34,9 +34,9 @@ from typing import Any
 
 import anyio
 
-from compose._stream_core import _EMPTY, _END, _Signal
 from compose.errors import GraphInterrupt
 from compose.stream import StreamReader
+from compose.stream._core import _EMPTY, _END, _Signal
 
 __all__ = [
     "CallbackHandler",

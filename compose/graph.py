@@ -17,9 +17,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unpack
 
-from compose._graph_checks import check_edge as _check_edge
-from compose._graph_checks import handler_hints as _handler_hints
-from compose._graph_checks import runtime_branch_checks, runtime_edge_checks
+from compose._engine.type_checks import check_edge as _check_edge
+from compose._engine.type_checks import handler_hints as _handler_hints
+from compose._engine.type_checks import runtime_branch_checks, runtime_edge_checks
 from compose._types import Assignable, assignable, type_argument, type_name
 from compose.branch import _Branch
 from compose.components.document import Document, Source
@@ -520,7 +520,7 @@ class Graph(Generic[I, O]):
         Raises ``InvalidGraphError`` for a loop in ``all_predecessor`` (DAG) mode, a node START cannot reach, no
         edge from START or to END, and ``GraphBuildError`` for bad options.
         """
-        from compose._compiler import build_tables
+        from compose._engine.compiler import build_tables
         from compose.runnable import Runnable as _Runnable
 
         if trigger_mode not in ("any_predecessor", "all_predecessor"):

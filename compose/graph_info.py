@@ -27,7 +27,7 @@ from compose._types import type_name
 from compose.errors import GraphBuildError
 
 if TYPE_CHECKING:
-    from compose._tables import Tables
+    from compose._engine.tables import Tables
 
 __all__ = ["BranchInfo", "CompileCallback", "GraphCompileCallback", "GraphInfo", "NodeInfo"]
 

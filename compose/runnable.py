@@ -16,20 +16,21 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from compose._engine import GraphRun, fail_early
-from compose._options import CallOptions
-from compose._resume import GRAPH_CHECKPOINT_KIND, claim_snapshot
-from compose._snapshot import RunSnapshot
+from compose._engine.options import CallOptions
+from compose._engine.resume import GRAPH_CHECKPOINT_KIND, claim_snapshot
+from compose._engine.scheduler import GraphRun, fail_early
 from compose._types import runtime_checker, type_name
 from compose.callbacks import RunInfo
-from compose.checkpoint import _release_claim, _release_claim_after, _retire, encode_checkpoint
+from compose.checkpoint import encode_checkpoint
+from compose.checkpoint._protocol import _release_claim, _release_claim_after, _retire
+from compose.checkpoint._snapshot import RunSnapshot
 from compose.errors import GraphInterrupt, GraphRunError, RuntimeTypeError, StreamEnd
 from compose.graph_info import GraphInfo, build_graph_info
 from compose.stream import StreamReader, concat
 from compose.stream import close_if_stream as _close
 
 if TYPE_CHECKING:
-    from compose._tables import Tables
+    from compose._engine.tables import Tables
 
 __all__ = ["Runnable"]
 

@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 
 import anyio
 
-from compose._stream_core import _EMPTY, _END, _Signal
 from compose.callbacks import (
     CallbackHandler,
     RunInfo,
@@ -28,6 +27,7 @@ from compose.callbacks import (
 )
 from compose.errors import GraphInterrupt, StreamEnd, ToolTimeoutError
 from compose.stream import StreamReader
+from compose.stream._core import _EMPTY, _END, _Signal
 from compose.tools import BaseTool, InvokableTool, StreamableTool, tool_timeout
 
 __all__ = [

@@ -42,8 +42,7 @@ from typing import Any, TypeVar, cast
 
 import anyio
 
-from compose._resume import resumed_for
-from compose._stream_core import _EMPTY, _Signal
+from compose._engine.resume import resumed_for
 from compose.errors import (
     GraphInterrupt,
     StreamEnd,
@@ -56,6 +55,7 @@ from compose.errors import (
 from compose.interrupt import InterruptSignal, _Resumed, _resumed
 from compose.schema import Message, ToolInfo, tool_message
 from compose.stream import StreamReader, merge_streams
+from compose.stream._core import _EMPTY, _Signal
 from compose.tool_middleware import (
     InvokableToolEndpoint,
     InvokableToolMiddleware,

@@ -27,7 +27,7 @@ from adk.sessions.base import (
     encode_messages,
     encode_values,
 )
-from compose._checkpoint_sqlite import ClosingStore
+from compose._db.store import ClosingStore
 from compose.schema import Message
 
 __all__ = ["InMemorySessionStore"]

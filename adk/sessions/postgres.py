@@ -28,8 +28,8 @@ from adk.sessions.base import (
     encode_values,
     holder_name,
 )
-from compose._checkpoint_sqlite import ClosingStore, check_table_name
-from compose._postgres_db import PostgresDatabase, require_psycopg
+from compose._db.postgres import PostgresDatabase, require_psycopg
+from compose._db.store import ClosingStore, check_table_name
 from compose.schema import Message
 
 if TYPE_CHECKING:

@@ -30,8 +30,8 @@ from adk.sessions.base import (
     encode_values,
     holder_name,
 )
-from compose._checkpoint_sqlite import ClosingStore, check_table_name
-from compose._sqlite_db import SQLiteDatabase
+from compose._db.sqlite import SQLiteDatabase
+from compose._db.store import ClosingStore, check_table_name
 from compose.schema import Message
 
 if TYPE_CHECKING:

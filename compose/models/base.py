@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from compose._stream_core import StreamReader
 from compose.errors import ModelResponseError
 from compose.schema import Message, ToolInfo
+from compose.stream._core import StreamReader
 
 __all__ = [
     "ChatModel",

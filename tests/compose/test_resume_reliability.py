@@ -18,7 +18,6 @@ import pytest
 
 from compose import CheckpointNotFoundError as ExportedNotFound
 from compose import InterruptNotFoundError as ExportedUnknown
-from compose._snapshot import RunSnapshot
 from compose.checkpoint import (
     InMemoryCheckPointStore,
     SQLiteCheckPointStore,
@@ -26,6 +25,7 @@ from compose.checkpoint import (
     prune,
     read_checkpoint_header,
 )
+from compose.checkpoint._snapshot import RunSnapshot
 from compose.errors import (
     CheckpointError,
     CheckpointNotFoundError,

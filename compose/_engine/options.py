@@ -15,7 +15,7 @@ from compose.errors import GraphRunError
 from compose.interrupt import ExternalInterrupt
 
 if TYPE_CHECKING:
-    from compose._tables import NodeRT, Tables
+    from compose._engine.tables import NodeRT, Tables
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,13 +27,12 @@ from typing import Any
 
 import anyio
 
-from compose._dag import report, run_dag
-from compose._options import CallOptions
-from compose._pregel import pregel_step
-from compose._resume import restore, resumed_for
-from compose._snapshot import RerunRecord, RunSnapshot
-from compose._tables import NOTHING as _NOTHING
-from compose._tables import BranchRT, EdgeCheck, NodeRT, Tables, branch_targets
+from compose._engine.dag import report, run_dag
+from compose._engine.options import CallOptions
+from compose._engine.pregel import pregel_step
+from compose._engine.resume import restore, resumed_for
+from compose._engine.tables import NOTHING as _NOTHING
+from compose._engine.tables import BranchRT, EdgeCheck, NodeRT, Tables, branch_targets
 from compose._types import ClassInfo, type_name
 from compose.callbacks import (
     CallbackConfig,
@@ -50,6 +49,7 @@ from compose.callbacks import (
     fire_start_stream,
     make_config,
 )
+from compose.checkpoint._snapshot import RerunRecord, RunSnapshot
 from compose.errors import (
     FieldMappingError,
     GraphInterrupt,

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 import anyio
 
-from compose._stream_core import _EMPTY, _END, StreamReader, _IterReader, _Signal
 from compose.errors import ComposeError, StreamError
+from compose.stream._core import _EMPTY, _END, StreamReader, _IterReader, _Signal
 
 T = TypeVar("T")
 

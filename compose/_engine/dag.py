@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from compose._pregel import no_tasks
-from compose._resume import RERUN_SOURCE, pause
-from compose._tables import NOTHING as _NOTHING
+from compose._engine.pregel import no_tasks
+from compose._engine.resume import RERUN_SOURCE, pause
+from compose._engine.tables import NOTHING as _NOTHING
 from compose._types import zero_value
 from compose.errors import GraphInterrupt
 from compose.interrupt import ExternalInterrupt
@@ -25,7 +25,7 @@ from compose.stream import close_if_stream as _close
 from compose.stream import one_chunk as _one
 
 if TYPE_CHECKING:
-    from compose._engine import GraphRun
+    from compose._engine.scheduler import GraphRun
     from compose._field_mapping import RunMapping
 
 _ABANDONED: Any = object()  # what a task cut off by an external interrupt's grace period reports

@@ -4,42 +4,17 @@ from __future__ import annotations
 
 import builtins
 import os
-import re
 import time
-from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
-from compose._sqlite_db import SQLiteDatabase
+from compose._db.sqlite import SQLiteDatabase
+from compose._db.store import ClosingStore, check_table_name
 from compose.errors import CheckpointStoreError
 
 if TYPE_CHECKING:
     import sqlite3
 
-__all__ = ["SQLiteCheckPointStore", "check_table_name"]
-
-_TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-
-
-def check_table_name(table: str) -> str:
-    """Return ``table`` if it is a plain lower-case SQL identifier, else raise ValueError."""
-    if not _TABLE_NAME.fullmatch(table):
-        raise ValueError(f"table name {table!r} must be lower-case letters, digits and '_' (not starting with a digit)")
-    return table
-
-
-class ClosingStore:
-    """``async with store:`` closes the store on exit (every store defines ``aclose()``)."""
-
-    async def aclose(self) -> None:
-        """Release the store's resources (nothing by default)."""
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
+__all__ = ["SQLiteCheckPointStore"]
 
 
 class SQLiteCheckPointStore(ClosingStore):

@@ -1,7 +1,7 @@
 """The precompiled, integer-indexed tables a compiled graph runs on, and the pure routing functions over them.
 
 Indices: nodes are ``0..n-1`` in insertion order, ``END == n``, ``START == n + 1``. Nothing here is async and
-nothing here does graph analysis: compile time (``_compiler``) fills the tables once, the scheduler (``_engine``)
+nothing here does graph analysis: compile time (``compiler``) fills the tables once, the scheduler (``scheduler``)
 reads them every step.
 """
 
@@ -54,7 +54,7 @@ class NodeRT:
     inbox_type: Any  # the type of what arrives in the node's inbox (a dict with input_key)
     output_type: Any  # the type the node emits (after output_key)
     # what the node's own output (before output_key), or each chunk of its output stream, must be an instance
-    # of, and the declared type that says so; None where nothing is checked (see ``_compiler.output_check``)
+    # of, and the declared type that says so; None where nothing is checked (see ``compiler.output_check``)
     out_check: ClassInfo | None
     declared: Any
 

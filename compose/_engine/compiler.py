@@ -6,11 +6,11 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from compose._snapshot import fingerprint
-from compose._tables import BranchRT, EdgeCheck, NodeRT, Tables, WrongOutput
+from compose._engine.tables import BranchRT, EdgeCheck, NodeRT, Tables, WrongOutput
 from compose._types import ClassInfo, instance_check
 from compose.branch import GraphBranch
 from compose.callbacks import RunInfo
+from compose.checkpoint._snapshot import fingerprint
 from compose.graph import END, START, FanInMergeConfig
 from compose.models.base import model_identity
 

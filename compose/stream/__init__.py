@@ -27,24 +27,23 @@ Example:
     >>> anyio.run(main)
     'streams'
 
-The implementation lives in private modules: ``_stream_core`` (the reader protocol, iterable and
-async-iterator readers, leak tracking), ``_stream_pipe``, ``_stream_copy`` (copy and map),
-``_stream_merge`` and ``_stream_concat``.
+The implementation lives in the package's private modules: ``_core`` (the reader protocol, iterable and
+async-iterator readers, leak tracking), ``_pipe``, ``_copy`` (copy and map), ``_merge`` and ``_concat``.
 """
 
 from __future__ import annotations
 
 from typing import TypeVar
 
-from compose._stream_concat import concat, concat_items, register_concat
-from compose._stream_copy import SKIP, SkipType
-from compose._stream_core import StreamReader
-from compose._stream_core import _open_reader_report as _open_reader_report
-from compose._stream_core import _reset_leak_tracking as _reset_leak_tracking
-from compose._stream_core import _set_leak_tracking as _set_leak_tracking
-from compose._stream_merge import SourceEOF, merge_named_streams, merge_streams
-from compose._stream_pipe import StreamWriter, pipe
 from compose.errors import ConcatError, EmptyStreamError, StreamEnd, StreamError
+from compose.stream._concat import concat, concat_items, register_concat
+from compose.stream._copy import SKIP, SkipType
+from compose.stream._core import StreamReader
+from compose.stream._core import _open_reader_report as _open_reader_report
+from compose.stream._core import _reset_leak_tracking as _reset_leak_tracking
+from compose.stream._core import _set_leak_tracking as _set_leak_tracking
+from compose.stream._merge import SourceEOF, merge_named_streams, merge_streams
+from compose.stream._pipe import StreamWriter, pipe
 
 T = TypeVar("T")
 

@@ -25,7 +25,7 @@ import anyio
 from compose.errors import StreamEnd, StreamError
 
 if TYPE_CHECKING:
-    from compose._stream_copy import SkipType
+    from compose.stream._copy import SkipType
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -233,7 +233,7 @@ class StreamReader(Generic[T]):
             return [self]
         if self._closed:
             raise StreamError(f"cannot copy a closed stream reader: {self!r}")
-        from compose._stream_copy import broadcast
+        from compose.stream._copy import broadcast
 
         return broadcast(self, n)
 
@@ -257,7 +257,7 @@ class StreamReader(Generic[T]):
             raise TypeError(f"map(fn) takes a function, got {type(fn).__qualname__}")
         if self._closed:
             raise StreamError(f"cannot map a closed stream reader: {self!r}")
-        from compose._stream_copy import MapReader
+        from compose.stream._copy import MapReader
 
         return MapReader(self, fn)
 

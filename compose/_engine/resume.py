@@ -16,9 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from compose._snapshot import RerunRecord, RunSnapshot, SignalRecord, dump_value, fingerprint_changes, load_value
 from compose._types import type_name, zero_value
-from compose.checkpoint import _release_claim_after, claim_checkpoint, decode_checkpoint, read_checkpoint_header
+from compose.checkpoint import claim_checkpoint, decode_checkpoint, read_checkpoint_header
+from compose.checkpoint._protocol import _release_claim_after
+from compose.checkpoint._snapshot import (
+    RerunRecord,
+    RunSnapshot,
+    SignalRecord,
+    dump_value,
+    fingerprint_changes,
+    load_value,
+)
 from compose.errors import (
     CheckpointError,
     CheckpointNotFoundError,
@@ -30,9 +38,9 @@ from compose.interrupt import InterruptCtx, InterruptInfo, InterruptSignal, Resu
 from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:
-    from compose._engine import GraphRun
-    from compose._options import CallOptions
-    from compose._tables import Tables
+    from compose._engine.options import CallOptions
+    from compose._engine.scheduler import GraphRun
+    from compose._engine.tables import Tables
 
 GRAPH_CHECKPOINT_KIND = "graph-run"
 RERUN_SOURCE = -1  # the inbox key under which a re-run node's (zero) input is placed

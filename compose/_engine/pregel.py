@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
-from compose._resume import RERUN_SOURCE, pause
-from compose._tables import NOTHING as _NOTHING
-from compose._tables import WrongOutput
+from compose._engine.resume import RERUN_SOURCE, pause
+from compose._engine.tables import NOTHING as _NOTHING
+from compose._engine.tables import WrongOutput
 from compose.errors import (
     BranchError,
     GraphInterrupt,
@@ -38,7 +38,7 @@ from compose.stream import concat
 from compose.stream import one_chunk as _one
 
 if TYPE_CHECKING:
-    from compose._engine import GraphRun
+    from compose._engine.scheduler import GraphRun
 
 # a run passes through the event loop at least every this many steps, even when its nodes never await anything:
 # a deadline or cancellation can fire and other runs make progress

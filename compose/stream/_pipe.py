@@ -17,8 +17,8 @@ from typing import Generic, TypeVar
 
 import anyio
 
-from compose._stream_core import _EMPTY, _END, StreamReader, _Signal, closed_signal
 from compose.errors import StreamError
+from compose.stream._core import _EMPTY, _END, StreamReader, _Signal, closed_signal
 
 T = TypeVar("T")
 

@@ -23,7 +23,8 @@ from typing import Any, Final, TypeVar
 
 import anyio
 
-from compose._stream_core import (
+from compose.errors import StreamError
+from compose.stream._core import (
     _EMPTY,
     _END,
     StreamReader,
@@ -33,7 +34,6 @@ from compose._stream_core import (
     closed_signal,
     detach,
 )
-from compose.errors import StreamError
 
 T = TypeVar("T")
 

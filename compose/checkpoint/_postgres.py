@@ -5,8 +5,8 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Any
 
-from compose._checkpoint_sqlite import ClosingStore, check_table_name
-from compose._postgres_db import PostgresDatabase, require_psycopg
+from compose._db.postgres import PostgresDatabase, require_psycopg
+from compose._db.store import ClosingStore, check_table_name
 from compose.errors import CheckpointStoreError
 
 if TYPE_CHECKING:

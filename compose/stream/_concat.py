@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from compose._stream_core import _EMPTY, _END, StreamReader, _Signal
-from compose._stream_merge import SourceEOF
 from compose.errors import ConcatError, EmptyStreamError
+from compose.stream._core import _EMPTY, _END, StreamReader, _Signal
+from compose.stream._merge import SourceEOF
 
 T = TypeVar("T")
 

@@ -1,0 +1,34 @@
+"""What the checkpoint and session stores share besides their databases: closing with ``async with``, and the
+check on the table names they are given."""
+
+from __future__ import annotations
+
+import re
+from types import TracebackType
+from typing import Self
+
+__all__ = ["ClosingStore", "check_table_name"]
+
+_TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def check_table_name(table: str) -> str:
+    """Return ``table`` if it is a plain lower-case SQL identifier, else raise ValueError."""
+    if not _TABLE_NAME.fullmatch(table):
+        raise ValueError(f"table name {table!r} must be lower-case letters, digits and '_' (not starting with a digit)")
+    return table
+
+
+class ClosingStore:
+    """``async with store:`` closes the store on exit (every store defines ``aclose()``)."""
+
+    async def aclose(self) -> None:
+        """Release the store's resources (nothing by default)."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
