@@ -15,7 +15,8 @@ resumes it (``resume={interrupt_id: data}`` targets interrupts; ``state_modifier
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -171,6 +172,27 @@ class _Resumed:
 
 
 _resumed: ContextVar[_Resumed | None] = ContextVar("pyeino_resumed", default=None)
+
+# The address of the node running now (``runnable:G;node:n``) in runs that track it, "" at the top of such a
+# run, None elsewhere: setting it costs per node, so only runs started inside ``track_addresses`` pay.
+_node_address: ContextVar[str | None] = ContextVar("pyeino_node_address", default=None)
+
+
+def current_address() -> str | None:
+    """The address of the graph node running now (a sub-graph's nodes nested: ``runnable:G;node:sub;node:n``),
+    in a run started inside :func:`track_addresses`; None in other runs. (Eino's ``GetCurrentAddress``; durable
+    runs name their steps with it.)"""
+    return _node_address.get()
+
+
+@contextmanager
+def track_addresses() -> Iterator[None]:
+    """Graph runs started inside track the address of the node running (:func:`current_address`)."""
+    token = _node_address.set(_node_address.get() or "")
+    try:
+        yield
+    finally:
+        _node_address.reset(token)
 
 
 def get_interrupt_state() -> tuple[bool, bool, Any]:

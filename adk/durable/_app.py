@@ -44,6 +44,7 @@ from adk.errors import DurableRunError
 from adk.runner import Agent, Runner
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.errors import GraphInterrupt
+from compose.interrupt import track_addresses
 from compose.runnable import Runnable
 from compose.schema import Message, user_message
 from compose.stream import concat_items
@@ -272,7 +273,8 @@ class DurableApp:
         sink_token = token_sink.set(_write_token)
         try:
             if isinstance(self.target, Runnable):
-                return await self._run_graph(run_id, ledger, payload)
+                with track_addresses():  # steps are named after the node they run in
+                    return await self._run_graph(run_id, ledger, payload)
             return await self._run_agent(run_id, ledger, payload)
         finally:
             token_sink.reset(sink_token)

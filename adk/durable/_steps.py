@@ -5,12 +5,13 @@ Inside a DBOS workflow, :class:`DurableChatModel` runs each ``generate``/``strea
 the system database instead of calling the model or the tool again. Outside a workflow both are the plain
 model and tool. The graph engine itself runs in the workflow and is deterministic given the steps' results.
 
-Step names say what a step is, so that a replay finds each finished call's result by name whatever order
-the run's concurrent tasks reach their steps in (``adk.durable._ledger``): ``<scope><prefix>model.generate``,
-``<scope><prefix>model.stream`` and ``<scope><prefix>tool.<tool name>[<call id>]``, where the scope is
-empty at the top and names the agent tool call a nested agent runs in
-(``boss.tool.researcher[c1]/researcher.model.generate``) or the graph node a step runs in. DBOS checks a
-replayed step's name against the recorded one, so a replay that diverges fails with DBOS's error instead of
+Step names say what a step is, so that a replay finds each finished call's result by name whatever order the
+run's concurrent tasks reach their steps in (``adk.durable._ledger``): ``<scope><prefix>model.generate``,
+``<scope><prefix>model.stream`` and ``<scope><prefix>tool.<tool name>[<call id>]``, where the scope is empty at
+the top and names the agent tool call a nested agent runs in (``boss.tool.researcher[c1]/researcher.model.
+generate``); in a graph run the name ends with the address of the node the step runs in
+(``g.model.generate@runnable:G;node:summarize``), so one ``DurableChatModel`` serves parallel nodes. DBOS checks
+a replayed step's name against the recorded one, so a replay that diverges fails with DBOS's error instead of
 taking another call's result.
 """
 
@@ -26,6 +27,7 @@ from dbos import DBOS
 
 from adk.durable._ledger import current_ledger
 from compose.errors import GraphInterrupt
+from compose.interrupt import current_address
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
@@ -60,7 +62,8 @@ def _step_options(name: str) -> Any:
 async def run_step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` as the DBOS step ``name`` (in scope): through the run's ledger in a ``DurableApp`` run,
     else DBOS's next step id (a workflow of the user's own: its order is the user's to keep deterministic)."""
-    name = step_scope.get() + name
+    address = current_address()  # a graph run's: the node the step runs in
+    name = step_scope.get() + name + (f"@{address}" if address else "")
     ledger = current_ledger.get()
     if ledger is not None:
         return await ledger.step(name, fn, *args)

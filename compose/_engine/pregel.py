@@ -92,7 +92,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
             signals, abandoned, done = await _run(self, [(j, x)], deferred)
         elif (
             fuse and (t.fused_stream if self.streaming else t.fused)[j] is not None and self.cb is None
-            and not self.gated and not self.options.node_options and not self.resume_for
+            and not self.gated and not self.options.node_options and not self.resume_for and not self.track
         ):
             return await _fused(self, j, x)
         else:

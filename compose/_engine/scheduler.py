@@ -58,7 +58,7 @@ from compose.errors import (
     NodeRunError,
     RuntimeTypeError,
 )
-from compose.interrupt import _resumed
+from compose.interrupt import _node_address, _resumed
 from compose.lambdas import Paradigms, derive
 from compose.merge import merge_stream_values, merge_values
 from compose.state import _current_frame, _StateFrame, call_handler
@@ -202,6 +202,7 @@ class GraphRun:
         "steps",
         "streaming",
         "t",
+        "track",
     )
 
     def __init__(
@@ -231,6 +232,7 @@ class GraphRun:
         self.frame: _StateFrame | None = None
         self.cb: CallbackConfig | None = _NOTHING
         self.live = False  # its handlers saw the start and not yet the end (aclose then reports a cancel)
+        self.track = _node_address.get() is not None  # nodes run with their address set (track_addresses)
         self.result: Any = _NOTHING
         self.last: list[int] = []
         self.ready: deque[int] = deque()
@@ -400,6 +402,8 @@ class GraphRun:
             raise
 
     async def _exec(self, j: int, x: Any) -> Any:
+        if self.track:
+            return await self._exec_tracked(j, x)
         node = self.t.nodes[j]
         if self.resume_for and j in self.resume_for:
             return await self._exec_resumed(j, x)
@@ -416,6 +420,16 @@ class GraphRun:
                 raise NodeOutputTypeError([*self.path, node.key], node.declared, type(out))
             return out
         return await self._exec_general(j, x, None)
+
+    async def _exec_tracked(self, j: int, x: Any) -> Any:
+        """``_exec`` with the node's address visible to what it runs (``compose.interrupt.current_address``)."""
+        token = _node_address.set(f"{self.address};node:{self.t.nodes[j].key}")
+        try:
+            if self.resume_for and j in self.resume_for:
+                return await self._exec_resumed(j, x)
+            return await self._exec_general(j, x, None)
+        finally:
+            _node_address.reset(token)
 
     async def _exec_resumed(self, j: int, x: Any) -> Any:
         """Re-run a node that paused: it sees its saved interrupt state; a sub-graph continues from its snapshot."""

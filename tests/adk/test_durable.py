@@ -232,24 +232,37 @@ class _CountingModel:
 
 
 async def test_parallel_graph_branches_replay_by_step_name(tmp_path: Path, anyio_backend_name: str) -> None:
-    """Two branches of two model nodes each; the first branch's first call is slow, so the other branch's steps
-    start between its two. A replay gets the first answers from the database in whatever order: each node still
-    gets its own recorded answer (with ids in start order DBOS would hand a2 the answer of b2)."""
+    """Two branches of two model nodes each, one DurableChatModel for all four; the first branch's first call is
+    slow, so the other branch's steps start between its two. A replay gets the first answers from the database
+    in whatever order: each node still gets its own recorded answer, found by the node's address in the step
+    name (with ids in start order DBOS would hand a2 the answer of b2)."""
     from compose import END, START, Graph
+    from compose.interrupt import current_address
 
     db = f"sqlite:///{tmp_path / 'system.db'}"
     if anyio_backend_name == "trio":
         await _assert_trio_is_refused(db)
         return
     calls: list[str] = []
+
+    class ByNode(_CountingModel):
+        """Answers as the node it runs in (one model instance, one step prefix, for the four nodes)."""
+
+        async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+            node = (current_address() or "").rsplit(":", 1)[-1]
+            if node == "a1" and "a1" not in calls:
+                await anyio.sleep(0.3)
+            calls.append(node)
+            return Message(role="assistant", content=f"{node}:{messages[-1].content}")
+
+    model = DurableChatModel(ByNode("m", calls), prefix="g.")
     g = Graph[list[Message], str]()
     g.add_lambda_node("join", lambda d: d["a"] + "|" + d["b"])
     for branch in "ab":
         first, second = f"{branch}1", f"{branch}2"
-        slow = 0.3 if branch == "a" else 0.0
-        g.add_chat_model_node(first, DurableChatModel(_CountingModel(first, calls, slow), prefix=f"{first}."))
+        g.add_chat_model_node(first, model)
         g.add_lambda_node(f"{branch}w", lambda m: [m])
-        g.add_chat_model_node(second, DurableChatModel(_CountingModel(second, calls), prefix=f"{second}."))
+        g.add_chat_model_node(second, model)
         g.add_lambda_node(f"{branch}k", lambda m, b=branch: {b: m.content})
         g.add_edge(START, first)
         g.add_edge(first, f"{branch}w")
@@ -257,12 +270,13 @@ async def test_parallel_graph_branches_replay_by_step_name(tmp_path: Path, anyio
         g.add_edge(second, f"{branch}k")
         g.add_edge(f"{branch}k", "join")
     g.add_edge("join", END)
-    async with _served(g.compile(trigger_mode="all_predecessor"), db, "branches") as client:
+    async with _served(g.compile(name="br", trigger_mode="all_predecessor"), db, "branches") as client:
         result = await (await client.submit([Message(role="user", content="hi")], run_id="br-1")).result()
         names = await anyio.to_thread.run_sync(lambda: _step_names(client, "br-1"))
         replays = [await _replay_from_end(client, "br-1") for _ in range(4)]
     assert result.output == "a2:a1:hi|b2:b1:hi"
-    assert names[:4] == ["a1.model.generate", "b1.model.generate", "b2.model.generate", "a2.model.generate"]
+    at = "g.model.generate@runnable:br;node:"
+    assert names[:4] == [at + "a1", at + "b1", at + "b2", at + "a2"]
     assert [r.output for r in replays] == ["a2:a1:hi|b2:b1:hi"] * 4
     assert sorted(calls) == ["a1", "a2", "b1", "b2"]  # no model was called again by the replays
 
@@ -313,7 +327,7 @@ async def test_a_compiled_graph_runs_as_a_workflow_with_marked_lambdas_as_steps(
     assert runs == ["ada"]
     names = [s["function_name"] for s in sorted(steps, key=lambda s: s["function_id"])]
     # the unmarked lambda is not a step; then the output event and the stream's end
-    assert names[:2] == ["profile", "g.model.generate"]
+    assert names[:2] == ["profile@runnable:graph;node:profile", "g.model.generate@runnable:graph;node:model"]
     assert names[2].startswith("pyeino.event:output:") and names[3:] == ["DBOS.closeStream"]
 
 

@@ -165,7 +165,8 @@ def test_sqlite_graph_with_parallel_branches_killed_and_recovered(tmp_path: Path
         first.kill()
         sql = "SELECT workflow_uuid, function_name FROM operation_outputs WHERE function_name LIKE 'graph.%'"
         rows = query(db, sql)
-        finished_at_kill = {(run, name.replace("graph.", "").replace(".", "")) for run, name in rows}
+        # graph.b0.s1@runnable:branches;node:b0s1 -> b0s1
+        finished_at_kill = {(run, name.split("@")[0].replace("graph.", "").replace(".", "")) for run, name in rows}
         second = Worker(db, log_db, **opts, PYEINO_TEST_TOOL_SLEEP="0.01")
 
         async def results() -> list[Any]:
