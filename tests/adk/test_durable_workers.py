@@ -320,3 +320,22 @@ def test_events_and_tokens_of_a_running_run_read_from_a_third_process(pg_server:
         ("token", "assistant", " 0"),
         ("message", "assistant", "answer hello there 0"),
     ]
+
+
+def test_the_durable_agent_example() -> None:
+    example = Path(__file__).parents[2] / "examples" / "durable_agent.py"
+    out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=120, check=True)
+    lines = out.stdout.splitlines()
+    assert lines[0] == "killed worker-a (SIGKILL) with runs in flight; worker-b takes them over"
+    assert lines[1:9] == [f"  check-{i}: invoice {i}: {100 + i} EUR, due" for i in range(8)]
+    executed = int(lines[9].split()[2])
+    assert 16 <= executed <= 16 + 4  # at most the worker's 4 runs in flight ran their call again
+    assert lines[10:] == [
+        "  tool lookup: invoice 7: 107 EUR, due",
+        "  tool lookup: invoice 7: 107 EUR, due",
+        'paused for approval: pay({"invoice": 7})',
+        "  tool pay: paid invoice 7",
+        "pay-7: paid invoice 7",
+        lines[-1],
+    ]
+    assert lines[-1].startswith("done in ")
