@@ -31,7 +31,7 @@ def type_name(tp: Any) -> str:
     if isinstance(tp, type) and not get_args(tp):
         return tp.__qualname__
     text = repr(tp)
-    return text.replace("typing.", "").replace("compose.schema.", "")
+    return text.replace("typing.", "").replace("compose.schema.", "").replace("compose.stream.", "")
 
 
 def _is_union(tp: Any) -> bool:

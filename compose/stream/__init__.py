@@ -47,6 +47,12 @@ from compose.stream._pipe import StreamWriter, pipe
 
 T = TypeVar("T")
 
+# the public home of the classes, in reprs and type names (checkpoint fingerprints name types by them), so that
+# moving a private module changes neither
+for _cls in (SkipType, SourceEOF, StreamReader, StreamWriter):
+    _cls.__module__ = __name__
+del _cls
+
 __all__ = [
     "SKIP",
     "ConcatError",
