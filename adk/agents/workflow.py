@@ -183,22 +183,34 @@ async def _run_children(
             events = child.run(AgentInput([], ctx.session.enable_streaming), child_ctx)
         path = child_path
         held: AgentEvent | None = None
+        current: AgentEvent | None = None  # received, neither handed on nor held yet
         try:
             async for event in events:
+                current = event
                 if event.error is not None:
                     if held is not None:
-                        yield held
+                        handed, held = held, None
+                        yield handed
                     outcome.stop = True
+                    current = None
                     yield event
                     return
                 if held is not None:
                     broke |= loop and _mark_break(held, iteration)
-                    yield held
-                    held = None
+                    handed, held = held, None
+                    yield handed
+                current = None
                 if event.action is not None:
                     held = event
                     continue
                 yield event
+        except BaseException:
+            # closed (a Parallel sibling failed, the caller stopped) while holding events: their streams are ours
+            with anyio.CancelScope(shield=True):
+                for dropped in (held, current):
+                    if dropped is not None:
+                        await dropped.aclose()
+            raise
         finally:
             await events.aclose()
         if held is None:

@@ -812,3 +812,35 @@ async def test_parallel_error_closes_the_streams_it_drops() -> None:
         assert stream._open_reader_report() == []
     finally:
         stream._reset_leak_tracking()
+
+
+async def test_a_workflow_stopped_while_holding_events_closes_their_streams() -> None:
+    """A Sequential or Loop holds an event with an action until the next one arrives, then hands the held one on
+    with the new one still in hand. Stopped right there (a Parallel sibling failed), it must close the stream
+    of the event it still holds. ``par[loop[breaker], failing]``, found as ``seq[par[loop[break, break],
+    seq[answer, fail]]]`` streaming: ``breaker``'s streaming message was garbage-collected open."""
+
+    class Breaker:
+        name, description = "breaker", "acts, then streams"
+
+        async def run(self, input: AgentInput, ctx: AgentContext) -> AsyncGenerator[AgentEvent, None]:
+            yield AgentEvent(action=AgentAction(customized={"note": 1}))  # an action: held by the loop
+            reader = StreamReader.from_iterable([assistant_message("hel"), assistant_message("lo")])
+            yield AgentEvent(output=AgentOutput(MessageVariant(True, None, reader)))
+
+    class Failing:
+        name, description = "failing", "fails"
+
+        async def run(self, input: AgentInput, ctx: AgentContext) -> AsyncGenerator[AgentEvent, None]:
+            yield AgentEvent(error=RuntimeError("boom"))
+
+    stream._reset_leak_tracking()
+    try:
+        tree = ParallelAgent("par", "d", [LoopAgent("loop", "d", [Breaker()], max_iterations=1), Failing()])
+        async with Runner(tree, enable_streaming=True).query("go") as run:
+            events = [e async for e in run]
+        assert "boom" in [str(e.error) for e in events] and run.termination_reason == "error"
+        gc.collect()
+        assert stream._open_reader_report() == []
+    finally:
+        stream._reset_leak_tracking()
