@@ -21,11 +21,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict, deque
+from collections.abc import Iterable
 from contextvars import ContextVar
 from typing import Any
 
 import anyio.to_thread
-from dbos import DBOS, WorkflowSerializationFormat
+from dbos import DBOS, StepReservation, WorkflowSerializationFormat
 from dbos._context import DBOSContext, get_local_dbos_context
 from dbos._dbos import _get_dbos_instance
 
@@ -52,6 +53,7 @@ class Ledger:
     def __init__(self, workflow_id: str, recorded: dict[str, deque[int]]) -> None:
         self.workflow_id = workflow_id
         self._recorded = recorded
+        self._reserved: dict[str, StepReservation] = {}
 
     def __repr__(self) -> str:
         return f"Ledger({self.workflow_id!r}, recorded={sum(len(q) for q in self._recorded.values())})"
@@ -75,11 +77,21 @@ class Ledger:
         ids = self._recorded.get(name)
         return ids.popleft() if ids else None
 
-    async def step(self, name: str, fn: Any, *args: Any) -> Any:
+    def reserve(self, keys: Iterable[str]) -> None:
+        """Draw fresh step ids now, in this order, for steps that will start later in any order (the calls of a
+        model answer, reserved in call order): a step run with ``reserved=key`` that is not recorded runs at
+        its key's id. Workflow code only (outside any step)."""
+        for key in keys:
+            self._reserved[key] = DBOS.reserve_step()
+
+    async def step(self, name: str, fn: Any, *args: Any, reserved: str = "") -> Any:
         """Run ``fn(*args)`` as the step ``name``: at its recorded id on a replay (DBOS returns the recorded
-        result), else at a fresh one."""
+        result), else at the id reserved for ``reserved``, else at a fresh one."""
         fid = self._claim(name)
+        reservation = self._reserved.pop(reserved, None) if reserved else None
         if fid is None:
+            if reservation is not None:  # a recorded step leaves its reservation unused: a gap DBOS allows
+                return await reservation.run_async(_step_options(name), fn, *args)
             return await DBOS.run_step_async(_step_options(name), fn, *args)
         ctx = _workflow_context()
         saved = ctx.function_id

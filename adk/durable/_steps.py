@@ -13,6 +13,11 @@ generate``); in a graph run the name ends with the address of the node the step 
 (``g.model.generate@runnable:G;node:summarize``), so one ``DurableChatModel`` serves parallel nodes. DBOS checks
 a replayed step's name against the recorded one, so a replay that diverges fails with DBOS's error instead of
 taking another call's result.
+
+Step ids. Right after a model step answers with tool calls, the model wrapper reserves one step id per call
+in call order (``DBOS.reserve_step``); a call that is not recorded yet runs at its reserved id, whatever order
+the calls reach their tools in (middlewares, approval checks). A reserved id left unused (a call answered by
+the unknown-tools handler, rejected at approval, or found recorded on a replay) is a gap DBOS allows.
 """
 
 from __future__ import annotations
@@ -59,15 +64,26 @@ def _step_options(name: str) -> Any:
     return {"name": name, "retries_allowed": False}
 
 
-async def run_step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` as the DBOS step ``name`` (in scope): through the run's ledger in a ``DurableApp`` run,
-    else DBOS's next step id (a workflow of the user's own: its order is the user's to keep deterministic)."""
+async def run_step(name: str, fn: Callable[..., Any], *args: Any, call_id: str | None = None) -> Any:
+    """``fn(*args)`` as the DBOS step ``name`` (in scope): through the run's ledger in a ``DurableApp`` run (a
+    tool call at the id reserved for ``call_id`` when it is new), else DBOS's next step id (a workflow of the
+    user's own: its order is the user's to keep deterministic)."""
+    scope = step_scope.get()
     address = current_address()  # a graph run's: the node the step runs in
-    name = step_scope.get() + name + (f"@{address}" if address else "")
+    name = scope + name + (f"@{address}" if address else "")
     ledger = current_ledger.get()
     if ledger is not None:
-        return await ledger.step(name, fn, *args)
+        return await ledger.step(name, fn, *args, reserved=scope + call_id if call_id is not None else "")
     return await DBOS.run_step_async(_step_options(name), fn, *args)
+
+
+def _reserve_tool_steps(answer: Message) -> None:
+    """Step ids for the answer's tool calls, in call order, so that calls running in parallel take ids in
+    call order whatever order they reach their tools in (a replay finds them by name anyway)."""
+    ledger = current_ledger.get()
+    if ledger is not None and answer.tool_calls:
+        scope = step_scope.get()
+        ledger.reserve(scope + call.id for call in answer.tool_calls)
 
 
 class DurableChatModel:
@@ -95,12 +111,15 @@ class DurableChatModel:
     async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
         if not in_workflow():
             return await self.model.generate(messages, **opts)
-        return cast(Message, await run_step(f"{self.prefix}model.generate", self._generate, list(messages), opts))
+        answer = cast(Message, await run_step(f"{self.prefix}model.generate", self._generate, list(messages), opts))
+        _reserve_tool_steps(answer)
+        return answer
 
     async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
         if not in_workflow():
             return await self.model.stream(messages, **opts)
         answer = await run_step(f"{self.prefix}model.stream", self._stream_whole, list(messages), opts)
+        _reserve_tool_steps(answer)
         return StreamReader.from_iterable([answer])
 
     async def _generate(self, messages: list[Message], opts: dict[str, Any]) -> Message:
@@ -164,7 +183,7 @@ class DurableTool:
                 paused.append(exc)
                 return {_PAUSED: True}
 
-        out = await run_step(f"{self.prefix}tool.{self.name}[{call_id}]", step, arguments)
+        out = await run_step(f"{self.prefix}tool.{self.name}[{call_id}]", step, arguments, call_id=call_id)
         if isinstance(out, dict):
             if paused:
                 raise paused[0]

@@ -197,12 +197,12 @@ async def test_parallel_tool_calls_finishing_out_of_order_replay_by_step_name(
         # lets no call wait for another (its events are set): no tool runs again, the answer is the same
         replays = [await _replay_from_end(client, "par-1") for _ in range(3)]
     assert result.output.content == "got 0,1,2"
-    assert order == ["c2", "c1", "c0"]  # the tools ran in reverse order, once
+    assert order == ["c2", "c1", "c0"]  # the tools ran in reverse order, once, at ids reserved in call order
     assert [n for n in names if ".model." in n or ".tool." in n] == [
         "par.model.generate",
-        "par.tool.slow[c2]",
-        "par.tool.slow[c1]",
         "par.tool.slow[c0]",
+        "par.tool.slow[c1]",
+        "par.tool.slow[c2]",
         "par.model.generate",
     ]
     assert [r.output.content for r in replays] == ["got 0,1,2"] * 3
