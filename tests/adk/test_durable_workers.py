@@ -13,9 +13,9 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -35,6 +35,26 @@ ROUNDS = 5
 
 def run_async(fn: Callable[[], Awaitable[Any]]) -> Any:
     return anyio.run(fn, backend="asyncio")
+
+
+def submit_runs(db: str, runs: Sequence[tuple[str, Any]]) -> list[str]:
+    """Submit ``(run id, input)`` runs from this process; their ids."""
+
+    async def go() -> list[str]:
+        async with DurableClient(db) as client:
+            return [(await client.submit(x, run_id=run_id)).run_id for run_id, x in runs]
+
+    return cast(list[str], run_async(go))
+
+
+def results_of(db: str, ids: Sequence[str]) -> list[Any]:
+    """Wait for the runs ``ids`` to end; their results."""
+
+    async def go() -> list[Any]:
+        async with DurableClient(db) as client:
+            return [await client.handle(i).result() for i in ids]
+
+    return cast(list[Any], run_async(go))
 
 
 def wait_until(check: Callable[[], bool], what: str, limit: float = 60.0) -> None:
@@ -60,24 +80,14 @@ def test_postgres_three_workers_200_runs_one_killed(pg_server: Any, tmp_path: Pa
     log = tmp_path / "workers.log"
     workers = Worker.many(3, db, db, stderr=log, PYEINO_TEST_TOOL_SLEEP="0.02")
     try:
-
-        async def submit() -> list[str]:
-            async with DurableClient(db) as client:
-                return [(await client.submit(f"q{i}", run_id=f"run-{i}")).run_id for i in range(n_runs)]
-
-        ids = run_async(submit)
+        ids = submit_runs(db, [(f"run-{i}", f"q{i}") for i in range(n_runs)])
         victim = workers[0]
         victim_pid = victim.proc.pid
         # kill while the victim has runs in flight: it has executed tools, and runs are still unfinished
         wait_until(lambda: sum(1 for r in tool_log(db) if r[2] == victim_pid) >= 20, "the victim to run tools")
         victim.kill()
         finished_at_kill = tool_steps(db)  # a superset of the calls that had finished before the kill
-
-        async def results() -> list[Any]:
-            async with DurableClient(db) as client:
-                return [await client.handle(i).result() for i in ids]
-
-        outcomes = run_async(results)
+        outcomes = results_of(db, ids)
     finally:
         for w in workers:
             w.stop()
@@ -116,23 +126,13 @@ def test_sqlite_worker_killed_and_restarted_recovers_its_runs(tmp_path: Path) ->
     first = Worker(db, log_db, executor_id="worker-a", concurrency=4, PYEINO_TEST_TOOL_SLEEP="0.02")
     second: Worker | None = None
     try:
-
-        async def submit() -> list[str]:
-            async with DurableClient(db) as client:
-                return [(await client.submit(f"q{i}", run_id=f"s-{i}")).run_id for i in range(8)]
-
-        ids = run_async(submit)
+        ids = submit_runs(db, [(f"s-{i}", f"q{i}") for i in range(8)])
         wait_until(lambda: len(tool_log(log_db)) >= 6, "tools to run")
         first.kill()
         finished_at_kill = tool_steps_sqlite(db)
         # the same executor id again: DBOS recovers its own pending runs at launch
         second = Worker(db, log_db, executor_id="worker-a", concurrency=4)
-
-        async def results() -> list[Any]:
-            async with DurableClient(db) as client:
-                return [await client.handle(i).result() for i in ids]
-
-        outcomes = run_async(results)
+        outcomes = results_of(db, ids)
     finally:
         first.stop()
         if second is not None:
@@ -154,12 +154,7 @@ def test_sqlite_graph_with_parallel_branches_killed_and_recovered(tmp_path: Path
     first = Worker(db, log_db, **opts, PYEINO_TEST_TOOL_SLEEP="0.05")
     second: Worker | None = None
     try:
-
-        async def submit() -> list[str]:
-            async with DurableClient(db) as client:
-                return [(await client.submit(i, run_id=f"g-{i}")).run_id for i in range(8)]
-
-        ids = run_async(submit)
+        ids = submit_runs(db, [(f"g-{i}", i) for i in range(8)])
         # kill once steps have finished (a second stage started) and runs are still unfinished
         wait_until(lambda: sum(r[1].endswith("s2") for r in tool_log(log_db)) >= 6, "second stages to run")
         first.kill()
@@ -168,12 +163,7 @@ def test_sqlite_graph_with_parallel_branches_killed_and_recovered(tmp_path: Path
         # graph.b0.s1@runnable:branches;node:b0s1 -> b0s1
         finished_at_kill = {(run, name.split("@")[0].replace("graph.", "").replace(".", "")) for run, name in rows}
         second = Worker(db, log_db, **opts, PYEINO_TEST_TOOL_SLEEP="0.01")
-
-        async def results() -> list[Any]:
-            async with DurableClient(db) as client:
-                return [await client.handle(i).result() for i in ids]
-
-        outcomes = run_async(results)
+        outcomes = results_of(db, ids)
     finally:
         first.stop()
         if second is not None:
