@@ -26,7 +26,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from typing import Any, TypeVar, cast
+from typing import Any, ParamSpec, Protocol, TypeVar, cast, overload
 
 from dbos import DBOS
 
@@ -42,6 +42,8 @@ from compose.tools import BaseTool, InvokableTool, StreamableTool, tool_parallel
 __all__ = ["DurableChatModel", "DurableTool", "ScopedAgentTool", "durable_step"]
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 
 _PAUSED = "pyeino.paused"
 
@@ -233,12 +235,26 @@ class ScopedAgentTool:
             step_scope.reset(token)
 
 
-def durable_step(
-    fn: Callable[..., Any] | None = None, *, name: str | None = None
-) -> Any:
+class StepMarker(Protocol):
+    """What ``durable_step(name=...)`` returns: it marks a function."""
+
+    @overload
+    def __call__(self, fn: Callable[P, Awaitable[R]], /) -> Callable[P, Awaitable[R]]: ...
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> Callable[P, Awaitable[R]]: ...
+
+
+@overload
+def durable_step(fn: Callable[P, Awaitable[R]], *, name: str | None = None) -> Callable[P, Awaitable[R]]: ...
+@overload
+def durable_step(fn: Callable[P, R], *, name: str | None = None) -> Callable[P, Awaitable[R]]: ...
+@overload
+def durable_step(fn: None = None, *, name: str | None = None) -> StepMarker: ...
+def durable_step(fn: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
     """Mark a function (a lambda node's, a hook) as a DBOS step: inside a workflow each call is one step named
     ``name`` (default: the function's qualified name) whose result, JSON, is recorded; outside it is the
-    function. Unmarked lambdas run as workflow code, again on a replay, and must be deterministic.
+    function. Unmarked lambdas run as workflow code, again on a replay, and must be deterministic. The marked
+function is async (a plain function's result is awaited).
 
     Example::
 

@@ -124,6 +124,15 @@ async def _assert_trio_is_refused(db: str) -> None:
         client._dbos.destroy()
 
 
+async def _durable_db(tmp_path: Path, backend: str) -> str | None:
+    """A new SQLite system database; under trio, None once the durable APIs refused to run on it."""
+    db = f"sqlite:///{tmp_path / 'system.db'}"
+    if backend == "trio":
+        await _assert_trio_is_refused(db)
+        return None
+    return db
+
+
 def _reverse_order_middleware() -> ToolMiddleware:
     """Runs the calls' tools in reverse call order: c1 starts once c2 has finished, c0 once c1 has."""
     finished: dict[str, anyio.Event] = {f"c{i}": anyio.Event() for i in range(3)}
@@ -170,9 +179,8 @@ def _step_names(client: DurableClient, run_id: str) -> list[str]:
 async def test_parallel_tool_calls_finishing_out_of_order_replay_by_step_name(
     tmp_path: Path, anyio_backend_name: str
 ) -> None:
-    db = f"sqlite:///{tmp_path / 'system.db'}"
-    if anyio_backend_name == "trio":
-        await _assert_trio_is_refused(db)
+    db = await _durable_db(tmp_path, anyio_backend_name)
+    if db is None:  # trio: refused with the clear error
         return
     order: list[str] = []
 
@@ -239,9 +247,8 @@ async def test_parallel_graph_branches_replay_by_step_name(tmp_path: Path, anyio
     from compose import END, START, Graph
     from compose.interrupt import current_address
 
-    db = f"sqlite:///{tmp_path / 'system.db'}"
-    if anyio_backend_name == "trio":
-        await _assert_trio_is_refused(db)
+    db = await _durable_db(tmp_path, anyio_backend_name)
+    if db is None:  # trio: refused with the clear error
         return
     calls: list[str] = []
 
@@ -297,9 +304,8 @@ async def test_a_compiled_graph_runs_as_a_workflow_with_marked_lambdas_as_steps(
 ) -> None:
     from compose import END, START, Graph
 
-    db = f"sqlite:///{tmp_path / 'system.db'}"
-    if anyio_backend_name == "trio":
-        await _assert_trio_is_refused(db)
+    db = await _durable_db(tmp_path, anyio_backend_name)
+    if db is None:  # trio: refused with the clear error
         return
     runs: list[str] = []
 
@@ -334,9 +340,8 @@ async def test_a_compiled_graph_runs_as_a_workflow_with_marked_lambdas_as_steps(
 async def test_a_tool_interrupt_pauses_the_durable_run_and_resumes(tmp_path: Path, anyio_backend_name: str) -> None:
     from compose.interrupt import get_resume_context, interrupt
 
-    db = f"sqlite:///{tmp_path / 'system.db'}"
-    if anyio_backend_name == "trio":
-        await _assert_trio_is_refused(db)
+    db = await _durable_db(tmp_path, anyio_backend_name)
+    if db is None:  # trio: refused with the clear error
         return
 
     @tool
@@ -434,9 +439,8 @@ async def test_an_agent_tool_tree_runs_durably_with_the_inner_calls_as_steps(
     from adk.agents import AgentTool
     from compose.models import ScriptedChatModel
 
-    db = f"sqlite:///{tmp_path / 'system.db'}"
-    if anyio_backend_name == "trio":
-        await _assert_trio_is_refused(db)
+    db = await _durable_db(tmp_path, anyio_backend_name)
+    if db is None:  # trio: refused with the clear error
         return
 
     @tool
@@ -479,9 +483,8 @@ async def test_concurrent_calls_of_one_agent_tool_have_steps_of_their_own(
 ) -> None:
     from adk.agents import AgentTool
 
-    db = f"sqlite:///{tmp_path / 'system.db'}"
-    if anyio_backend_name == "trio":
-        await _assert_trio_is_refused(db)
+    db = await _durable_db(tmp_path, anyio_backend_name)
+    if db is None:  # trio: refused with the clear error
         return
     calls: list[str] = []
 
@@ -515,9 +518,8 @@ async def test_a_durable_graph_streams_its_output_pauses_and_resumes(tmp_path: P
     from compose import END, START, Graph
     from compose.interrupt import get_resume_context, interrupt
 
-    db = f"sqlite:///{tmp_path / 'system.db'}"
-    if anyio_backend_name == "trio":
-        await _assert_trio_is_refused(db)
+    db = await _durable_db(tmp_path, anyio_backend_name)
+    if db is None:  # trio: refused with the clear error
         return
     calls: list[str] = []
 
