@@ -41,7 +41,6 @@ from compose.tools import BaseTool, InvokableTool, StreamableTool, tool_parallel
 
 __all__ = ["DurableChatModel", "DurableTool", "ScopedAgentTool", "durable_step"]
 
-T = TypeVar("T")
 R = TypeVar("R")
 P = ParamSpec("P")
 
