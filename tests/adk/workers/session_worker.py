@@ -29,11 +29,11 @@ from compose.schema import FunctionCall, Message, ToolCall
 from compose.tools import tool
 
 
-def store_for(kind: str, where: str) -> Any:
-    # a short lease, so that the lease of a killed worker expires quickly
+def store_for(kind: str, where: str, lease_ttl: float = 1.0) -> Any:
+    # a short lease by default, so that the lease of a killed worker expires quickly
     if kind == "sqlite":
-        return SQLiteSessionStore(where, lease_ttl=1.0)
-    return PostgresSessionStore(where, table="sess_procs", lease_ttl=1.0)
+        return SQLiteSessionStore(where, lease_ttl=lease_ttl)
+    return PostgresSessionStore(where, table="sess_procs", lease_ttl=lease_ttl)
 
 
 def answer(messages: list[Message]) -> Message:
@@ -88,7 +88,8 @@ async def race(kind: str, where: str, name: str, gate: str, wait: str) -> None:
         return f"worked on {q}"
 
     agent = ChatModelAgent("chat", "chats", "", model=ScriptedChatModel([answer] * 2), tools=[work])
-    async with store_for(kind, where) as store:
+    # nobody dies here: a long lease, so that a loaded machine (a late renewal) cannot let the other run in
+    async with store_for(kind, where, lease_ttl=30.0) as store:
         runner = Runner(agent, session_store=store, session_wait=None if wait == "wait" else 0.0)
         try:
             async with runner.query(name, session_id="shared") as run:
