@@ -115,12 +115,13 @@ def throughput(dsn: str, n_workers: int, runs: int, tmp: Path) -> float:
 
 
 def takeover(dsn: str, tmp: Path) -> tuple[float, float]:
-    from harness import Worker, fresh_pg_database, query, tool_log
+    from harness import Gate, Worker, fresh_pg_database, query
 
     from adk.durable import DurableClient
 
     db = fresh_pg_database(dsn)
-    workers = Worker.many(2, db, db, stderr=tmp / "workers.log", PYEINO_TEST_TOOL_SLEEP="0.2")
+    gate = Gate(tmp / "gate")  # round-1 calls wait for it: the victim dies with runs in flight
+    workers = Worker.many(2, db, db, stderr=tmp / "workers.log", **gate.env("r1"))
     try:
 
         async def submit() -> list[str]:
@@ -129,8 +130,7 @@ def takeover(dsn: str, tmp: Path) -> tuple[float, float]:
 
         ids = anyio.run(submit, backend="asyncio")
         victim = workers[0]
-        while sum(1 for r in tool_log(db) if r[2] == victim.proc.pid) < 4:
-            time.sleep(0.02)
+        victim.held(4)
         killed = time.time()
         victim.kill()
         claimed = left = None
@@ -146,6 +146,7 @@ def takeover(dsn: str, tmp: Path) -> tuple[float, float]:
                 if n == 0:
                     left = time.time() - killed
             time.sleep(0.02)
+        gate.release()
 
         async def wait_all() -> None:
             async with DurableClient(db) as client:
@@ -155,6 +156,7 @@ def takeover(dsn: str, tmp: Path) -> tuple[float, float]:
         anyio.run(wait_all, backend="asyncio")
         return claimed, left
     finally:
+        gate.release()
         for w in workers:
             w.stop()
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 pytest.importorskip("dbos", reason="dbos is not installed (pip install 'pyeino[dbos]')")
 
 sys.path.insert(0, str(Path(__file__).parent / "durable_workers"))
-from harness import Worker, env, fresh_pg_database, query, tool_log
+from harness import Gate, Worker, env, fresh_pg_database, query, tool_log
 
 from adk.approval import ApprovalDecision
 from adk.durable import DurableClient, DurableEvent
@@ -57,15 +56,6 @@ def results_of(db: str, ids: Sequence[str]) -> list[Any]:
     return cast(list[Any], run_async(go))
 
 
-def wait_until(check: Callable[[], bool], what: str, limit: float = 60.0) -> None:
-    """Poll ``check`` (a condition, not a timing assert: ``limit`` only turns a hang into a failure)."""
-    deadline = time.monotonic() + limit
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.05)
-
-
 def tool_steps(db: str) -> set[tuple[str, str]]:
     """(run id, call id) of every tool step DBOS has recorded as finished."""
     rows = query(
@@ -78,17 +68,20 @@ def test_postgres_three_workers_200_runs_one_killed(pg_server: Any, tmp_path: Pa
     db = fresh_pg_database(pg_server.dsn)
     n_runs = 200
     log = tmp_path / "workers.log"
-    workers = Worker.many(3, db, db, stderr=log, PYEINO_TEST_TOOL_SLEEP="0.02")
+    gate = Gate(tmp_path / "gate")
+    workers = Worker.many(3, db, db, stderr=log, **gate.env("r2"))
     try:
         ids = submit_runs(db, [(f"run-{i}", f"q{i}") for i in range(n_runs)])
         victim = workers[0]
         victim_pid = victim.proc.pid
-        # kill while the victim has runs in flight: it has executed tools, and runs are still unfinished
-        wait_until(lambda: sum(1 for r in tool_log(db) if r[2] == victim_pid) >= 20, "the victim to run tools")
+        # kill while the victim has runs in flight: all 8 of its runs held in round 2 (rounds 0 and 1 finished)
+        held = victim.held(8)
         victim.kill()
         finished_at_kill = tool_steps(db)  # a superset of the calls that had finished before the kill
+        gate.release()
         outcomes = results_of(db, ids)
     finally:
+        gate.release()
         for w in workers:
             w.stop()
     assert [o.status for o in outcomes] == ["completed"] * n_runs
@@ -105,6 +98,7 @@ def test_postgres_three_workers_200_runs_one_killed(pg_server: Any, tmp_path: Pa
     repeated = [c for c, n in executions.items() if n > 1]
     assert all(first_pid[c] == victim_pid for c in repeated), repeated
     assert max(executions.values()) <= 2
+    assert all(executions[c] == 2 for c in held)  # in flight at the kill: run again by the worker taking over
     # every workflow completed exactly once, the victim's taken over by the live workers
     statuses = query(db, "SELECT status, count(*) FROM dbos.workflow_status WHERE name = 'pyeino.run' GROUP BY status")
     assert dict(statuses) == {"SUCCESS": n_runs}
@@ -123,48 +117,54 @@ def test_postgres_three_workers_200_runs_one_killed(pg_server: Any, tmp_path: Pa
 def test_sqlite_worker_killed_and_restarted_recovers_its_runs(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'system.db'}"
     log_db = f"sqlite:///{tmp_path / 'log.db'}"
-    first = Worker(db, log_db, executor_id="worker-a", concurrency=4, PYEINO_TEST_TOOL_SLEEP="0.02")
+    gate = Gate(tmp_path / "gate")
+    first = Worker(db, log_db, executor_id="worker-a", concurrency=4, **gate.env("r2"))
     second: Worker | None = None
     try:
         ids = submit_runs(db, [(f"s-{i}", f"q{i}") for i in range(8)])
-        wait_until(lambda: len(tool_log(log_db)) >= 6, "tools to run")
+        held = first.held(4)  # its 4 runs in flight, held in round 2
         first.kill()
         finished_at_kill = tool_steps_sqlite(db)
+        gate.release()
         # the same executor id again: DBOS recovers its own pending runs at launch
         second = Worker(db, log_db, executor_id="worker-a", concurrency=4)
         outcomes = results_of(db, ids)
     finally:
+        gate.release()
         first.stop()
         if second is not None:
             second.stop()
     assert [o.output.content for o in outcomes] == [f"answer q{i} 10" for i in range(8)]
     executions = Counter((run, call) for run, call, _pid in tool_log(log_db))
     assert set(executions) == {(f"s-{i}", f"r{k}c0") for i in range(8) for k in range(ROUNDS)}
-    assert all(executions[c] == 1 for c in finished_at_kill)
+    assert len(finished_at_kill) >= 8 and all(executions[c] == 1 for c in finished_at_kill)
+    assert all(executions[c] == 2 for c in held)
     assert max(executions.values()) <= 2
 
 
 def test_sqlite_graph_with_parallel_branches_killed_and_recovered(tmp_path: Path) -> None:
-    """A graph's parallel branches finish in another order than a replay starts them: each step still gets its
-    own recorded result (by name), so every run completes with the right output and no step that had finished
-    before the kill runs again."""
+    """A graph's parallel branches killed mid-run: each step of a replay gets its own recorded result (by name),
+    so every run completes with the right output and no step that had finished before the kill runs again. At
+    the kill, each of the worker's 4 runs has finished b1s1 and b2s1 and holds b0s1, b1s2 and b2s2."""
     db = f"sqlite:///{tmp_path / 'system.db'}"
     log_db = f"sqlite:///{tmp_path / 'log.db'}"
     opts: dict[str, Any] = {"factory": "build_graph", "executor_id": "graph-a", "concurrency": 4}
-    first = Worker(db, log_db, **opts, PYEINO_TEST_TOOL_SLEEP="0.05")
+    gate = Gate(tmp_path / "gate")
+    first = Worker(db, log_db, **opts, **gate.env("b0s1", "b1s2", "b2s2"))
     second: Worker | None = None
     try:
         ids = submit_runs(db, [(f"g-{i}", i) for i in range(8)])
-        # kill once steps have finished (a second stage started) and runs are still unfinished
-        wait_until(lambda: sum(r[1].endswith("s2") for r in tool_log(log_db)) >= 6, "second stages to run")
+        held = first.held(12)
         first.kill()
         sql = "SELECT workflow_uuid, function_name FROM operation_outputs WHERE function_name LIKE 'graph.%'"
         rows = query(db, sql)
         # graph.b0.s1@runnable:branches;node:b0s1 -> b0s1
         finished_at_kill = {(run, name.split("@")[0].replace("graph.", "").replace(".", "")) for run, name in rows}
-        second = Worker(db, log_db, **opts, PYEINO_TEST_TOOL_SLEEP="0.01")
+        gate.release()
+        second = Worker(db, log_db, **opts)
         outcomes = results_of(db, ids)
     finally:
+        gate.release()
         first.stop()
         if second is not None:
             second.stop()
@@ -172,7 +172,11 @@ def test_sqlite_graph_with_parallel_branches_killed_and_recovered(tmp_path: Path
     executions = Counter((run, call) for run, call, _pid in tool_log(log_db))
     stages = {f"b{b}s{s}" for b in range(3) for s in (1, 2)}
     assert set(executions) == {(f"g-{i}", c) for i in range(8) for c in stages}
-    assert finished_at_kill and all(executions[c] == 1 for c in finished_at_kill)
+    in_flight = {run for run, _ in held}
+    assert len(in_flight) == 4
+    assert finished_at_kill == {(run, c) for run in in_flight for c in ("b1s1", "b2s1")}
+    assert all(executions[c] == 1 for c in finished_at_kill)
+    assert all(executions[c] == 2 for c in held)
     assert max(executions.values()) <= 2
 
 
@@ -184,16 +188,16 @@ def tool_steps_sqlite(db: str) -> set[tuple[str, str]]:
 def test_sqlite_two_workers_on_one_file_share_the_runs(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'system.db'}"
     log_db = f"sqlite:///{tmp_path / 'log.db'}"
-    workers = Worker.many(2, db, log_db, concurrency=2, PYEINO_TEST_TOOL_SLEEP="0.02")
+    gate = Gate(tmp_path / "gate")
+    workers = Worker.many(2, db, log_db, concurrency=2, **gate.env("r0"))
     try:
-
-        async def go() -> list[Any]:
-            async with DurableClient(db) as client:
-                handles = [await client.submit(f"q{i}") for i in range(10)]
-                return [await h.result() for h in handles]
-
-        outcomes = run_async(go)
+        ids = submit_runs(db, [(f"t-{i}", f"q{i}") for i in range(10)])
+        for w in workers:  # both serve the queue: each has its 2 runs in flight
+            w.held(2)
+        gate.release()
+        outcomes = results_of(db, ids)
     finally:
+        gate.release()
         for w in workers:
             w.stop()
     assert [o.output.content for o in outcomes] == [f"answer q{i} 10" for i in range(10)]
@@ -269,8 +273,8 @@ anyio.run(main)
 
 def test_events_and_tokens_of_a_running_run_read_from_a_third_process(pg_server: Any, tmp_path: Path) -> None:
     db = fresh_pg_database(pg_server.dsn)
-    gate = tmp_path / "gate"
-    worker = Worker(db, db, factory="build_stream", PYEINO_TEST_ROUNDS="1", PYEINO_TEST_GATE=str(gate))
+    gate = Gate(tmp_path / "gate")
+    worker = Worker(db, db, factory="build_stream", PYEINO_TEST_ROUNDS="1", **gate.env())
     reader: subprocess.Popen[str] | None = None
     try:
 
@@ -288,7 +292,7 @@ def test_events_and_tokens_of_a_running_run_read_from_a_third_process(pg_server:
         # was read while the run was running
         while not (seen and seen[-1]["kind"] == "token" and seen[-1]["message"]["content"] == "answer"):
             seen.append(json.loads(reader.stdout.readline()))
-        gate.touch()
+        gate.release()
         rest = [json.loads(line) for line in reader.stdout]
         assert reader.wait(30) == 0
     finally:
@@ -297,6 +301,7 @@ def test_events_and_tokens_of_a_running_run_read_from_a_third_process(pg_server:
             reader.wait()
         if reader is not None and reader.stdout is not None:
             reader.stdout.close()
+        gate.release()
         worker.stop()
     events = [DurableEvent.model_validate(e) for e in seen + rest]
     summary = [(e.kind, e.role, e.message.content if e.message else None) for e in events]

@@ -1,21 +1,22 @@
 """The agents the durable-run tests serve: ``python -m adk.durable worker durable_app:build --db URL``.
 
 The model's answers are functions of the conversation (so any worker continues any run): ``ROUNDS`` rounds of
-tool calls (``PYEINO_TEST_PARALLEL`` calls each), then ``answer <user text> <sum of tool results>``. The
-``record`` tool appends ``(run id, call id, pid)`` to the ``tool_log`` table of ``PYEINO_TEST_LOG_DB`` (a
-SQLAlchemy URL) for every execution, then sleeps ``PYEINO_TEST_TOOL_SLEEP`` seconds.
+tool calls (``PYEINO_TEST_PARALLEL`` calls each, ids ``r<round>c<i>``), then ``answer <user text> <sum of tool
+results>``. The ``record`` tool appends ``(run id, call id, pid)`` to the ``tool_log`` table of
+``PYEINO_TEST_LOG_DB`` (a SQLAlchemy URL) for every execution. A call whose id starts with one of the prefixes
+in ``PYEINO_TEST_HOLD_CALLS`` is held: it prints ``held <run id> <call id>`` and waits for a shared lock of the
+file ``PYEINO_TEST_HOLD``, which the test holds exclusively until it releases the calls (``harness.Gate``).
 
 ``build_approval``: the ``pay`` tool needs approval. ``build_stream``: the model streams its final answer word
-by word and, after the first word, waits until the file ``PYEINO_TEST_GATE`` exists. ``build_graph``: a compiled
-graph of three parallel branches of two ``durable_step`` lambdas each (logged like ``record``, call ids
-``b<branch>s<stage>``); the first stage of branch ``i`` sleeps ``(3 - i)`` times the tool sleep, so the branches'
-second stages start in another order than a replay (answered from the database) starts them.
+by word and, after the first word, waits for the gate (``PYEINO_TEST_HOLD``). ``build_graph``: a compiled
+graph of three parallel branches of two ``durable_step`` lambdas each (logged and held like ``record``, call
+ids ``b<branch>s<stage>``).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,12 +57,24 @@ def log_engine() -> sa.Engine:
     return _engine
 
 
-def _record_sync(call_id: str, slower: float = 1.0) -> None:
+HOLD = os.environ.get("PYEINO_TEST_HOLD", "")
+HOLD_CALLS = tuple(p for p in os.environ.get("PYEINO_TEST_HOLD_CALLS", "").split(",") if p)
+
+
+def _record_sync(call_id: str) -> None:
     from dbos import DBOS
 
     with log_engine().begin() as c:
         c.execute(sa.insert(tool_log).values(run_id=DBOS.workflow_id, call_id=call_id, pid=os.getpid()))
-    time.sleep(slower * float(os.environ.get("PYEINO_TEST_TOOL_SLEEP", "0")))
+    if HOLD and call_id.startswith(HOLD_CALLS):
+        # held: say so, then wait for the test to release the gate (a blocking shared lock: no polling)
+        print(f"held {DBOS.workflow_id} {call_id}", flush=True)
+        _wait_for_gate()
+
+
+def _wait_for_gate() -> None:
+    with open(HOLD) as gate:
+        fcntl.flock(gate, fcntl.LOCK_SH)
 
 
 @tool
@@ -110,7 +123,7 @@ def _arguments(tool_name: str, value: int) -> str:
 class FunctionModel:
     """A chat model whose answer is a function of the conversation (stateless, so shared by concurrent runs)."""
 
-    def __init__(self, tool_name: str = "record", gate: str | None = None) -> None:
+    def __init__(self, tool_name: str = "record", gate: bool = False) -> None:
         self.tool_name = tool_name
         self.gate = gate
 
@@ -130,9 +143,8 @@ class FunctionModel:
         async def chunks() -> Any:
             for i, word in enumerate(words):
                 yield Message(role="assistant", content=word if i == 0 else " " + word)
-                if i == 0 and gate is not None:
-                    while not await anyio.Path(gate).exists():
-                        await anyio.sleep(0.05)
+                if i == 0 and gate:
+                    await anyio.to_thread.run_sync(_wait_for_gate)
 
         return StreamReader.from_async_iterator(chunks())
 
@@ -149,15 +161,14 @@ def build_approval() -> ChatModelAgent:
 
 def build_stream() -> ChatModelAgent:
     return ChatModelAgent(
-        "streamer", "streams", model=FunctionModel(gate=os.environ.get("PYEINO_TEST_GATE")), tools=[record]
+        "streamer", "streams", model=FunctionModel(gate=bool(HOLD)), tools=[record]
     )
 
 
 def _stage(branch: int, stage: int) -> Any:
     @durable_step(name=f"graph.b{branch}.s{stage}")
     async def run(n: int) -> int:
-        slower = float(3 - branch) if stage == 1 else 1.0
-        await anyio.to_thread.run_sync(_record_sync, f"b{branch}s{stage}", slower)
+        await anyio.to_thread.run_sync(_record_sync, f"b{branch}s{stage}")
         return n + 10 * branch + stage
 
     return run

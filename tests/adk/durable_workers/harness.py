@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -24,6 +25,25 @@ def env(log_db: str, **extra: str) -> dict[str, str]:
         "PYEINO_TEST_LOG_DB": log_db,
         **extra,
     }
+
+
+class Gate:
+    """A lock file this process holds exclusively: the calls ``durable_app`` holds (``PYEINO_TEST_HOLD_CALLS``)
+    say so on their worker's stdout and block on a shared lock of it until :meth:`release` (no polling)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = open(path, "w")  # noqa: SIM115
+        fcntl.flock(self._file, fcntl.LOCK_EX)
+
+    def env(self, *prefixes: str) -> dict[str, str]:
+        """The worker environment holding the calls whose ids start with one of ``prefixes``."""
+        return {"PYEINO_TEST_HOLD": str(self.path), "PYEINO_TEST_HOLD_CALLS": ",".join(prefixes)}
+
+    def release(self) -> None:
+        if not self._file.closed:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
 
 
 class Worker:
@@ -73,6 +93,22 @@ class Worker:
             raise AssertionError(f"worker did not start (exit {code}): {line!r}\n{err}")
         self.executor_id = line.removeprefix("ready ")
         return self
+
+    def held(self, n: int) -> list[tuple[str, str]]:
+        """Wait until ``n`` calls of this worker are held at a ``Gate``; their (run id, call id)."""
+        assert self.proc.stdout is not None
+        calls = []
+        while len(calls) < n:
+            line = self.proc.stdout.readline()
+            if not line:
+                err = self._err_path.read_text(errors="replace")[-2000:]
+                code = self.proc.poll()
+                raise AssertionError(f"worker ended with {len(calls)} of {n} calls held (exit {code})\n{err}")
+            if not line.startswith("held "):
+                continue  # not ours (a library writing to stdout)
+            _, run, call = line.split()
+            calls.append((run, call))
+        return calls
 
     @classmethod
     def many(cls, n: int, db: str, log_db: str, **kwargs: Any) -> list[Worker]:
