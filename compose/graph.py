@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unp
 
 from compose._engine.type_checks import check_edge as _check_edge
 from compose._engine.type_checks import handler_hints as _handler_hints
-from compose._engine.type_checks import runtime_branch_checks, runtime_edge_checks
 from compose._types import Assignable, assignable, type_argument, type_name
 from compose.branch import _Branch
 from compose.components.document import Document, Source
-from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
-from compose.graph_info import CompileCallback, check_compile_callbacks
+from compose.errors import GraphBuildError, GraphCompiledError, TypeMismatchError
+from compose.graph_info import CompileCallback
 from compose.lambdas import Lambda, Paradigms, _hints, derive
 from compose.schema import Message
 
@@ -520,107 +519,25 @@ class Graph(Generic[I, O]):
         Raises ``InvalidGraphError`` for a loop in ``all_predecessor`` (DAG) mode, a node START cannot reach, no
         edge from START or to END, and ``GraphBuildError`` for bad options.
         """
-        from compose._engine.compiler import build_tables
-        from compose.runnable import Runnable as _Runnable
+        from compose._engine.compiler import compile_graph
 
-        if trigger_mode not in ("any_predecessor", "all_predecessor"):
-            raise GraphBuildError(f"unknown trigger mode {trigger_mode!r}")
-        dag = trigger_mode == "all_predecessor"
-        if dag and max_run_steps is not None:
-            raise GraphBuildError("cannot set max run steps in dag mode")
-        if max_run_steps is not None and max_run_steps < 1:
-            raise GraphBuildError("max run steps limit must be at least 1")
-        before, after = list(interrupt_before or ()), list(interrupt_after or ())
-        on_finish = check_compile_callbacks(compile_callbacks or ())
-        for key in before + after:
-            if key not in self._nodes:
-                raise GraphBuildError(f"interrupt node '{key}' needs to be added to graph first")
-        if checkpoint_store is not None:
-            from compose.checkpoint import check_store
-
-            check_store(checkpoint_store, where="compile(checkpoint_store=...)")
-        starts = [e for s, e in self._edges if s == START] + [
-            e for b in self._branches.get(START, []) for e in b.end_nodes
-        ]
-        if not starts:
-            raise InvalidGraphError("start node not set")
-        ends = [s for s, e in self._edges if e == END] + [
-            s for s, bs in self._branches.items() for b in bs if END in b.end_nodes
-        ]
-        if not ends:
-            raise InvalidGraphError("end node not set")
-        for key in fan_in_merge_config or {}:
-            if key != END and key not in self._nodes:
-                raise GraphBuildError(f"fan-in merge config names unknown node '{key}'")
-
-        self._check_structure(dag=dag)
-        types = self._infer_passthrough_types()
-        edge_checks = runtime_edge_checks(self, types)
-        branch_checks = runtime_branch_checks(self, types)
-        tables = build_tables(
+        return compile_graph(
             self,
-            name=name or "graph",
-            dag=dag,
+            name=name,
             max_run_steps=max_run_steps,
-            types=types,
-            edge_checks=edge_checks,
-            branch_checks=branch_checks,
-            fan_in=dict(fan_in_merge_config or {}),
-            interrupt_before=before,
-            interrupt_after=after,
+            trigger_mode=trigger_mode,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
             checkpoint_store=checkpoint_store,
+            fan_in_merge_config=fan_in_merge_config,
+            compile_callbacks=compile_callbacks,
         )
-        self._compiled = True
-        runnable: Runnable[I, O] = _Runnable(tables)
-        if on_finish:
-            info = runnable.graph_info()
-            for call in on_finish:
-                call(info)
-        return runnable
-
-    def _check_structure(self, *, dag: bool) -> None:
-        """Every node is reachable from START, and a DAG has no loop (the loop is printed ``a -> b -> a``)."""
-        # imported here, not at the top: compile is its only user, and importing it costs a cold start 0.1 s
-        import networkx as nx
-
-        digraph = nx.DiGraph()
-        digraph.add_nodes_from([START, END, *self._nodes])
-        digraph.add_edges_from(self._edges)
-        for start, branches in self._branches.items():
-            for b in branches:
-                digraph.add_edges_from((start, e) for e in b.end_nodes)
-        reachable = nx.descendants(digraph, START) | {START}
-        unreachable = sorted(k for k in self._nodes if k not in reachable)
-        if unreachable:
-            raise InvalidGraphError(
-                f"nodes {unreachable} cannot be reached from START and would never run; add an edge or remove them"
-            )
-        # END is reachable here: some node (or START) has an edge or branch to END, and every node is reachable
-        if dag:
-            try:
-                cycle = nx.find_cycle(digraph, source=START)
-            except nx.NetworkXNoCycle:
-                cycle = None
-            if cycle:
-                loop = " -> ".join([cycle[0][0], *[v for _, v in cycle]])
-                raise InvalidGraphError(f"DAG is invalid, has loop: {loop}")
 
     def _successors(self, key: str) -> list[str]:
         succ = [e for s, e in self._edges if s == key]
         for b in self._branches.get(key, []):
             succ.extend(e for e in b.end_nodes if e not in succ)
         return succ
-
-    def _infer_passthrough_types(self) -> dict[str, tuple[Any, Any]]:
-        """Every node's (input, output) type; passthrough types were inferred as edges were added (``_infer``),
-        so one still unknown has no typed neighbour to take it from."""
-        types: dict[str, tuple[Any, Any]] = {
-            k: (n.outer_input_type, n.outer_output_type) for k, n in self._nodes.items()
-        }
-        pending = sorted(k for k, (in_t, out_t) in types.items() if in_t is None or out_t is None)
-        if pending:
-            raise InvalidGraphError(f"some node's input or output types cannot be inferred: {pending}")
-        return types
 
     def __repr__(self) -> str:
         state = "compiled" if self._compiled else "building"
