@@ -563,3 +563,54 @@ async def test_a_durable_graph_streams_its_output_pauses_and_resumes(tmp_path: P
     assert result.output == Message(role="assistant", content="m:Hangzhou")
     assert replayed.output == Message(role="assistant", content="m:Suzhou")
     assert calls == ["m", "m"]
+
+
+async def test_a_failing_graph_node_ends_the_durable_run_with_its_error(
+    tmp_path: Path, anyio_backend_name: str
+) -> None:
+    from compose import END, START, Graph
+
+    db = await _durable_db(tmp_path, anyio_backend_name)
+    if db is None:  # trio: refused with the clear error
+        return
+
+    async def explode(x: str) -> str:
+        raise ValueError(f"cannot handle {x!r}")
+
+    g = Graph[str, str]()
+    g.add_lambda_node("explode", explode)
+    g.add_edge(START, "explode")
+    g.add_edge("explode", END)
+    async with _served(g.compile(name="bad"), db, "graph-fail") as client:
+        handle = await client.submit("ada", run_id="bad-1")
+        events = [e async for e in handle.events()]  # ends: the stream is closed after the error
+        with pytest.raises(DurableRunError) as caught:
+            await handle.result()
+    assert [(e.kind, e.error_type) for e in events] == [("error", "NodeRunError")]
+    assert "explode" in (events[0].error or "") and "cannot handle 'ada'" in (events[0].error or "")
+    assert caught.value.run_id == "bad-1" and caught.value.error_type == "NodeRunError"
+    assert "cannot handle 'ada'" in caught.value.message
+
+
+async def test_a_failing_model_ends_the_durable_agent_run_with_its_error(
+    tmp_path: Path, anyio_backend_name: str
+) -> None:
+    db = await _durable_db(tmp_path, anyio_backend_name)
+    if db is None:  # trio: refused with the clear error
+        return
+
+    class Broken(_Model):
+        async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+            raise RuntimeError("the provider is down")
+
+    agent = ChatModelAgent("broken", "fails", model=Broken())
+    async with _served(agent, db, "agent-fail") as client:
+        handle = await client.submit("go", run_id="broken-1")
+        events = [e async for e in handle.events()]
+        with pytest.raises(DurableRunError) as caught:
+            await handle.result()
+        steps = await anyio.to_thread.run_sync(lambda: _step_names(client, "broken-1"))
+    assert [(e.kind, e.agent_name) for e in events] == [("error", "broken")]
+    assert caught.value.run_id == "broken-1" and "the provider is down" in caught.value.message
+    # the failed model call is recorded as the step's error: a replay would not call the model again
+    assert steps[0] == "broken.model.generate"
