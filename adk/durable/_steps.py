@@ -213,7 +213,6 @@ class ScopedAgentTool:
 
     def __init__(self, tool: InvokableTool, *, prefix: str = "") -> None:
         self.tool = tool
-        self.agent = getattr(tool, "agent", None)
         self.prefix = prefix
         self.name = tool.info().name
         self.parallel_safe = tool_parallel_safe(tool)
