@@ -16,7 +16,8 @@
         │   ├── DurableBackendError     ``adk.durable`` called under trio (DBOS is asyncio-only; also RuntimeError)
         │   ├── DurableSerializationError  a value is not JSON, or a pickled row was refused (also TypeError)
         │   ├── DurableStepError        a step's failure replayed from the system database
-        │   └── DurableRunError         ``DurableHandle.result()`` of a run that failed
+        │   ├── DurableRunError         ``DurableHandle.result()`` of a run that failed
+        │   └── DurableTimeoutError     ``DurableHandle.result(timeout=...)`` ran out (also TimeoutError)
         └── SessionError                a conversation (``adk.sessions``) cannot be run, read or stored
             ├── SessionBusyError        another run on the session is in flight; ``.session_id``, ``.holder``
             ├── SessionLeaseLostError   the run's lease on its session was lost (taken after expiry, or the
@@ -40,6 +41,7 @@ __all__ = [
     "DurableRunError",
     "DurableSerializationError",
     "DurableStepError",
+    "DurableTimeoutError",
     "ExceedMaxIterationsError",
     "RetryExhaustedError",
     "SessionBusyError",
@@ -186,6 +188,22 @@ class DurableRunError(DurableError):
         self.run_id = run_id
         self.error_type = error_type
         self.message = message
+
+
+class DurableTimeoutError(DurableError, TimeoutError):
+    """``DurableHandle.result(timeout=...)`` ran out before the run ended: ``run_id``, its DBOS ``status`` then
+    (``"ENQUEUED"``: no worker has taken it yet, see ``DurableClient.workers()``) and the ``timeout``. The run
+    goes on; wait again or cancel it."""
+
+    def __init__(self, run_id: str, status: str, timeout: float) -> None:
+        hint = " (no worker has dequeued it: is one running? DurableClient.workers() lists them)"
+        super().__init__(
+            f"durable run {run_id!r} did not end within {timeout}s; its status is {status}"
+            + (hint if status == "ENQUEUED" else "")
+        )
+        self.run_id = run_id
+        self.status = status
+        self.timeout = timeout
 
 
 class StructuredOutputError(AgentError):

@@ -23,6 +23,7 @@ Example::
 from adk.durable._app import DurableApp, durable_agent
 from adk.durable._client import DurableClient, DurableHandle, DurableResult
 from adk.durable._events import DurableEvent, DurableInterrupt
+from adk.durable._liveness import DurableWorker
 from adk.durable._serializer import JsonSerializer, refuse_pickled_rows
 from adk.durable._steps import DurableChatModel, DurableTool, durable_step
 
@@ -35,6 +36,7 @@ __all__ = [
     "DurableInterrupt",
     "DurableResult",
     "DurableTool",
+    "DurableWorker",
     "JsonSerializer",
     "durable_agent",
     "durable_step",

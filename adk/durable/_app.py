@@ -228,12 +228,17 @@ class DurableApp:
         return f"DurableApp({type(self.target).__qualname__}, queue={self.queue!r}, {self.executor_id!r}, {state})"
 
     def launch(self) -> None:
-        """Launch DBOS (recovering this executor id's own pending runs) and start serving the queue."""
+        """Launch DBOS (creating its tables if new, recovering this executor id's own pending runs), write this
+        worker's first heartbeat, then start serving the queue.
+
+        The heartbeat comes first: a worker that dies before it has a heartbeat row holds no queued run (the
+        others would never see that it died). N workers may launch at once on a new database.
+        """
         DBOS.launch()
-        DBOS.register_queue(self.queue, **self._queue_options)
         self.liveness.setup()
         self.liveness.beat()
         self._launched = True
+        DBOS.register_queue(self.queue, **self._queue_options)
 
     def shutdown(self) -> None:
         """Stop serving, let the other workers take over what is left, and destroy DBOS (idempotent)."""

@@ -7,22 +7,26 @@ workers (``DurableApp``) run them.
 
 from __future__ import annotations
 
+import math
+import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
+import anyio
 import anyio.to_thread
 from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
 from pydantic import BaseModel
 
 from adk.durable._app import DEFAULT_QUEUE, WORKFLOW_NAME, check_asyncio
 from adk.durable._events import EVENTS_STREAM, RESUME_TOPIC, DurableEvent, DurableInterrupt
+from adk.durable._liveness import DurableWorker, read_workers
 from adk.durable._serializer import JsonSerializer, refuse_pickled_rows
-from adk.errors import DurableRunError, DurableStepError
+from adk.errors import DurableRunError, DurableStepError, DurableTimeoutError
 from compose.schema import Message
 
-__all__ = ["DurableClient", "DurableHandle", "DurableResult"]
+__all__ = ["DurableClient", "DurableHandle", "DurableResult", "DurableWorker"]
 
 
 @dataclass(frozen=True)
@@ -52,27 +56,37 @@ class DurableHandle:
     async def status(self) -> str:
         """DBOS's status of the run: ``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, ``CANCELLED``, ..."""
         check_asyncio()
+        await self._client._ensure_schema()
         handle: WorkflowHandleAsync[dict[str, Any]] = await self._client._dbos.retrieve_workflow_async(self.run_id)
         return (await handle.get_status()).status
 
-    async def result(self, *, polling_interval: float = 0.1) -> DurableResult:
-        """Wait for the run to end.
+    async def result(self, *, timeout: float | None = None, polling_interval: float = 0.1) -> DurableResult:
+        """Wait for the run to end (at most ``timeout`` seconds; None: as long as it takes).
 
         Raises:
             DurableRunError: the run failed (its error's type and text).
+            DurableTimeoutError: ``timeout`` ran out first (the run goes on); it says the run's status.
         """
         check_asyncio()
+        if timeout is not None and not timeout >= 0:
+            raise ValueError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
+        await self._client._ensure_schema()
         handle: WorkflowHandleAsync[dict[str, Any]] = await self._client._dbos.retrieve_workflow_async(self.run_id)
+        out: dict[str, Any] | None = None
         try:
-            out = await handle.get_result(polling_interval_sec=polling_interval)
+            with anyio.move_on_after(timeout if timeout is not None else math.inf):
+                out = await handle.get_result(polling_interval_sec=polling_interval)
         except DurableStepError as e:
             raise DurableRunError(self.run_id, e.error_type, e.message) from None
+        if out is None:
+            raise DurableTimeoutError(self.run_id, await self.status(), cast(float, timeout))
         interrupts = [DurableInterrupt.model_validate(i) for i in out.get("interrupts", ())]
         return DurableResult(status=out["status"], output=out.get("output"), interrupts=interrupts)
 
     async def events(self, *, offset: int = 0) -> AsyncIterator[DurableEvent]:
         """The run's events from ``offset`` on, as they are published, until the run ends (see ``DurableEvent``)."""
         check_asyncio()
+        await self._client._ensure_schema()
         values = self._client._dbos.read_stream_async(
             self.run_id, EVENTS_STREAM, offset=offset, polling_interval_sec=0.05
         )
@@ -86,6 +100,7 @@ class DurableHandle:
         """Send the paused run its resume data by interrupt id (``{id: ApprovalDecision(approved=True)}``);
         whichever worker runs it continues. Values are pydantic models or JSON."""
         check_asyncio()
+        await self._client._ensure_schema()
         data = {k: _resume_value(v) for k, v in targets.items()}
         await self._client._dbos.send_async(self.run_id, data, topic=RESUME_TOPIC)
 
@@ -93,9 +108,15 @@ class DurableHandle:
 class DurableClient:
     """Submits durable runs to a queue and gives handles to them, from any process.
 
+    The client may come first: on a new system database its first call creates DBOS's tables (as a worker's
+    launch would), so runs submitted before any worker started wait on the queue. ``workers()`` tells whether
+    one serves it.
+
     Args:
         db: the DBOS system database the workers use.
         queue: the queue to submit to.
+        dead_after: ``workers()`` counts a worker alive while its heartbeat is younger than this (seconds; the
+            workers' ``--dead-after``).
 
     Example::
 
@@ -103,14 +124,17 @@ class DurableClient:
             handle = await client.submit("Plan a day in Hangzhou", streaming=True)
             async for event in handle.events():
                 ...
-            print((await handle.result()).output)
+            print((await handle.result(timeout=60)).output)
     """
 
-    def __init__(self, db: str, *, queue: str = DEFAULT_QUEUE) -> None:
+    def __init__(self, db: str, *, queue: str = DEFAULT_QUEUE, dead_after: float = 5.0) -> None:
         refuse_pickled_rows()
         self.db = db
         self.queue = queue
+        self.dead_after = dead_after
         self._dbos = DBOSClient(system_database_url=db, serializer=JsonSerializer())
+        self._schema_ready = False
+        self._schema_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"DurableClient(queue={self.queue!r})"
@@ -126,6 +150,7 @@ class DurableClient:
         """Enqueue a run: for an agent, a user message's text or the conversation; for a graph, its input (JSON
         or Messages). ``run_id`` makes submitting idempotent (the same id is the same run)."""
         check_asyncio()
+        await self._ensure_schema()
         options: EnqueueOptions = {"queue_name": self.queue, "workflow_name": WORKFLOW_NAME}
         if run_id is not None:
             options["workflow_id"] = run_id
@@ -141,6 +166,18 @@ class DurableClient:
         """A handle to the run ``run_id`` (submitted by any process)."""
         return DurableHandle(self, run_id)
 
+    async def workers(self) -> list[DurableWorker]:
+        """The workers that ever served this system database, from their heartbeats (sorted by executor id);
+        ``[w for w in await client.workers() if w.alive]`` are the ones serving the queue now. A worker writes
+        its first heartbeat before it takes any run, so an alive one is ready. Empty before any worker started.
+
+        Example::
+
+            while not any(w.alive for w in await client.workers()):
+                await anyio.sleep(0.5)
+        """
+        return await anyio.to_thread.run_sync(read_workers, self.db, self.dead_after)
+
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self._dbos.destroy)
 
@@ -151,3 +188,14 @@ class DurableClient:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+    async def _ensure_schema(self) -> None:
+        """DBOS's tables, created on first use if no worker has yet (DBOS serialises concurrent creators)."""
+        if not self._schema_ready:
+            await anyio.to_thread.run_sync(self._migrate)
+
+    def _migrate(self) -> None:
+        with self._schema_lock:
+            if not self._schema_ready:
+                self._dbos._sys_db.run_migrations()  # idempotent; skips at once when the schema is current
+                self._schema_ready = True

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-__all__ = ["Liveness", "engine_url"]
+__all__ = ["DurableWorker", "Liveness", "engine_url", "read_workers"]
 
 _TABLE = "pyeino_durable_workers"
 
@@ -86,7 +86,22 @@ class Liveness:
         return f"Liveness({self.executor_id!r}, interval={self.interval}, dead_after={self.dead_after})"
 
     def setup(self) -> None:
-        self._meta.create_all(self._engine, checkfirst=True)
+        """Create the heartbeat table if missing; safe when N workers start at once on a new database.
+
+        On PostgreSQL the creators queue on an advisory lock, and a creator that does not take it (another
+        program, an older pyeino) is caught too: two concurrent ``CREATE TABLE IF NOT EXISTS`` can still collide
+        on the table's row type (``DuplicateObject``/``UniqueViolation``), after which the table exists.
+        """
+        create = sa.schema.CreateTable(self._table, if_not_exists=True)
+        try:
+            with self._engine.begin() as c:
+                if self._engine.dialect.name == "postgresql":
+                    c.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": _TABLE})
+                c.execute(create)
+        except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
+            with self._engine.connect() as c:
+                if not sa.inspect(c).has_table(_TABLE):
+                    raise  # not the race: a real failure
 
     def beat(self) -> None:
         """Write this worker's heartbeat (and mark it alive, also after a restart under the same id)."""
@@ -142,3 +157,40 @@ class Liveness:
 
     def close(self) -> None:
         self._engine.dispose()
+
+
+@dataclass(frozen=True)
+class DurableWorker:
+    """A worker as the heartbeat table shows it (``DurableClient.workers()``).
+
+    Attributes:
+        executor_id: the worker's DBOS executor id (what it printed after ``ready``).
+        heartbeat_age: seconds since its last heartbeat (the database's clock against this machine's).
+        state: ``"alive"`` (heartbeating, or stopped without a takeover yet), ``"dead"`` (a live worker is taking
+            its runs over) or ``"recovered"`` (its runs went back on the queue).
+        alive: it heartbeats (state ``"alive"`` and a heartbeat younger than the client's ``dead_after``): it
+            serves the queue.
+    """
+
+    executor_id: str
+    heartbeat_age: float
+    state: str
+    alive: bool
+
+
+def read_workers(db: str, dead_after: float) -> list[DurableWorker]:
+    """Every worker of the heartbeat table in the system database ``db`` (none when no worker ever started)."""
+    engine = sa.create_engine(engine_url(db), poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as c:
+            if not sa.inspect(c).has_table(_TABLE):
+                return []
+            rows = c.execute(sa.text(f"SELECT executor_id, heartbeat_ms, state FROM {_TABLE} ORDER BY executor_id"))
+            now = _now_ms()
+            out = []
+            for executor_id, heartbeat_ms, state in rows:
+                age = max(now - int(heartbeat_ms), 0) / 1000
+                out.append(DurableWorker(executor_id, age, state, state == "alive" and age <= dead_after))
+            return out
+    finally:
+        engine.dispose()

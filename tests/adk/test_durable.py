@@ -614,3 +614,23 @@ async def test_a_failing_model_ends_the_durable_agent_run_with_its_error(
     assert caught.value.run_id == "broken-1" and "the provider is down" in caught.value.message
     # the failed model call is recorded as the step's error: a replay would not call the model again
     assert steps[0] == "broken.model.generate"
+
+
+async def test_a_client_before_any_worker_creates_the_tables_and_waits_with_a_timeout(
+    tmp_path: Path, anyio_backend_name: str
+) -> None:
+    db = await _durable_db(tmp_path, anyio_backend_name)
+    if db is None:  # trio: refused with the clear error
+        return
+    from adk.errors import DurableTimeoutError
+
+    async with DurableClient(db) as client:
+        handle = await client.submit("hello", run_id="first")  # a new database: DBOS's tables are created here
+        assert await handle.status() == "ENQUEUED"
+        assert await client.workers() == []  # nobody serves the queue yet
+        with pytest.raises(DurableTimeoutError, match="no worker has dequeued it") as info:
+            await handle.result(timeout=0.05)
+        assert (info.value.run_id, info.value.status, info.value.timeout) == ("first", "ENQUEUED", 0.05)
+        assert isinstance(info.value, TimeoutError)
+        with pytest.raises(ValueError, match="timeout must be >= 0 seconds or None"):
+            await handle.result(timeout=-1)

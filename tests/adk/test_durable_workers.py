@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import anyio
 import pytest
+import sqlalchemy as sa
 
 pytest.importorskip("dbos", reason="dbos is not installed (pip install 'pyeino[dbos]')")
 
@@ -334,3 +335,147 @@ def test_the_durable_agent_example() -> None:
         lines[-1],
     ]
     assert lines[-1].startswith("done in ")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Start-up (issue 28): workers starting together on a new database, the first heartbeat, the client first
+
+
+def _lock_waiters(db: str) -> int:
+    """How many sessions on ``db`` wait for a lock (a table, a row type, an advisory lock)."""
+    rows = query(
+        db,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    )
+    return int(rows[0][0])
+
+
+def _wait_for_lock_waiters(db: str, n: int, workers: Sequence[Worker]) -> None:
+    """Until ``n`` sessions wait for a lock (the workers are blocked where the test wants them)."""
+
+    async def go() -> None:
+        with anyio.fail_after(60):
+            while _lock_waiters(db) < n:
+                for w in workers:
+                    assert w.proc.poll() is None, f"a worker exited early ({w.proc.returncode})"
+                await anyio.sleep(0.05)
+
+    run_async(go)
+
+
+def _pg_conn(db: str) -> Any:
+    import psycopg
+
+    return psycopg.connect(str(sa.make_url(db).set(drivername="postgresql")))
+
+
+def test_three_workers_creating_the_heartbeat_table_at_once_all_start(pg_server: Any) -> None:
+    """Workers meeting a creator of the heartbeat table in flight (here the test's own uncommitted CREATE
+    TABLE, which makes the race of three fresh workers certain) all start once it commits."""
+    db = fresh_pg_database(pg_server.dsn)
+    creator = _pg_conn(db)
+    workers: list[Worker] = []
+    try:
+        creator.execute(
+            "CREATE TABLE pyeino_durable_workers (executor_id text PRIMARY KEY, heartbeat_ms bigint NOT NULL, "
+            "state text NOT NULL, taken_by text, taken_at_ms bigint)"
+        )
+        workers = [Worker(db, db, wait=False) for _ in range(3)]
+        _wait_for_lock_waiters(db, 3, workers)  # each blocked behind the uncommitted creation
+        creator.commit()
+        for w in workers:
+            w.wait_ready()
+    finally:
+        creator.close()
+        for w in workers:
+            w.stop()
+    assert len({w.executor_id for w in workers}) == 3
+
+
+def test_client_first_then_a_worker_that_dies_before_its_first_heartbeat(pg_server: Any, tmp_path: Path) -> None:
+    """Submitting before any worker started creates DBOS's tables (the run waits on the queue); ``workers()``
+    and ``result(timeout=...)`` say that nobody serves it; a worker that dies before its first heartbeat has
+    taken no run, so the next worker runs it."""
+    from adk.durable._liveness import Liveness
+    from adk.errors import DurableTimeoutError
+
+    db = fresh_pg_database(pg_server.dsn)
+
+    async def submit_before_any_worker() -> None:
+        async with DurableClient(db) as client:
+            handle = await client.submit("early", run_id="early-1")
+            assert await handle.status() == "ENQUEUED"
+            assert await client.workers() == []
+            with pytest.raises(DurableTimeoutError, match="'early-1' did not end within 0.2s; its status is ENQUEUED"):
+                await handle.result(timeout=0.2)
+
+    run_async(submit_before_any_worker)
+    probe = Liveness(db, "probe", recover=lambda _: 0)
+    probe.setup()  # the heartbeat table, so that the test can lock it
+    probe.close()
+    gate = Gate(tmp_path / "gate")
+    locker = _pg_conn(db)
+    doomed: Worker | None = None
+    second: Worker | None = None
+    try:
+        locker.execute("LOCK TABLE pyeino_durable_workers IN ACCESS EXCLUSIVE MODE")
+        doomed = Worker(db, db, wait=False, PYEINO_TEST_ROUNDS="1", **gate.env("r"))
+        _wait_for_lock_waiters(db, 1, [doomed])  # blocked writing its first heartbeat
+        # a negative, so a bounded wait: ten polling intervals of the queue in which it must not dequeue the run
+        run_async(lambda: anyio.sleep(1.0))
+        assert query(db, "SELECT status FROM dbos.workflow_status WHERE workflow_uuid = 'early-1'") == [("ENQUEUED",)]
+        doomed.kill()
+        locker.rollback()
+        gate.release()
+        second = Worker(db, db, PYEINO_TEST_ROUNDS="1")
+
+        async def served() -> tuple[Any, list[Any]]:
+            async with DurableClient(db, dead_after=1.5) as client:
+                return await client.handle("early-1").result(timeout=60), await client.workers()
+
+        outcome, workers = run_async(served)
+    finally:
+        gate.release()
+        locker.close()
+        for w in (doomed, second):
+            if w is not None:
+                w.stop()
+    assert outcome.output.content == "answer early 0"
+    assert [(w.executor_id, w.alive) for w in workers] == [(second.executor_id, True)]
+
+
+def _worker_command(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "adk.durable", "worker", *args],
+        capture_output=True,
+        text=True,
+        env=env("sqlite://"),
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "message"),
+    [
+        (["no_such_module:build"], 2, "cannot import the target module 'no_such_module': No module named"),
+        (["durable_app:no_such"], 2, "module 'durable_app' has no attribute 'no_such'"),
+        (["durable_app"], 2, "target must be module:attr (e.g. myapp.agents:build), got 'durable_app'"),
+        (["durable_app:HOLD_CALLS"], 2, "durable_app:HOLD_CALLS is a tuple, not an agent or a compiled graph"),
+        (["durable_app:build", "--db", "runs.db"], 2, "--db must be a sqlite:///path.db or postgresql://... URL"),
+        (["durable_app:build", "--heartbeat", "6"], 2, "--dead-after (5.0) must be longer than --heartbeat (6.0)"),
+        (
+            ["durable_app:build", "--db", "postgresql://nobody:secret@127.0.0.1:1/app"],
+            1,
+            "cannot launch on the system database postgresql://nobody:***@127.0.0.1:1/app: OperationalError: "
+            "connection failed",
+        ),
+    ],
+)
+def test_bad_worker_command_lines_print_one_line(args: list[str], status: int, message: str) -> None:
+    if "--db" not in args:
+        args = [*args, "--db", "sqlite:///unused.db"]
+    out = _worker_command(*args)
+    assert (out.returncode, out.stdout) == (status, "")
+    (line,) = out.stderr.splitlines()
+    assert line.startswith("python -m adk.durable: error: ") and message in line, line

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,8 +70,19 @@ def _record_sync(call_id: str) -> None:
         c.execute(sa.insert(tool_log).values(run_id=DBOS.workflow_id, call_id=call_id, pid=os.getpid()))
     if HOLD and call_id.startswith(HOLD_CALLS):
         # held: say so, then wait for the test to release the gate (a blocking shared lock: no polling)
-        print(f"held {DBOS.workflow_id} {call_id}", flush=True)
+        say(f"held {DBOS.workflow_id} {call_id}")
         _wait_for_gate()
+
+
+_say_lock = threading.Lock()
+
+
+def say(line: str) -> None:
+    """Write ``line`` to stdout as one line: a single ``write`` of the line and its newline (atomic on a pipe:
+    lines from the tool threads never interleave), after whatever Python's buffer held."""
+    with _say_lock:
+        sys.stdout.flush()
+        os.write(sys.stdout.fileno(), (line + "\n").encode())
 
 
 def _wait_for_gate() -> None:

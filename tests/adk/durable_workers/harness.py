@@ -95,19 +95,29 @@ class Worker:
         return self
 
     def held(self, n: int) -> list[tuple[str, str]]:
-        """Wait until ``n`` calls of this worker are held at a ``Gate``; their (run id, call id)."""
+        """Wait until ``n`` calls of this worker are held at a ``Gate``; their (run id, call id).
+
+        Only lines that do not start with ``held`` are skipped (a library writing to stdout); a ``held`` line
+        that is not exactly ``held <run id> <call id>`` fails the test, naming it (``durable_app.say`` writes
+        each line whole, so a torn line is a bug, not noise)."""
         assert self.proc.stdout is not None
-        calls = []
+        calls: list[tuple[str, str]] = []
+        skipped: list[str] = []
         while len(calls) < n:
             line = self.proc.stdout.readline()
             if not line:
                 err = self._err_path.read_text(errors="replace")[-2000:]
                 code = self.proc.poll()
-                raise AssertionError(f"worker ended with {len(calls)} of {n} calls held (exit {code})\n{err}")
-            if not line.startswith("held "):
-                continue  # not ours (a library writing to stdout)
-            _, run, call = line.split()
-            calls.append((run, call))
+                raise AssertionError(
+                    f"worker ended with {len(calls)} of {n} calls held (exit {code}); other stdout: {skipped!r}\n{err}"
+                )
+            if not line.startswith("held"):
+                skipped.append(line)
+                continue
+            fields = line.split()
+            if len(fields) != 3 or fields[0] != "held" or not line.endswith("\n"):
+                raise AssertionError(f"a malformed held line on the worker's stdout: {line!r}")
+            calls.append((fields[1], fields[2]))
         return calls
 
     @classmethod
