@@ -5,6 +5,8 @@
 #                             start it on 127.0.0.1 and print `export PYEINO_TEST_PG_DSN=postgresql://...`;
 #                             idempotent: a server already running from the same dir is reused
 #   .ci/postgres.sh restart   restart it (the tests use this to check that the store reconnects)
+#   .ci/postgres.sh halt      stop it but keep its files (`start` brings it back on the same port; the tests use
+#                             this to take the server away in the middle of a run)
 #   .ci/postgres.sh stop      stop it and delete its files
 #
 # Environment: PYEINO_PG_DIR (state directory, default ${TMPDIR:-/tmp}/pyeino-pg), PYEINO_PG_PORT (default: a
@@ -114,6 +116,10 @@ restart)
     as_server "$bindir/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 -m fast restart >&2
     print_dsn
     ;;
+halt)
+    running || { log "no server running in $dir"; exit 1; }
+    as_server "$bindir/pg_ctl" -D "$data" -w -t 60 -m fast stop >&2
+    ;;
 stop)
     if running; then
         as_server "$bindir/pg_ctl" -D "$data" -w -t 60 -m fast stop >&2
@@ -128,7 +134,7 @@ dsn)
     print_dsn
     ;;
 *)
-    log "unknown command '$cmd' (start, restart, stop, dsn)"
+    log "unknown command '$cmd' (start, restart, halt, stop, dsn)"
     exit 2
     ;;
 esac

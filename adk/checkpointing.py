@@ -19,7 +19,8 @@ optional HMAC key, never pickle) with kind ``"agent-run"`` and the root agent's 
 * the interrupt ids and their addresses, so resuming with an unknown id fails clearly.
 
 **Resume** claims the checkpoint (:func:`~compose.checkpoint.claim_checkpoint`): of concurrent resumes exactly
-one gets it, the others raise ``CheckpointError(reason="claimed")``. The claim ends when the resumed run pauses
+one gets it, the others raise ``CheckpointClaimedError`` (``reason="claimed"``, naming the holder and the claim's
+age). The claim ends when the resumed run pauses
 again (a new checkpoint is written under the same id), completes (the checkpoint is **deleted**: retention by
 default) or fails or is closed early (the claim is released, so the checkpoint can be resumed again). A store
 with only ``get``/``set`` (Eino's interface) works too: its checkpoints are not deleted and concurrent resumes

@@ -269,8 +269,9 @@ class Runner:
     (under the call's); the run's new messages are appended, with its session values, when it completes, and
     not at all when it fails. A run that pauses keeps its messages with its checkpoint id; ``resume`` appends
     them with the resumed run's when it completes. The returned run is then a ``SessionRun`` (same interface).
-        claim_stale_after: ``resume`` takes over a claim on the checkpoint older than this many seconds (the
-            worker that held it died mid-resume); None (default) never does.
+        claim_stale_after: ``resume`` takes over a claim on the checkpoint not renewed for this many seconds
+            (the worker that held it died mid-resume); None (default): the store's own ``claim_ttl`` (the SQL
+            stores' claims expire once their owner stops renewing them; the in-memory store's never do).
 
     Session values (``adk.session_values``): every run has its own session, which starts from the runner's
     ``session_values`` (defaults for every run) updated with the call's ``session_values=``; agents, tools and

@@ -51,6 +51,7 @@ from compose.components import (
 from compose.errors import (
     BranchError,
     ChatModelError,
+    CheckpointClaimedError,
     CheckpointError,
     CheckpointNotFoundError,
     CheckpointStoreError,
@@ -186,6 +187,7 @@ __all__ = [
     "ChatModelOptions",
     "ChatTemplate",
     "CheckPointStore",
+    "CheckpointClaimedError",
     "CheckpointError",
     "CheckpointNotFoundError",
     "CheckpointStoreError",

@@ -40,6 +40,7 @@ derive from :class:`ComposeError`::
     │   │   └── ScriptExhaustedError      a ScriptedChatModel was called past its script
     │   ├── CheckpointError(ValueError)   a checkpoint cannot be read, trusted or resumed; ``.reason`` says why
     │   │   ├── CheckpointNotFoundError(LookupError)  a resume names a checkpoint id with nothing stored under it
+    │   │   ├── CheckpointClaimedError    another run is resuming it: its holder and how old its claim is
     │   │   └── InterruptNotFoundError(LookupError)   resume data names an interrupt id the checkpoint does not have
     │   ├── CheckpointStoreError          a checkpoint store's database failed; cause in ``__cause__``
     │   ├── PromptError(ValueError)       a chat template cannot produce its messages (compose.prompt)
@@ -62,6 +63,7 @@ from compose._types import type_name
 __all__ = [
     "BranchError",
     "ChatModelError",
+    "CheckpointClaimedError",
     "CheckpointError",
     "CheckpointNotFoundError",
     "CheckpointProblem",
@@ -474,6 +476,48 @@ class CheckpointError(ComposeError, ValueError):
     def __init__(self, message: str, *, reason: CheckpointProblem) -> None:
         super().__init__(message)
         self.reason: CheckpointProblem = reason
+
+
+class CheckpointClaimedError(CheckpointError):
+    """A resume found its checkpoint claimed by another run (reason ``"claimed"``): one of several concurrent
+    resumes of a checkpoint runs, the others get this.
+
+    ``holder`` names the claiming process (``"pid 4242 on host-a"``), ``claim_age`` is how long ago it claimed
+    (seconds), ``renewed_ago`` when its owner last renewed the claim and ``expires_in`` when the claim expires
+    unless renewed again (None: never, e.g. the in-memory store's claims, which die with their process); each
+    None when the store cannot tell. A claim whose owner stopped renewing it (its process died, or the store
+    was down when the run ended) expires and is taken over by the next resume.
+    """
+
+    def __init__(
+        self,
+        checkpoint_id: str,
+        *,
+        holder: str | None = None,
+        claim_age: float | None = None,
+        renewed_ago: float | None = None,
+        expires_in: float | None = None,
+    ) -> None:
+        facts = []
+        if holder:
+            facts.append(f"held by {holder}")
+        if claim_age is not None:
+            facts.append(f"claimed {claim_age:.1f}s ago")
+        if renewed_ago is not None:
+            facts.append(f"last renewed {renewed_ago:.1f}s ago")
+        if expires_in is not None:
+            facts.append(f"expires in {max(expires_in, 0.0):.1f}s unless renewed")
+        super().__init__(
+            f"checkpoint {checkpoint_id!r} is being resumed by another run"
+            + (f" ({', '.join(facts)})" if facts else "")
+            + "; wait for it to finish or interrupt again, then resume from the checkpoint it leaves",
+            reason="claimed",
+        )
+        self.checkpoint_id = checkpoint_id
+        self.holder = holder
+        self.claim_age = claim_age
+        self.renewed_ago = renewed_ago
+        self.expires_in = expires_in
 
 
 class CheckpointNotFoundError(CheckpointError, LookupError):

@@ -50,7 +50,8 @@ class Runnable(Generic[I, O]):
       options; a lambda as keyword arguments if it accepts ``**opts``; a sub-graph as its own call options);
     * checkpoints: ``checkpoint_id`` (save a pause there; resume from it when it exists), ``resume={interrupt_id:
       data}``, ``state_modifier``, ``force_new_run``, ``claim_stale_after`` (seconds: a resume takes over a claim
-      on the checkpoint older than that, left by a worker that died mid-resume; default never);
+      on the checkpoint not renewed for that long, left by a worker that died mid-resume; default: the store's
+      ``claim_ttl``, after which an unrenewed claim of the SQL stores expires anyway);
     * ``external_interrupt``: an ``ExternalInterrupt`` to pause the run from outside.
 
     Options naming nodes are checked before the run starts (``GraphRunError`` naming the unknown node).

@@ -62,20 +62,47 @@ async def task_leak_check(no_task_leaks: None) -> AsyncIterator[None]:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[Any]:
-    """$PYEINO_TEST_PG_DSN, else a server started (and stopped at the end) through .ci/postgres.sh."""
+    """A PostgreSQL server: $PYEINO_TEST_PG_DSN's, else one started (and stopped at the end) through .ci/postgres.sh.
+
+    Under pytest-xdist each worker process gets a database of its own on $PYEINO_TEST_PG_DSN's server (tables,
+    sequences and DBOS schemas never collide), or a server of its own without that variable. A test that
+    restarts or halts a server asks for ``pg_own_server``.
+    """
     pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'pyeino[postgres]')")
     pytest.importorskip("psycopg_pool", reason="psycopg-pool is not installed (pip install 'pyeino[postgres]')")
     from tests.compose.pg_server import PgServer, PgUnavailable, start_pg_server
 
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
     dsn = os.environ.get("PYEINO_TEST_PG_DSN")
     if dsn:
-        # a server started by .ci/postgres.sh: with its state directory the tests may restart it too
-        yield PgServer(dsn, os.environ.get("PYEINO_PG_DIR"))
+        # a server started by .ci/postgres.sh: with its state directory the tests may restart it too, unless
+        # other test processes share it
+        shared = PgServer(dsn, None if worker else os.environ.get("PYEINO_PG_DIR"))
+        yield shared.with_database(f"pyeino_test_{worker}") if worker else shared
         return
     try:
         server = start_pg_server()
     except PgUnavailable as e:
         pytest.skip(f"no PostgreSQL server could be started: {e}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_own_server(pg_server: Any) -> Iterator[Any]:
+    """A PostgreSQL server this test process alone uses, so that a test may restart or halt it: ``pg_server``
+    when it is, else one started for this process through .ci/postgres.sh (stopped at the end)."""
+    from tests.compose.pg_server import PgUnavailable, start_pg_server
+
+    if pg_server.can_restart:
+        yield pg_server
+        return
+    try:
+        server = start_pg_server()
+    except PgUnavailable as e:
+        pytest.skip(f"no PostgreSQL server of this test process could be started: {e}")
     try:
         yield server
     finally:

@@ -60,7 +60,12 @@ class DurableHandle:
         handle: WorkflowHandleAsync[dict[str, Any]] = await self._client._dbos.retrieve_workflow_async(self.run_id)
         return (await handle.get_status()).status
 
-    async def result(self, *, timeout: float | None = None, polling_interval: float = 0.1) -> DurableResult:
+    async def result(
+        self,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - its typed error says the run's status (a cancel scope cannot)
+        polling_interval: float = 0.1,
+    ) -> DurableResult:
         """Wait for the run to end (at most ``timeout`` seconds; None: as long as it takes).
 
         Raises:

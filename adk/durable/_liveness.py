@@ -67,9 +67,11 @@ class Liveness:
         self.interval = interval
         self.dead_after = dead_after
         self._recover = recover
-        self._engine = sa.create_engine(engine_url(db), pool_size=1, max_overflow=1) if not db.startswith(
-            "sqlite"
-        ) else sa.create_engine(engine_url(db))
+        self._engine = (
+            sa.create_engine(engine_url(db), pool_size=1, max_overflow=1)
+            if not db.startswith("sqlite")
+            else sa.create_engine(engine_url(db))
+        )
         self._meta = sa.MetaData()
         self._table = sa.Table(
             _TABLE,

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import builtins
 import math
-import os
-import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -219,11 +217,6 @@ class SessionStore(Protocol):
 
 # ---------------------------------------------------------------------------------------------------------------
 # What the stores share
-
-
-def holder_name() -> str:
-    """How a lease names the process holding it (shown in ``SessionBusyError``)."""
-    return f"pid {os.getpid()} on {socket.gethostname()}"
 
 
 def check_session_id(session_id: object) -> str:

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from adk.errors import SessionBusyError, SessionLeaseLostError, SessionStoreError
-from adk.sessions._keeper import LeaseKeeper
 from adk.sessions.base import (
     HistoryLimit,
     PendingTurn,
@@ -26,8 +25,8 @@ from adk.sessions.base import (
     encode_message,
     encode_messages,
     encode_values,
-    holder_name,
 )
+from compose._db.keeper import LeaseKeeper, holder_name
 from compose._db.postgres import PostgresDatabase, require_psycopg
 from compose._db.store import ClosingStore, check_table_name
 from compose.schema import Message

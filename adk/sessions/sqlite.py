@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 
 from adk.errors import SessionBusyError, SessionLeaseLostError, SessionStoreError
-from adk.sessions._keeper import LeaseKeeper
 from adk.sessions.base import (
     HistoryLimit,
     PendingTurn,
@@ -28,8 +27,8 @@ from adk.sessions.base import (
     encode_message,
     encode_messages,
     encode_values,
-    holder_name,
 )
+from compose._db.keeper import LeaseKeeper, holder_name
 from compose._db.sqlite import SQLiteDatabase
 from compose._db.store import ClosingStore, check_table_name
 from compose.schema import Message

@@ -1,5 +1,5 @@
 """What the checkpoint and session stores share besides their databases: closing with ``async with``, and the
-check on the table names they are given."""
+checks on the table names and claim lifetimes they are given."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from types import TracebackType
 from typing import Self
 
-__all__ = ["ClosingStore", "check_table_name"]
+__all__ = ["ClosingStore", "check_claim_ttl", "check_table_name"]
 
 _TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -17,6 +17,13 @@ def check_table_name(table: str) -> str:
     if not _TABLE_NAME.fullmatch(table):
         raise ValueError(f"table name {table!r} must be lower-case letters, digits and '_' (not starting with a digit)")
     return table
+
+
+def check_claim_ttl(claim_ttl: float | None) -> float | None:
+    """Return ``claim_ttl`` if it is None or a positive number of seconds, else raise ValueError."""
+    if claim_ttl is not None and not claim_ttl > 0:
+        raise ValueError(f"claim_ttl must be > 0 seconds or None, got {claim_ttl!r}")
+    return claim_ttl
 
 
 class ClosingStore:

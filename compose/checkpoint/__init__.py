@@ -24,7 +24,11 @@ digest mismatch or a payload that fails validation raise :class:`CheckpointError
 **Claims (exactly one resumer).** :meth:`ClaimableCheckPointStore.claim` marks a checkpoint as being resumed
 by one owner; a second claimer gets ``False``. ``set`` clears the claim (a checkpoint just written is
 resumable), ``delete`` removes it with the checkpoint, ``release`` gives it up. :func:`claim_checkpoint` is
-the engine's one call: claim, then read.
+the engine's one call: claim, then read; a refused resume raises ``CheckpointClaimedError`` naming the holder
+(``"pid 4242 on host-a"``) and the claim's age. A claim never outlives its owner: the SQL stores renew their
+claims from a keeper thread while the resumed run is in flight, and a claim not renewed for ``claim_ttl``
+seconds (the process died, or the store was down when the run ended, so the claim could not be released) has
+expired and is taken over by the next resume.
 
 **Retention.** The engine deletes a resumed run's checkpoint when the run completes successfully (a store
 without ``delete`` keeps it, as Eino does), so storage does not grow with finished runs; :func:`prune` deletes
@@ -49,6 +53,7 @@ from compose.checkpoint._envelope import (
 from compose.checkpoint._memory import InMemoryCheckPointStore
 from compose.checkpoint._postgres import PostgresCheckPointStore
 from compose.checkpoint._protocol import (
+    CheckpointClaim,
     CheckPointDeleter,
     CheckPointStore,
     ClaimableCheckPointStore,
@@ -58,6 +63,7 @@ from compose.checkpoint._protocol import (
 )
 from compose.checkpoint._sqlite import SQLiteCheckPointStore
 from compose.errors import (
+    CheckpointClaimedError,
     CheckpointError,
     CheckpointNotFoundError,
     CheckpointStoreError,
@@ -69,6 +75,8 @@ __all__ = [
     "CHECKPOINT_KEY_ENV",
     "CheckPointDeleter",
     "CheckPointStore",
+    "CheckpointClaim",
+    "CheckpointClaimedError",
     "CheckpointError",
     "CheckpointHeader",
     "CheckpointNotFoundError",

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 import anyio
 import anyio.lowlevel
 
+from compose._db.keeper import holder_name
 from compose._db.store import ClosingStore
+from compose.checkpoint._protocol import CheckpointClaim
 
 __all__ = ["InMemoryCheckPointStore"]
 
@@ -20,12 +22,14 @@ class _Entry:
     data: bytes
     owner: str | None = None
     claimed_at: float = 0.0
+    holder: str | None = None
 
 
 class InMemoryCheckPointStore(ClosingStore):
     """Checkpoints in a dict: for tests, notebooks and runs that need not survive the process.
 
-    Thread-safe, so one store may serve several event loops.
+    Thread-safe, so one store may serve several event loops. Its claims need no expiry: they die with the
+    process (``stale_after`` still takes one over).
 
     Example:
         >>> import anyio
@@ -81,8 +85,19 @@ class InMemoryCheckPointStore(ClosingStore):
             live = entry.owner is not None and entry.owner != owner
             if live and (stale_after is None or now - entry.claimed_at <= stale_after):
                 return False
-            entry.owner, entry.claimed_at = owner, now
+            if entry.owner != owner:
+                entry.owner, entry.claimed_at, entry.holder = owner, now, holder_name()
             return True
+
+    async def claim_info(self, checkpoint_id: str) -> CheckpointClaim | None:
+        """Who holds the claim on ``checkpoint_id`` (None: unclaimed or absent); it never expires."""
+        await anyio.lowlevel.checkpoint()
+        with self._lock:
+            entry = self._entries.get(checkpoint_id)
+            if entry is None or entry.owner is None:
+                return None
+            age = time.monotonic() - entry.claimed_at
+            return CheckpointClaim(entry.owner, entry.holder, age, age, None)
 
     async def release(self, checkpoint_id: str, owner: str) -> bool:
         """Clear the claim on ``checkpoint_id`` if ``owner`` holds it."""

@@ -5,21 +5,22 @@ it completes, releasing a claim on failure, and :func:`prune`."""
 from __future__ import annotations
 
 import builtins
+from dataclasses import dataclass
 from typing import Protocol, cast, runtime_checkable
 
 import anyio
 
-from compose.errors import CheckpointError, CheckpointStoreError, GraphBuildError
+from compose.errors import CheckpointClaimedError, CheckpointStoreError, GraphBuildError
 
 __all__ = [
     "CheckPointDeleter",
     "CheckPointStore",
+    "CheckpointClaim",
     "ClaimableCheckPointStore",
     "check_store",
     "claim_checkpoint",
     "prune",
 ]
-
 
 
 @runtime_checkable
@@ -36,6 +37,8 @@ class CheckPointStore(Protocol):
     * ``claim`` and ``release`` (both, see :class:`ClaimableCheckPointStore`): of several concurrent resumes
       of one checkpoint exactly one runs. **Without them concurrent resumes are not excluded**: each reads the
       checkpoint and runs, and the last to pause or finish decides what is stored.
+    * ``claim_info(id) -> CheckpointClaim | None``: who holds a claim and since when, for the
+      ``CheckpointClaimedError`` a refused resume raises.
     """
 
     async def get(self, checkpoint_id: str) -> bytes | None:
@@ -65,6 +68,11 @@ class ClaimableCheckPointStore(CheckPointStore, CheckPointDeleter, Protocol):
     as a uuid). It is cleared by ``set`` (a checkpoint just written is resumable by anyone), by ``delete``
     and by ``release``. Claims are advisory: ``get`` and ``set`` ignore them. ``list`` returns ids in the
     order they were last written (oldest first), which :func:`prune` relies on to keep the newest.
+
+    **A claim never outlives its owner.** The SQL stores renew the claims they hold from a keeper thread (every
+    ``claim_ttl / 3`` seconds while the resumed run is in flight); a claim not renewed for ``claim_ttl``
+    seconds (its process died, froze, or the store was down when its run ended and could not release it) has
+    expired and is taken over by the next resume. The in-memory store's claims die with their process.
     """
 
     async def list(self, prefix: str = "") -> builtins.list[str]:
@@ -75,8 +83,9 @@ class ClaimableCheckPointStore(CheckPointStore, CheckPointDeleter, Protocol):
         """Atomically mark ``checkpoint_id`` as being resumed by ``owner``.
 
         Returns True when ``owner`` holds the claim afterwards: the checkpoint was unclaimed, was already
-        claimed by ``owner`` (so retrying after a lost reply is safe), or was claimed by another owner more
-        than ``stale_after`` seconds ago (taking over from a worker that died). Returns False when the
+        claimed by ``owner`` (so retrying after a lost reply is safe), or another owner's claim has expired
+        (not renewed for the store's ``claim_ttl`` seconds, or for ``stale_after`` seconds when given: taking
+        over from a worker that died). Returns False when the
         checkpoint does not exist or another owner holds a live claim. A call that raises (cancelled, or the
         store failed) took no claim: once the claim is made, its result is returned even if the call was
         cancelled meanwhile.
@@ -86,6 +95,19 @@ class ClaimableCheckPointStore(CheckPointStore, CheckPointDeleter, Protocol):
     async def release(self, checkpoint_id: str, owner: str) -> bool:
         """Clear the claim if ``owner`` holds it; return whether it did."""
         ...
+
+
+@dataclass(frozen=True)
+class CheckpointClaim:
+    """Who holds a checkpoint's claim (``claim_info``): the ``owner`` string, the ``holder`` process
+    (``"pid 4242 on host-a"``), seconds since it claimed (``age``) and since its last renewal (``renewed_ago``),
+    and seconds until it expires unless renewed (``expires_in``; None: never)."""
+
+    owner: str
+    holder: str | None
+    age: float
+    renewed_ago: float
+    expires_in: float | None
 
 
 def _has(store: object, *methods: str) -> bool:
@@ -141,7 +163,8 @@ async def _release_claim_after(error: BaseException, store: object, checkpoint_i
     except Exception as exc:
         error.add_note(
             f"the claim on checkpoint {checkpoint_id!r} could not be released ({type(exc).__name__}: {exc}); "
-            "resume it with claim_stale_after= to take the claim over once the store works again"
+            "it is no longer renewed, so it expires after the store's claim_ttl and the next resume takes it "
+            "over (claim_stale_after= takes it over sooner)"
         )
         return False
     return True
@@ -175,7 +198,8 @@ async def claim_checkpoint(
     """Claim ``checkpoint_id`` for ``owner`` and return its bytes; None when there is no such checkpoint.
 
     This is how a run resumes: of several concurrent callers with different owners exactly one gets the
-    bytes, the others get :class:`CheckpointError` (reason ``"claimed"``). The winner then either writes a
+    bytes, the others get :class:`~compose.errors.CheckpointClaimedError` (reason ``"claimed"``; it names the
+    holder and the claim's age when the store has ``claim_info``). The winner then either writes a
     new checkpoint (``set``, which clears the claim), deletes it on success, or calls ``release`` on failure.
     When this raises (the store failed, or the call was cancelled) ``owner`` holds no claim: a claim taken
     before the failure is released here.
@@ -190,8 +214,8 @@ async def claim_checkpoint(
         ...     assert await claim_checkpoint(store, "run-1", "worker-a") == b"..."
         ...     try:
         ...         await claim_checkpoint(store, "run-1", "worker-b")
-        ...     except CheckpointError as e:
-        ...         assert e.reason == "claimed"
+        ...     except CheckpointClaimedError as e:
+        ...         assert e.reason == "claimed" and e.holder is not None
         >>> anyio.run(main)
     """
     if not _claims(store):
@@ -206,10 +230,16 @@ async def claim_checkpoint(
             raise
     if await store.get(checkpoint_id) is None:
         return None
-    raise CheckpointError(
-        f"checkpoint {checkpoint_id!r} is being resumed by another run; wait for it to finish or interrupt "
-        "again, then resume from the checkpoint it leaves",
-        reason="claimed",
+    claim_info = getattr(store, "claim_info", None)
+    info = await claim_info(checkpoint_id) if callable(claim_info) else None
+    if not isinstance(info, CheckpointClaim):
+        raise CheckpointClaimedError(checkpoint_id)
+    raise CheckpointClaimedError(
+        checkpoint_id,
+        holder=info.holder,
+        claim_age=info.age,
+        renewed_ago=info.renewed_ago,
+        expires_in=info.expires_in,
     )
 
 

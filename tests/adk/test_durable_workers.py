@@ -236,9 +236,7 @@ def test_run_paused_for_approval_resumes_from_another_process(pg_server: Any, tm
             "        await client.handle('approve-1').resume({sys.argv[2]: ApprovalDecision(approved=True)})\n"
             "anyio.run(main)\n"
         )
-        subprocess.run(
-            [sys.executable, "-c", script, db, interrupt["id"]], env=env(db), check=True, timeout=60
-        )
+        subprocess.run([sys.executable, "-c", script, db, interrupt["id"]], env=env(db), check=True, timeout=60)
 
         async def result() -> Any:
             async with DurableClient(db) as client:
@@ -406,7 +404,8 @@ def test_client_first_then_a_worker_that_dies_before_its_first_heartbeat(pg_serv
             handle = await client.submit("early", run_id="early-1")
             assert await handle.status() == "ENQUEUED"
             assert await client.workers() == []
-            with pytest.raises(DurableTimeoutError, match="'early-1' did not end within 0.2s; its status is ENQUEUED"):
+            timed_out = r"'early-1' did not end within 0\.2s; its status is ENQUEUED"
+            with pytest.raises(DurableTimeoutError, match=timed_out):
                 await handle.result(timeout=0.2)
 
     run_async(submit_before_any_worker)

@@ -31,10 +31,39 @@ class PgServer:
         assert self.state_dir is not None, "only a server the tests started can be restarted"
         _script("restart", self.state_dir)
 
+    def halt(self) -> None:
+        """Stop the server, keeping its files: :meth:`start` brings it back (same port and data)."""
+        assert self.state_dir is not None, "only a server the tests started can be halted"
+        _script("halt", self.state_dir)
+
+    def start(self) -> None:
+        assert self.state_dir is not None, "only a server the tests started can be started again"
+        _script("start", self.state_dir)
+
+    def with_database(self, name: str) -> PgServer:
+        """The same server, connecting to the database ``name``, created empty (dropped first if it exists)."""
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        return PgServer(database_dsn(self.dsn, name), self.state_dir)
+
     def stop(self) -> None:
         if self.state_dir is not None:
             _script("stop", self.state_dir)
             shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+def database_dsn(dsn: str, name: str) -> str:
+    """``dsn`` (a URL, as .ci/postgres.sh prints) with its database replaced by ``name``."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(dsn)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise ValueError(f"expected a postgresql:// URL, got {dsn!r}")
+    return urlunsplit(parts._replace(path=f"/{name}"))
 
 
 def start_pg_server() -> PgServer:

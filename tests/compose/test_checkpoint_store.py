@@ -392,14 +392,17 @@ async def test_postgres_two_pools_one_claim_winner(pg_server: PgServer) -> None:
         await anyio.to_thread.run_sync(_drop_pg_table, pg_server.dsn, table)
 
 
-async def test_postgres_survives_server_restart(pg_server: PgServer, pg_store: PostgresCheckPointStore) -> None:
-    if not pg_server.can_restart:
-        pytest.skip("the server comes from $PYEINO_TEST_PG_DSN: these tests cannot restart it")
-    await pg_store.set("before", b"1")
-    await anyio.to_thread.run_sync(pg_server.restart)
-    assert await pg_store.get("before") == b"1"  # the pooled connection died: reconnected
-    await pg_store.set("after", b"2")
-    assert await pg_store.list() == ["before", "after"]
+async def test_postgres_survives_server_restart(pg_own_server: PgServer) -> None:
+    table = _pg_table()
+    try:
+        async with PostgresCheckPointStore(pg_own_server.dsn, table=table, max_size=4) as pg_store:
+            await pg_store.set("before", b"1")
+            await anyio.to_thread.run_sync(pg_own_server.restart)
+            assert await pg_store.get("before") == b"1"  # the pooled connection died: reconnected
+            await pg_store.set("after", b"2")
+            assert await pg_store.list() == ["before", "after"]
+    finally:
+        await anyio.to_thread.run_sync(_drop_pg_table, pg_own_server.dsn, table)
 
 
 async def test_postgres_repr_and_close(pg_server: PgServer, pg_store: PostgresCheckPointStore) -> None:

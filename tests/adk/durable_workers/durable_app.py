@@ -173,9 +173,7 @@ def build_approval() -> ChatModelAgent:
 
 
 def build_stream() -> ChatModelAgent:
-    return ChatModelAgent(
-        "streamer", "streams", model=FunctionModel(gate=bool(HOLD)), tools=[record]
-    )
+    return ChatModelAgent("streamer", "streams", model=FunctionModel(gate=bool(HOLD)), tools=[record])
 
 
 def _stage(branch: int, stage: int) -> Any:

@@ -1,4 +1,5 @@
-"""The lease keeper of a SQL session store: a daemon thread renewing the store's live leases.
+"""The lease keeper of the SQL stores: a daemon thread renewing a store's live leases (session leases, checkpoint
+claims).
 
 A thread, not a task: the renewal must go on while the run's consumer does anything at all between events (reads a
 long model stream, awaits its own I/O), and a task would need a task group spanning the run's ``yield``s. The
@@ -7,25 +8,33 @@ thread runs only while the store holds a lease and renews every held lease in on
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 from collections.abc import Callable
 
-__all__ = ["LeaseKeeper"]
+__all__ = ["LeaseKeeper", "holder_name"]
+
+
+def holder_name() -> str:
+    """How a lease or a claim names the process holding it (shown in the errors of those who find it taken)."""
+    return f"pid {os.getpid()} on {socket.gethostname()}"
 
 
 class LeaseKeeper:
     """Calls ``renew(owners)`` every ``every`` seconds from a daemon thread while some lease is kept.
 
     ``renew`` runs a blocking database call; its failures (the database is locked or down) are retried at the
-    next tick: a lease that could not be renewed for ``lease_ttl`` seconds expires, and its run's append then
-    fails with ``SessionLeaseLostError``.
+    next tick: a lease that could not be renewed for its time to live expires (a session run's append then
+    fails with ``SessionLeaseLostError``; a checkpoint claim is taken over by the next resume). A lease may be
+    kept under a key (a checkpoint id), so that all the leases on it can be dropped at once (:meth:`drop_key`).
     """
 
     def __init__(self, renew: Callable[[list[str]], None], every: float, name: str) -> None:
         self._renew = renew
         self._every = every
         self._name = name
-        self._owners: set[str] = set()
+        self._owners: dict[str, str] = {}  # owner -> key
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -34,12 +43,12 @@ class LeaseKeeper:
         state = "running" if self._thread is not None else "idle"
         return f"<LeaseKeeper {self._name} {state} leases={len(self._owners)}>"
 
-    def keep(self, owner: str) -> None:
-        """Renew ``owner``'s lease from now on (starting the thread if idle)."""
+    def keep(self, owner: str, key: str = "") -> None:
+        """Renew ``owner``'s lease (on ``key``) from now on (starting the thread if idle)."""
         with self._lock:
             if self._stop.is_set():
                 return
-            self._owners.add(owner)
+            self._owners[owner] = key
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
                 self._thread.start()
@@ -47,7 +56,13 @@ class LeaseKeeper:
     def drop(self, owner: str) -> None:
         """Stop renewing ``owner``'s lease (the thread ends at its next tick when none is left)."""
         with self._lock:
-            self._owners.discard(owner)
+            self._owners.pop(owner, None)
+
+    def drop_key(self, key: str) -> None:
+        """Stop renewing every lease kept on ``key`` (its checkpoint was written or deleted)."""
+        with self._lock:
+            for owner in [o for o, k in self._owners.items() if k == key]:
+                del self._owners[owner]
 
     def stop(self) -> None:
         """Stop for good (the store is closing)."""
