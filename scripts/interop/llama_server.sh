@@ -9,7 +9,9 @@
 #   scripts/interop/llama_server.sh stop      stop the server this script started (by its pid file)
 #   scripts/interop/llama_server.sh url       print the export line of the running server
 #
-# Usage: eval "$(scripts/interop/llama_server.sh)" && python -m pytest -m interop tests/interop
+# Usage, from the checkout, with the Python pyeino's test extra is installed in (.ci/run makes it .venv/bin/python;
+# `python` alone works only while that venv is active):
+#   eval "$(scripts/interop/llama_server.sh)" && .venv/bin/python -m pytest -m interop tests/interop
 #
 # Environment: PYEINO_LLAMA_VENV (the venv, default ~/.cache/pyeino/llama-venv; kept apart from pyeino's own so the
 # long build is never repeated by a fresh test venv), PYEINO_LLAMA_DIR (pid file, port and log, default
@@ -122,6 +124,7 @@ start)
         if answers "$port"; then
             if generates "$port"; then
                 print_url
+                log "then: .venv/bin/python -m pytest -m interop tests/interop (the python pyeino[test] is in)"
                 exit 0
             fi
             log "the server answers but cannot generate (a build for another CPU? see CMAKE_ARGS); its log:"

@@ -2,7 +2,8 @@
 here wrote, through the real ``OpenAIChatModel``.
 
 Skipped unless ``PYEINO_LLAMA_URL`` is set; start the server with ``eval "$(scripts/interop/llama_server.sh)"``
-and run ``python -m pytest -m interop tests/interop`` (see the README's "Interop with llama.cpp").
+and run ``.venv/bin/python -m pytest -m interop tests/interop`` from the checkout (the Python the test extra is
+installed in; see the README's "Interop with llama.cpp").
 
 A 135M model's text means little, so the tests assert protocol facts: requests accepted, a forced tool call parsed
 with valid JSON arguments for the named tool, the conversation with the tool result accepted, a non-empty final
@@ -27,7 +28,8 @@ import pytest
 URL = os.environ.get("PYEINO_LLAMA_URL", "")
 if not URL:
     pytest.skip(
-        'PYEINO_LLAMA_URL is not set: start the server with eval "$(scripts/interop/llama_server.sh)"',
+        'PYEINO_LLAMA_URL is not set: start the server with eval "$(scripts/interop/llama_server.sh)", then run '
+        ".venv/bin/python -m pytest -m interop tests/interop",
         allow_module_level=True,
     )
 
