@@ -10,7 +10,7 @@ import os
 import time
 from typing import Any, Final, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from compose.errors import CheckpointError
@@ -76,9 +76,11 @@ def encode_checkpoint(payload: BaseModel, *, kind: str, fingerprint: str, key: b
     try:
         body = payload.model_dump_json(warnings="error").encode()
     except PydanticSerializationError as e:
+        where = _unserialisable_path(payload.model_dump(mode="python", warnings=False))
         raise CheckpointError(
-            f"cannot write a {kind!r} checkpoint: {type(payload).__name__} holds a value pydantic cannot "
-            f"serialise ({e}); give the field a concrete pydantic-serialisable type",
+            f"cannot write a {kind!r} checkpoint: "
+            + (f"the value at {where}" if where else "a value in it")
+            + f" cannot be serialised as JSON ({e}); keep JSON-serialisable data (or pydantic models) there",
             reason="encode",
         ) from e
     secret = _resolve_key(key)
@@ -142,6 +144,25 @@ def decode_checkpoint(data: bytes, model: type[M], *, kind: str, fingerprint: st
             f"an incompatible version of the code; {_FRESH}",
             reason="payload",
         ) from e
+
+
+def _unserialisable_path(data: Any, path: str = "") -> str:
+    """The dotted path (``state.conn``, ``pending.0.1``) of the first value in ``data`` that is not JSON, or ``""``."""
+    items: Any = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, (list, tuple)) else ()
+    for key, item in items:
+        inner = f"{path}.{key}" if path else str(key)
+        found = _unserialisable_path(item, inner)
+        if found:
+            return found
+    if items == ():
+        try:
+            _JSON_ANY.dump_json(data, warnings="error")
+        except PydanticSerializationError:
+            return f"{path or 'its top'} ({type(data).__qualname__})"
+    return ""
+
+
+_JSON_ANY: TypeAdapter[Any] = TypeAdapter(Any)
 
 
 def _resolve_key(key: bytes | str | None) -> bytes | None:

@@ -7,13 +7,14 @@ back as JSON data. Streams are concatenated before saving and come back as one-c
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, get_type_hints
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field, PydanticSchemaGenerationError, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from compose._types import type_name
@@ -65,18 +66,67 @@ def _adapter(tp: Any) -> TypeAdapter[Any]:
 
 def dump_value(tp: Any, value: Any, what: str = "a value") -> Any:
     """A JSON-compatible form of ``value`` of declared type ``tp``; ``CheckpointError`` naming ``what`` (the graph
-    state, the output of node 'x', ...) when pydantic cannot serialise it."""
+    state, the output of node 'x', ...), the value's type and the field that cannot be serialised (a dataclass,
+    pydantic model or mapping value) when pydantic cannot serialise it, or cannot serialise the type at all."""
     try:
-        try:
-            return _adapter(tp).dump_python(value, mode="json")
-        except TypeError:  # an unhashable typing construct: no cache
-            return TypeAdapter(tp).dump_python(value, mode="json")
-    except PydanticSerializationError as exc:
+        adapter = _adapter(tp)
+    except TypeError:  # an unhashable typing construct: no cache
+        adapter = None
+    except PydanticSchemaGenerationError as exc:
         raise CheckpointError(
-            f"cannot save {what} in a checkpoint: {exc}; keep JSON-serialisable data (or pydantic models) there, "
-            "or declare a type pydantic can serialise",
+            f"cannot save {what} in a checkpoint: its type {type_name(tp)} is not one pydantic can serialise (a "
+            "plain class); make it a dataclass, a TypedDict or a pydantic model of JSON-serialisable fields",
             reason="encode",
         ) from exc
+    try:
+        return (adapter or TypeAdapter(tp)).dump_python(value, mode="json")
+    except PydanticSerializationError as exc:
+        where = _unserialisable_field(tp, value)
+        raise CheckpointError(
+            f"cannot save {what} in a checkpoint: {where or f'a {type(value).__qualname__}'} cannot be serialised "
+            f"({exc}); keep JSON-serialisable data (or pydantic models) there, or declare a type pydantic can "
+            "serialise",
+            reason="encode",
+        ) from exc
+
+
+def _fields(tp: Any, value: Any) -> Iterator[tuple[str, Any, Any]]:
+    """(name, declared type, value) of the fields of a dataclass, pydantic model or mapping value."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        try:
+            hints = get_type_hints(type(value))
+        except Exception:  # annotations that do not resolve: check the values as Any
+            hints = {}
+        for f in dataclasses.fields(value):
+            yield f.name, hints.get(f.name, Any), getattr(value, f.name)
+    elif isinstance(value, BaseModel):
+        for name, info in type(value).model_fields.items():
+            yield name, info.annotation if info.annotation is not None else Any, getattr(value, name)
+    elif isinstance(value, Mapping):
+        try:
+            hints = get_type_hints(tp) if isinstance(tp, type) else {}
+        except Exception:
+            hints = {}
+        for key, item in value.items():
+            yield str(key), hints.get(str(key), Any), item
+
+
+def _unserialisable_field(tp: Any, value: Any) -> str:
+    """``"field 'conn' of St (Conn)"`` (``'d.y'`` inside a nested value) for the first field of ``value`` pydantic
+    cannot serialise, or ``""``."""
+    path: list[str] = []
+    owner = type(value).__qualname__
+    while True:
+        for name, field_type, item in _fields(tp, value):
+            try:
+                TypeAdapter(field_type).dump_python(item, mode="json")
+            except Exception:
+                path.append(name)
+                tp, value = field_type, item
+                break
+        else:
+            break
+    return f"field {'.'.join(path)!r} of {owner} ({type(value).__qualname__})" if path else ""
 
 
 def load_value(tp: Any, data: Any) -> Any:

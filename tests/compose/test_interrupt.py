@@ -613,3 +613,45 @@ async def test_dag_interrupt_after_a_node_and_before_its_successor_pauses_once(
     (ctx,) = ii.interrupt_contexts
     assert ctx.address == "runnable:root" and ctx.info == Text() and ctx.is_root_cause
     assert await run(resume={ctx.id: Text(a="state")}) == "start1state2"
+
+
+class _Connection:
+    """A live handle: no JSON form."""
+
+
+@dataclass
+class _Session:
+    user: str = "ada"
+    extras: dict[str, Any] = field(default_factory=dict)
+    conn: _Connection | None = None
+
+
+class _PlainState:
+    def __init__(self) -> None:
+        self.count = 0
+
+
+def _paused_graph(state: Any) -> Graph[str, str]:
+    g = Graph[str, str](state=state)
+    g.add_lambda_node("a", lambda x: x)
+    g.add_lambda_node("b", lambda x: x)
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", END)
+    return g
+
+
+async def test_an_unsaveable_state_names_its_type_and_field(anyio_backend: Any) -> None:
+    store = InMemoryCheckPointStore()
+    cases = [
+        (lambda: _Session(conn=_Connection()), "field 'conn' of _Session (_Connection) cannot be serialised"),
+        (lambda: _Session(extras={"ok": [1], "db": _Connection()}), "field 'extras.db' of _Session (_Connection)"),
+        (_PlainState, "its type _PlainState is not one pydantic can serialise (a plain class)"),
+    ]
+    for factory, message in cases:
+        r = _paused_graph(factory).compile(name="G", interrupt_before=["b"], checkpoint_store=store)
+        with pytest.raises(CheckpointError, match="cannot save the state of graph 'G' in a checkpoint: ") as info:
+            await r.invoke("x", checkpoint_id="k")
+        assert message in str(info.value) and "RunSnapshot" not in str(info.value)
+        assert info.value.reason == "encode"
+        assert await store.list() == []
