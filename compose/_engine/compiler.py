@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +85,7 @@ def compile_graph(
         interrupt_after=after,
         checkpoint_store=checkpoint_store,
     )
+    _check_nesting(tables)
     graph._compiled = True
     runnable: Runnable[Any, Any] = Runnable(tables)
     if on_finish:
@@ -91,6 +93,28 @@ def compile_graph(
         for call in on_finish:
             call(info)
     return runnable
+
+
+def max_nesting() -> int:
+    """How deep sub-graphs may nest: a run takes about eight Python frames per level of nesting, so this is a
+    sixteenth of the recursion limit (62 levels by default), leaving half the stack to the caller (an agent, a
+    tool, a server). ``sys.setrecursionlimit`` raises it."""
+    return sys.getrecursionlimit() // 16
+
+
+def _nesting(tables: Tables) -> int:
+    return 1 + max((_nesting(nd.sub._tables) for nd in tables.nodes if nd.sub is not None), default=0)
+
+
+def _check_nesting(tables: Tables) -> None:
+    """Refuse, at compile, sub-graphs nested deeper than a run can go (it would fail with RecursionError)."""
+    depth, most = _nesting(tables), max_nesting()
+    if depth > most:
+        raise GraphBuildError(
+            f"graph '{tables.name}' is {depth} graphs deep (sub-graphs in sub-graphs), more than the {most} a run "
+            "can take (each level costs stack frames; the limit is sys.getrecursionlimit() // 16): flatten the "
+            "inner graphs into fewer levels"
+        )
 
 
 def _check_structure(graph: Graph[Any, Any], *, dag: bool) -> None:

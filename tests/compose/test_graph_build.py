@@ -337,3 +337,30 @@ def test_passthrough_with_input_and_output_keys() -> None:
     g.add_edge("in", "out")
     g.add_edge("out", END)
     g.compile()
+
+
+def _nested(levels: int) -> Graph[str, str]:
+    """A leaf graph inside ``levels`` graphs, each a one-node graph around the previous one."""
+    g = Graph[str, str]()
+    g.add_lambda_node("leaf", lambda x: x + ".")
+    g.add_edge(START, "leaf")
+    g.add_edge("leaf", END)
+    for i in range(levels):
+        outer = Graph[str, str]()
+        outer.add_graph_node(f"s{i}", g)
+        outer.add_edge(START, f"s{i}")
+        outer.add_edge(f"s{i}", END)
+        g = outer
+    return g
+
+
+@pytest.mark.anyio
+async def test_sub_graphs_nested_deeper_than_a_run_can_go_are_refused_at_compile(anyio_backend: Any) -> None:
+    from compose._engine.compiler import max_nesting
+
+    most = max_nesting()
+    deepest = _nested(most - 1).compile()  # `most` graphs deep: runs
+    assert await deepest.invoke("x") == "x."
+    assert "".join([c async for c in await deepest.stream("x")]) == "x."
+    with pytest.raises(GraphBuildError, match=rf"graph 's{most}' is {most + 1} graphs deep .*more than the {most}"):
+        _nested(200).compile()  # refused where it first goes too deep, not with RecursionError at run time
