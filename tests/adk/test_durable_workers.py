@@ -478,3 +478,34 @@ def test_bad_worker_command_lines_print_one_line(args: list[str], status: int, m
     assert (out.returncode, out.stdout) == (status, "")
     (line,) = out.stderr.splitlines()
     assert line.startswith("python -m adk.durable: error: ") and message in line, line
+
+
+def test_the_harness_reads_held_lines_strictly(tmp_path: Path) -> None:
+    """``Worker.held`` skips other output but fails, naming it, on a torn ``held`` line (two lines interleaved);
+    ``durable_app.say`` writes each line whole, so tool threads' lines never tear."""
+    script = (
+        "import sys, threading\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent / 'durable_workers')!r})\n"
+        "from durable_app import say\n"
+        "print('a library talking', flush=True)\n"
+        "def calls(i): [say(f'held run-{i} c{k}') for k in range(50)]\n"
+        "threads = [threading.Thread(target=calls, args=(i,)) for i in range(8)]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+        "sys.stdout.write('held run-x c1held run-y c2\\n')\n"
+    )
+    err = tmp_path / "err"
+    err.write_text("")
+    worker = Worker.__new__(Worker)
+    worker.proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env("sqlite://")
+    )
+    worker._err_path = err
+    try:
+        calls = worker.held(400)
+        assert len(set(calls)) == 400 and {run for run, _ in calls} == {f"run-{i}" for i in range(8)}
+        with pytest.raises(AssertionError, match=r"a malformed held line on the worker's stdout: 'held run-x c1held"):
+            worker.held(1)
+    finally:
+        worker.proc.wait(30)
+        assert worker.proc.stdout is not None
+        worker.proc.stdout.close()
