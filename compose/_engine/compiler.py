@@ -97,9 +97,9 @@ def compile_graph(
 
 def max_nesting() -> int:
     """How deep sub-graphs may nest: a run takes about eight Python frames per level of nesting, so this is a
-    sixteenth of the recursion limit (62 levels by default), leaving half the stack to the caller (an agent, a
+    thirty-second of the recursion limit (31 levels by default), leaving most of the stack to the caller (an agent, a
     tool, a server). ``sys.setrecursionlimit`` raises it."""
-    return sys.getrecursionlimit() // 16
+    return sys.getrecursionlimit() // 32
 
 
 def _nesting(tables: Tables) -> int:
@@ -112,7 +112,7 @@ def _check_nesting(tables: Tables) -> None:
     if depth > most:
         raise GraphBuildError(
             f"graph '{tables.name}' is {depth} graphs deep (sub-graphs in sub-graphs), more than the {most} a run "
-            "can take (each level costs stack frames; the limit is sys.getrecursionlimit() // 16): flatten the "
+            "can take (each level costs stack frames; the limit is sys.getrecursionlimit() // 32): flatten the "
             "inner graphs into fewer levels"
         )
 
