@@ -12,6 +12,15 @@
         ├── StructuredOutputError       no answer matched the agent's ``output_type`` within its retries; ``.raw``
         ├── WillRetryError              ends the event stream of a failed model attempt that will be retried
         ├── TransferError               a transfer named an agent that is neither a sub-agent nor the parent
+        ├── FailoverError               model failover could not pick a next model (``ModelFailoverConfig``)
+        ├── FilesystemError             a backend (``adk.middlewares.filesystem``) refused or failed an operation
+        │   ├── UnsafePathError         a path escapes the root, holds a NUL byte, is too long or a symlink
+        │   │                           points out of the root (also ValueError); ``.path``, ``.problem``
+        │   ├── BackendFileNotFoundError  no file at that path (also FileNotFoundError)
+        │   ├── FileTooLargeError       a file or a write is over the backend's size bound; ``.size``, ``.limit``
+        │   ├── EditError               ``old_string`` empty, missing or not unique (also ValueError)
+        │   └── GrepPatternError        a grep regex or a glob pattern does not compile (also ValueError)
+        ├── SkillError                  a skill (``SKILL.md``) is malformed or unknown; ``.skill``, ``.path``
         ├── DurableError                a durable run's failure (``adk.durable``, extra ``dbos``)
         │   ├── DurableBackendError     ``adk.durable`` called under trio (DBOS is asyncio-only; also RuntimeError)
         │   ├── DurableSerializationError  a value is not JSON, or a pickled row was refused (also TypeError)
@@ -34,22 +43,30 @@ from compose.errors import CheckpointNotFoundError, ComposeError
 __all__ = [
     "AgentError",
     "AgentTimeoutError",
+    "BackendFileNotFoundError",
     "CheckpointNotFoundError",
     "DurableBackendError",
     "DurableError",
     "DurableRunError",
     "DurableSerializationError",
     "DurableStepError",
+    "EditError",
     "ExceedMaxIterationsError",
+    "FailoverError",
+    "FileTooLargeError",
+    "FilesystemError",
+    "GrepPatternError",
     "RetryExhaustedError",
     "SessionBusyError",
     "SessionError",
     "SessionLeaseLostError",
     "SessionStoreError",
+    "SkillError",
     "StallDetectedError",
     "StructuredOutputError",
     "TokenBudgetExceededError",
     "TransferError",
+    "UnsafePathError",
     "WillRetryError",
 ]
 
@@ -242,3 +259,72 @@ class SessionLeaseLostError(SessionError):
 
 class SessionStoreError(SessionError):
     """A session store's database failed (unreachable, locked past its timeout, ...); cause in ``__cause__``."""
+
+
+class FailoverError(AgentError):
+    """Model failover (``ModelFailoverConfig``) could not pick the next model: ``get_failover_model`` returned
+    no model at ``attempt`` (Eino: "failover GetFailoverModel returned nil model at attempt N")."""
+
+    reason = "failover"
+
+    def __init__(self, attempt: int) -> None:
+        super().__init__(f"failover GetFailoverModel returned nil model at attempt {attempt}")
+        self.attempt = attempt
+
+
+class FilesystemError(AgentError):
+    """A filesystem backend (``adk.middlewares.filesystem``) refused or failed an operation on ``path`` (a
+    virtual path, never a host path)."""
+
+    reason = "filesystem"
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class UnsafePathError(FilesystemError, ValueError):
+    """A path the backend refuses: ``..`` climbing above the root, a NUL byte, too long, or (``LocalBackend``)
+    resolving through a symlink to outside the root. ``problem`` says which."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"unsafe path {path!r}: {problem}", path)
+        self.problem = problem
+
+
+class BackendFileNotFoundError(FilesystemError, FileNotFoundError):
+    """No file at the path (Eino's "file not found: /path")."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"file not found: {path}", path)
+
+
+class FileTooLargeError(FilesystemError):
+    """A file (or a write's content) is over the backend's size bound: ``size`` and ``limit`` in bytes."""
+
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(f"file {path} is too large: {size} bytes, the limit is {limit} bytes", path)
+        self.size = size
+        self.limit = limit
+
+
+class EditError(FilesystemError, ValueError):
+    """An ``edit`` that cannot apply: ``old_string`` empty, not found, or found more than once without
+    ``replace_all`` (Eino's messages)."""
+
+
+class GrepPatternError(FilesystemError, ValueError):
+    """A grep regular expression or a glob pattern that does not compile."""
+
+
+class SkillError(AgentError, ValueError):
+    """A skill (``adk.middlewares.SkillMiddleware``) that is malformed (its ``SKILL.md`` front matter is not a
+    safe YAML mapping with a name and a description, or names an unknown agent or model) or unknown.
+    ``skill`` is its name (or directory), ``path`` its ``SKILL.md``."""
+
+    reason = "skill"
+
+    def __init__(self, message: str, *, skill: str = "", path: str = "") -> None:
+        super().__init__(message)
+        self.skill = skill
+        self.path = path
