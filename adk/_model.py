@@ -32,6 +32,7 @@ import anyio
 from adk._run import RunContext, current_run
 from adk.errors import AgentTimeoutError, WillRetryError
 from adk.events import AgentEvent, AgentOutput, MessageVariant
+from adk.failover import failover_has_more
 from adk.middlewares.base import same_items
 from adk.retry import ModelRetryConfig, current_attempt
 from compose.errors import StreamEnd
@@ -112,8 +113,9 @@ class EventModel:
         if run.telemetry:
             reader = StreamReader.from_async_iterator(_Tap(reader, run, attempt))
         event_copy, out = reader.copy(2)
-        if self.retry is not None and self.retry.max_retries > 0:
-            event_copy = StreamReader.from_async_iterator(_RetryMarker(event_copy, self.retry, attempt))
+        failover = failover_has_more.get()
+        if (self.retry is not None and self.retry.max_retries > 0) or failover:
+            event_copy = StreamReader.from_async_iterator(_RetryMarker(event_copy, self.retry, attempt, failover))
         output = AgentOutput()
         if self.output is not None:
             event_copy = StreamReader.from_async_iterator(_ParseAtEnd(event_copy, self.output, output))
@@ -168,14 +170,18 @@ class _Tap:
 
 
 class _RetryMarker:
-    """An attempt's event stream whose failure becomes ``WillRetryError`` when the call will be retried."""
+    """An attempt's event stream whose failure becomes ``WillRetryError`` when the call will be retried (or
+    another failover attempt follows)."""
 
-    __slots__ = ("_attempt", "_config", "_failed", "_reader")
+    __slots__ = ("_attempt", "_config", "_failed", "_failover", "_reader")
 
-    def __init__(self, reader: StreamReader[Message], config: ModelRetryConfig, attempt: int) -> None:
+    def __init__(
+        self, reader: StreamReader[Message], config: ModelRetryConfig | None, attempt: int, failover: bool = False
+    ) -> None:
         self._reader = reader
         self._config = config
         self._attempt = attempt
+        self._failover = failover
         self._failed = False
 
     def __aiter__(self) -> _RetryMarker:
@@ -190,7 +196,7 @@ class _RetryMarker:
             raise StopAsyncIteration from None
         except Exception as exc:
             self._failed = True
-            if self._config.will_retry(exc, self._attempt):
+            if self._failover or (self._config is not None and self._config.will_retry(exc, self._attempt)):
                 raise WillRetryError(str(exc), self._attempt) from exc
             raise
 

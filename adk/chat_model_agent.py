@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from adk._model import EventModel, OptionsModel, ToolBinder
 from adk._react_run import ReactRun, load_resume_state
@@ -26,6 +26,7 @@ from adk._run import RunContext, current_run
 from adk.actions import send_tool_gen_action
 from adk.agent import AgentContext, ResumeInfo
 from adk.approval import ApprovalMiddleware, ApprovalPredicate
+from adk.failover import FailoverChatModel, FailoverProxy, ModelFailoverConfig
 from adk.events import AgentAction, AgentInput, checked_messages
 from adk.instruction import (
     TRANSFER_TO_AGENT_TOOL_DESCRIPTION,
@@ -178,6 +179,8 @@ class ChatModelAgent:
         tools: a ``ToolsConfig`` or a plain list of tools; none makes the agent a single model call.
         max_iterations: the most model calls per run (default 20); one more raises ``ExceedMaxIterationsError``.
         model_retry: retry failed model calls (``ModelRetryConfig``).
+        model_failover: send a failed model call (after its retries) to other models
+            (``ModelFailoverConfig``, ``adk.failover``); each later call starts with the model that answered last.
         before_chat_model: hooks ``(ChatModelAgentState) -> None`` run before each model call; they may change
             the messages the model sees (and keeps).
         after_chat_model: hooks run after each model call; the last message is what flows on.
@@ -216,6 +219,10 @@ class ChatModelAgent:
             ``AgentMiddleware``.
     """
 
+    fills_instruction: ClassVar[bool] = True
+    """Whether the instruction's ``{key}`` placeholders are filled from session values (a subclass may say no:
+    the deep agent's instruction is used as it is, as Eino's ``deep`` does)."""
+
     def __init__(
         self,
         name: str,
@@ -226,6 +233,7 @@ class ChatModelAgent:
         *,
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         model_retry: ModelRetryConfig | None = None,
+        model_failover: ModelFailoverConfig | None = None,
         before_chat_model: Sequence[ChatModelHook] = (),
         after_chat_model: Sequence[ChatModelHook] = (),
         exit_tool: bool = False,
@@ -273,6 +281,9 @@ class ChatModelAgent:
         self.tools_config = tools
         self.max_iterations = max_iterations if max_iterations > 0 else DEFAULT_MAX_ITERATIONS
         self.model_retry = model_retry
+        if model_failover is not None and not isinstance(model_failover, ModelFailoverConfig):
+            raise TypeError(f"agent '{name}': model_failover must be a ModelFailoverConfig")
+        self.model_failover = model_failover
         self.before_chat_model = tuple(before_chat_model)
         self.after_chat_model = tuple(after_chat_model)
         self.exit_tool = exit_tool
@@ -407,10 +418,12 @@ class ChatModelAgent:
             for hook in ("before_agent", "before_model_rewrite_state", "after_model_rewrite_state")
         )
         base: ChatModel
+        # with failover, the innermost model is a proxy calling the attempt's model
+        own: ChatModel = FailoverProxy(self.model) if self.model_failover is not None else self.model
         if per_call_tools:
-            base = ToolBinder(self.model, infos)
+            base = ToolBinder(own, infos)
         else:
-            base = self.model.with_tools(infos) if tools else self.model
+            base = own.with_tools(infos) if tools else own
         for mw in reversed(mws):
             if overrides(mw, "wrap_model"):
                 base = mw.wrap_model(base)
@@ -420,6 +433,8 @@ class ChatModelAgent:
         chain: Any = EventModel(base, retry, output.schema if output is not None else None)
         if retry is not None:
             chain = RetryChatModel(chain, retry)
+        if self.model_failover is not None:
+            chain = FailoverChatModel(chain, self.model_failover, self.model)
         options = {"response_format": output.schema.response_format()} if output is not None and native else {}
         first_call = {"tool_choice": self.tool_choice} if self.tool_choice is not None else {}
         if options or first_call:
@@ -481,7 +496,7 @@ class ChatModelAgent:
             return messages
         instruction = context.instruction
         values = run.session_values if run is not None else None
-        if values:
+        if values and self.fills_instruction:
             instruction = format_instruction(instruction, values, agent_name=self.name)
         return [system_message(instruction), *messages]
 
@@ -504,7 +519,7 @@ class ChatModelAgent:
         self.runnable  # noqa: B018  (built once: the instruction gains the transfer instruction then)
         if self._instruction:
             instruction = self._instruction
-            if session_values:
+            if session_values and self.fills_instruction:
                 instruction = format_instruction(instruction, session_values, agent_name=self.name)
             messages.insert(0, system_message(instruction))
         return messages

@@ -2,7 +2,9 @@
 
 ``ChatModelAgent(..., middlewares=[A, B, C])``; the first wraps the others. Built-ins: summarization
 (:class:`SummarizationMiddleware`), the dangling tool-call patch (:class:`PatchToolCallsMiddleware`) and tool-result
-reduction (:class:`ToolResultReductionMiddleware`). The approval guard is ``adk.ApprovalMiddleware``.
+reduction (:class:`ToolResultReductionMiddleware`), the filesystem (:class:`FilesystemMiddleware` over a
+:class:`Backend`: :class:`InMemoryBackend`, :class:`LocalBackend`; :class:`LocalShell`). The approval guard is
+``adk.ApprovalMiddleware``.
 """
 
 from adk.middlewares.base import (
@@ -11,6 +13,17 @@ from adk.middlewares.base import (
     ChatModelAgentState,
     ModelWrapper,
     send_event,
+)
+from adk.middlewares.filesystem import (
+    Backend,
+    ExecuteResponse,
+    FileInfo,
+    FilesystemMiddleware,
+    GrepMatch,
+    InMemoryBackend,
+    LocalBackend,
+    LocalShell,
+    Shell,
 )
 from adk.middlewares.dangling import PatchToolCallsMiddleware, patch_dangling_tool_calls
 from adk.middlewares.reduction import ToolResultReductionMiddleware
@@ -23,10 +36,19 @@ from adk.middlewares.summarization import (
 
 __all__ = [
     "AgentMiddleware",
+    "Backend",
     "ChatModelAgentContext",
     "ChatModelAgentState",
+    "ExecuteResponse",
+    "FileInfo",
+    "FilesystemMiddleware",
+    "GrepMatch",
+    "InMemoryBackend",
+    "LocalBackend",
+    "LocalShell",
     "ModelWrapper",
     "PatchToolCallsMiddleware",
+    "Shell",
     "SummarizationMiddleware",
     "Summarized",
     "TokenCounter",
