@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from adk.errors import BackendFileNotFoundError, FileTooLargeError
+from adk.errors import BackendFileNotFoundError, FilesystemError, FileTooLargeError
 from adk.middlewares.filesystem._vfs import (
     FileInfo,
     GrepMatch,
@@ -26,6 +26,7 @@ from adk.middlewares.filesystem._vfs import (
     glob_files,
     grep_candidates,
     grep_files,
+    is_a_directory,
     ls_files,
     normalize,
     slice_lines,
@@ -125,6 +126,8 @@ class TreeBackend:
 
     def _write(self, file_path: str, content: str) -> None:
         path = normalize(file_path)
+        if path == "/":
+            raise FilesystemError(is_a_directory(path), path)
         self._check_size(path, len(content.encode("utf-8", "surrogatepass")))
         self._save(path, content)
 

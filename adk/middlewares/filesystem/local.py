@@ -81,12 +81,13 @@ class LocalBackend(TreeBackend):
 
     # --- resolving a virtual path ---
 
-    def _host(self, path: str) -> str:
-        """The resolved host path of the normalized virtual ``path``, checked to be inside the root."""
+    def _host(self, path: str, named: str | None = None) -> str:
+        """The resolved host path of the normalized virtual ``path``, checked to be inside the root (the error
+        names ``named``, the path the caller was given, when it differs)."""
         host = os.path.join(self.root, path.lstrip("/")) if path != "/" else self.root
         real = os.path.realpath(host)
         if real != self.root and not real.startswith(self.root + os.sep):
-            raise UnsafePathError(path, "it resolves outside the root (through a symlink)")
+            raise UnsafePathError(named or path, "it resolves outside the root (through a symlink)")
         return real
 
     def _virtual(self, host: str) -> str:
@@ -99,7 +100,7 @@ class LocalBackend(TreeBackend):
         top = self._host(directory)
         try:
             st = os.stat(top)
-        except FileNotFoundError:
+        except OSError:  # missing, or below a file
             return []
         if stat.S_ISREG(st.st_mode):
             return [(directory, st.st_size, _iso(st.st_mtime))]
@@ -141,10 +142,11 @@ class LocalBackend(TreeBackend):
             if exc.errno == errno.ELOOP:
                 raise UnsafePathError(path, "it is a symlink") from None
             raise FilesystemError(f"cannot read {path}: {exc.strerror}", path) from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise BackendFileNotFoundError(path)
         with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise BackendFileNotFoundError(path)
             self._check_size(path, st.st_size)
             limit = self.max_file_bytes
             data = f.read(limit + 1 if limit is not None else -1)
@@ -179,7 +181,7 @@ class LocalBackend(TreeBackend):
             walked += "/" + part
             nxt = os.path.join(current, part)
             if os.path.islink(nxt):
-                nxt = self._host(walked)
+                nxt = self._host(walked, path)
             if os.path.isdir(nxt):
                 current = nxt
                 continue
