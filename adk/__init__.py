@@ -27,17 +27,25 @@ from adk.checkpointing import AgentCheckpoint
 from adk.errors import (
     AgentError,
     AgentTimeoutError,
+    BackendFileNotFoundError,
     CheckpointNotFoundError,
+    EditError,
     ExceedMaxIterationsError,
+    FailoverError,
+    FilesystemError,
+    FileTooLargeError,
+    GrepPatternError,
     RetryExhaustedError,
     SessionBusyError,
     SessionError,
     SessionLeaseLostError,
     SessionStoreError,
+    SkillError,
     StallDetectedError,
     StructuredOutputError,
     TokenBudgetExceededError,
     TransferError,
+    UnsafePathError,
     WillRetryError,
 )
 from adk.events import (
@@ -50,6 +58,7 @@ from adk.events import (
     MessageVariant,
     TransferToAgentAction,
 )
+from adk.failover import FailoverContext, ModelFailoverConfig
 from adk.instruction import (
     TRANSFER_TO_AGENT_TOOL_DESCRIPTION,
     TRANSFER_TO_AGENT_TOOL_NAME,

@@ -26,8 +26,8 @@ from adk._run import RunContext, current_run
 from adk.actions import send_tool_gen_action
 from adk.agent import AgentContext, ResumeInfo
 from adk.approval import ApprovalMiddleware, ApprovalPredicate
-from adk.failover import FailoverChatModel, FailoverProxy, ModelFailoverConfig
 from adk.events import AgentAction, AgentInput, checked_messages
+from adk.failover import FailoverChatModel, FailoverProxy, ModelFailoverConfig
 from adk.instruction import (
     TRANSFER_TO_AGENT_TOOL_DESCRIPTION,
     TRANSFER_TO_AGENT_TOOL_NAME,
@@ -420,7 +420,7 @@ class ChatModelAgent:
         base: ChatModel
         # with failover, the innermost model is a proxy calling the attempt's model
         own: ChatModel = FailoverProxy(self.model) if self.model_failover is not None else self.model
-        if per_call_tools:
+        if per_call_tools:  # noqa: SIM108  (a nested conditional expression reads worse)
             base = ToolBinder(own, infos)
         else:
             base = own.with_tools(infos) if tools else own

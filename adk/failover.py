@@ -224,8 +224,9 @@ class FailoverChatModel:
     async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
         return await self._run(list(messages), opts, streaming=True)  # type: ignore[no-any-return]
 
-    async def _once(self, model: ChatModel, messages: list[Message], opts: dict[str, Any], streaming: bool,
-                    has_more: bool) -> tuple[Any, Message | None, Exception | None]:
+    async def _once(
+        self, model: ChatModel, messages: list[Message], opts: dict[str, Any], streaming: bool, has_more: bool
+    ) -> tuple[Any, Message | None, Exception | None]:
         """One attempt: ``(result, partial, error)``; a stream is read to its end first."""
         if not streaming:
             try:

@@ -14,6 +14,7 @@ from adk.middlewares.base import (
     ModelWrapper,
     send_event,
 )
+from adk.middlewares.dangling import PatchToolCallsMiddleware, patch_dangling_tool_calls
 from adk.middlewares.filesystem import (
     Backend,
     ExecuteResponse,
@@ -25,7 +26,6 @@ from adk.middlewares.filesystem import (
     LocalShell,
     Shell,
 )
-from adk.middlewares.dangling import PatchToolCallsMiddleware, patch_dangling_tool_calls
 from adk.middlewares.reduction import ToolResultReductionMiddleware
 from adk.middlewares.summarization import (
     SummarizationMiddleware,

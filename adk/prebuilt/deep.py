@@ -65,7 +65,7 @@ class Todo(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     content: str
-    activeForm: str  # noqa: N815  (Eino's JSON name)
+    activeForm: str
     status: Literal["pending", "in_progress", "completed"]
 
 

@@ -137,9 +137,10 @@ async def test_the_model_never_sees_a_host_path(sandbox: tuple[Path, Path]) -> N
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell")
 async def test_local_shell_runs_in_its_root_with_bounds(tmp_path: Path) -> None:
+    real = os.path.realpath(tmp_path)  # noqa: ASYNC240
     shell = LocalShell(tmp_path, timeout=5)
     done = await shell.execute("pwd; echo oops >&2; exit 3")
-    assert done.output == f"{os.path.realpath(tmp_path)}\noops\n" and done.exit_code == 3 and not done.truncated
+    assert done.output == f"{real}\noops\n" and done.exit_code == 3 and not done.truncated
     cut = await LocalShell(tmp_path, max_output_bytes=10).execute("yes | head -c 100000")
     assert cut.truncated and len(cut.output) == 10 and cut.exit_code == 0
     slow = await LocalShell(tmp_path, timeout=0.5).execute("echo started; sleep 30")

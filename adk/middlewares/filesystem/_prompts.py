@@ -117,4 +117,3 @@ Bad examples (avoid these):
 - execute(command="find . -name '*.py'")  # Use glob tool instead
 - execute(command="grep -r 'pattern' .")  # Use grep tool instead
 """
-
