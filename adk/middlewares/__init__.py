@@ -27,6 +27,7 @@ from adk.middlewares.filesystem import (
     Shell,
 )
 from adk.middlewares.reduction import ToolResultReductionMiddleware
+from adk.middlewares.skill import Skill, SkillMiddleware
 from adk.middlewares.summarization import (
     SummarizationMiddleware,
     Summarized,
@@ -49,6 +50,8 @@ __all__ = [
     "ModelWrapper",
     "PatchToolCallsMiddleware",
     "Shell",
+    "Skill",
+    "SkillMiddleware",
     "SummarizationMiddleware",
     "Summarized",
     "TokenCounter",
