@@ -28,6 +28,7 @@ from adk.middlewares.filesystem import (
 )
 from adk.middlewares.reduction import ToolResultReductionMiddleware
 from adk.middlewares.skill import Skill, SkillMiddleware
+from adk.middlewares.toolsearch import ToolSearchMiddleware
 from adk.middlewares.summarization import (
     SummarizationMiddleware,
     Summarized,
@@ -56,6 +57,7 @@ __all__ = [
     "Summarized",
     "TokenCounter",
     "ToolResultReductionMiddleware",
+    "ToolSearchMiddleware",
     "approx_token_count",
     "patch_dangling_tool_calls",
     "send_event",
