@@ -7,6 +7,7 @@ reduction (:class:`ToolResultReductionMiddleware`), the filesystem (:class:`File
 ``adk.ApprovalMiddleware``.
 """
 
+from adk.middlewares.agentsmd import AgentsMDMiddleware
 from adk.middlewares.base import (
     AgentMiddleware,
     ChatModelAgentContext,
@@ -28,16 +29,17 @@ from adk.middlewares.filesystem import (
 )
 from adk.middlewares.reduction import ToolResultReductionMiddleware
 from adk.middlewares.skill import Skill, SkillMiddleware
-from adk.middlewares.toolsearch import ToolSearchMiddleware
 from adk.middlewares.summarization import (
     SummarizationMiddleware,
     Summarized,
     TokenCounter,
     approx_token_count,
 )
+from adk.middlewares.toolsearch import ToolSearchMiddleware
 
 __all__ = [
     "AgentMiddleware",
+    "AgentsMDMiddleware",
     "Backend",
     "ChatModelAgentContext",
     "ChatModelAgentState",

@@ -69,6 +69,7 @@ class LocalBackend(TreeBackend):
         if not path.is_dir():
             raise NotADirectoryError(f"LocalBackend root {str(root)!r} is not a directory")
         self.root = os.path.realpath(path)
+        self._prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
         self.max_file_bytes = max_file_bytes
         self.max_files = max_files
 
@@ -86,7 +87,7 @@ class LocalBackend(TreeBackend):
         names ``named``, the path the caller was given, when it differs)."""
         host = os.path.join(self.root, path.lstrip("/")) if path != "/" else self.root
         real = os.path.realpath(host)
-        if real != self.root and not real.startswith(self.root + os.sep):
+        if real != self.root and not real.startswith(self._prefix):
             raise UnsafePathError(named or path, "it resolves outside the root (through a symlink)")
         return real
 
@@ -123,7 +124,7 @@ class LocalBackend(TreeBackend):
             st = os.lstat(host)
             if stat.S_ISLNK(st.st_mode):
                 real = os.path.realpath(host)
-                if not real.startswith(self.root + os.sep):
+                if not real.startswith(self._prefix):
                     return None
                 st = os.stat(real)
             if not stat.S_ISREG(st.st_mode):
@@ -200,7 +201,7 @@ class LocalBackend(TreeBackend):
         except FileNotFoundError:
             return
         parent = os.path.dirname(host)
-        while parent != self.root and parent.startswith(self.root + os.sep):
+        while parent != self.root and parent.startswith(self._prefix):
             try:
                 os.rmdir(parent)  # only when empty
             except OSError:
