@@ -21,6 +21,7 @@
         │   ├── EditError               ``old_string`` empty, missing or not unique (also ValueError)
         │   └── GrepPatternError        a grep regex or a glob pattern does not compile (also ValueError)
         ├── SkillError                  a skill (``SKILL.md``) is malformed or unknown; ``.skill``, ``.path``
+        ├── TaskListError               a plantask tool (``TaskCreate`` ...) refused its call (also ValueError)
         ├── DurableError                a durable run's failure (``adk.durable``, extra ``dbos``)
         │   ├── DurableBackendError     ``adk.durable`` called under trio (DBOS is asyncio-only; also RuntimeError)
         │   ├── DurableSerializationError  a value is not JSON, or a pickled row was refused (also TypeError)
@@ -64,6 +65,7 @@ __all__ = [
     "SkillError",
     "StallDetectedError",
     "StructuredOutputError",
+    "TaskListError",
     "TokenBudgetExceededError",
     "TransferError",
     "UnsafePathError",
@@ -328,3 +330,10 @@ class SkillError(AgentError, ValueError):
         super().__init__(message)
         self.skill = skill
         self.path = path
+
+
+class TaskListError(AgentError, ValueError):
+    """A plantask tool (``TaskCreate``, ``TaskGet``, ``TaskUpdate``, ``TaskList``) refused its call: an invalid
+    task id, a missing task, a cyclic dependency, a task file that is not a task (Eino's messages)."""
+
+    reason = "task_list"

@@ -27,6 +27,7 @@ from adk.middlewares.filesystem import (
     LocalShell,
     Shell,
 )
+from adk.middlewares.plantask import PlanTaskMiddleware
 from adk.middlewares.reduction import ToolResultReductionMiddleware
 from adk.middlewares.skill import Skill, SkillMiddleware
 from adk.middlewares.summarization import (
@@ -52,6 +53,7 @@ __all__ = [
     "LocalShell",
     "ModelWrapper",
     "PatchToolCallsMiddleware",
+    "PlanTaskMiddleware",
     "Shell",
     "Skill",
     "SkillMiddleware",
