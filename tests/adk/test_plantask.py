@@ -42,7 +42,7 @@ async def task_file(backend: Backend, task_id: str) -> dict[str, Any]:
 
 async def test_create_get_list(backend: Backend) -> None:
     tools = await tools_of(backend)
-    assert [t for t in tools] == ["TaskCreate", "TaskGet", "TaskUpdate", "TaskList"]
+    assert list(tools) == ["TaskCreate", "TaskGet", "TaskUpdate", "TaskList"]
     assert tools["TaskUpdate"].info().description == TASK_UPDATE_DESCRIPTION
     assert await run(tools, "TaskList") == "No tasks found."
     assert await run(
@@ -83,7 +83,7 @@ async def test_update_fields_dependencies_and_metadata(backend: Backend) -> None
     await run(tools, "TaskUpdate", taskId="1", metadata={"k1": "v1", "k2": "v2"})
     await run(tools, "TaskUpdate", taskId="1", metadata={"k1": None, "k3": "v3"})
     assert (await task_file(backend, "1"))["metadata"] == {"k2": "v2", "k3": "v3"}
-    for bad in (dict(addBlocks=["4"]), dict(addBlockedBy=["2"]), dict(addBlocks=["1"])):
+    for bad in ({"addBlocks": ["4"]}, {"addBlockedBy": ["2"]}, {"addBlocks": ["1"]}):
         with pytest.raises(TaskListError, match="cyclic dependency"):
             await run(tools, "TaskUpdate", taskId="1", **bad)
     with pytest.raises(TaskListError, match="validate blocked task ID failed"):
