@@ -58,7 +58,7 @@ async def test_create_get_list(backend: Backend) -> None:
     assert await backend.read("/tasks/.highwatermark") == "2"
     assert await run(tools, "TaskGet", taskId="1") == "Task #1: Run tests\nStatus: pending\nDescription: all of them\n"
     assert await run(tools, "TaskList") == "#1 [pending] Run tests\n#2 [pending] Fix bug"
-    with pytest.raises(TaskListError, match="TaskGet validate task ID failed, err: invalid format: ../x"):
+    with pytest.raises(TaskListError, match=r"TaskGet validate task ID failed, err: invalid format: \.\./x"):
         await run(tools, "TaskGet", taskId="../x")
     with pytest.raises(TaskListError, match="TaskGet get Task #9 failed"):
         await run(tools, "TaskGet", taskId="9")
