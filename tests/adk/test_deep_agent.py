@@ -28,6 +28,7 @@ from compose.tools import tool
 from tests.adk.helpers import call, calling, collect, drain, events_of, kinds
 
 pytestmark = pytest.mark.anyio
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "deep_agent.py"
 
 TODOS = [
     {"content": "Find the capital", "activeForm": "Finding the capital", "status": "in_progress"},
@@ -272,3 +273,18 @@ async def test_a_deep_agent_plans_delegates_writes_edits_greps_and_answers(tmp_p
     assert (tmp_path / "notes.md").read_text() == "capital: Paris\n"
     assert len(run.session_values[SESSION_KEY_TODOS]) == 3
     assert researcher_model.calls[0].messages[-1].content == "What is the capital of France?"
+
+
+async def test_the_deep_agent_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("example_deep_agent", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = await module.main()
+    assert result["model"] == "backup"  # the primary failed; failover answered
+    assert result["note"] == "# Hangzhou\nRainy day: Tea Museum\n"
+    assert [t.split(":")[0] for t in result["tools"]] == ["write_todos", "task", "write_file", "edit_file", "grep"]
+    assert len(result["todos"]) == 3
+    assert "answer (backup): Noted in /notes/hangzhou.md" in capsys.readouterr().out
