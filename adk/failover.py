@@ -13,8 +13,9 @@ As in Eino: the failover wrapper is outside the retry wrapper and the event send
 own model event (a failed streaming attempt's event stream ends with ``WillRetryError`` when another attempt
 follows); a stream is read to its end before it is accepted (a failure in the middle fails over too, its
 partial message given to ``should_failover``); the middlewares' ``wrap_model`` wrappers wrap each attempt's
-model; interrupts and cancellation never fail over. Beyond Eino, an answer whose ``response_meta.model`` is empty
-gets the name of the model that answered (its ``model_name``, else its class name), in its event too.
+model; interrupts (``GraphInterrupt``) and cancellation never fail over. Beyond Eino, an answer whose
+``response_meta.model`` is empty gets the name of the model that answered (its ``model_name``, else its class
+name), in its event too.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from adk._run import current_run
 from adk.errors import AgentTimeoutError, FailoverError
+from compose.errors import GraphInterrupt
 from compose.models.base import ChatModel, model_identity
 from compose.schema import Message, ResponseMeta, ToolInfo, concat_messages
 from compose.stream import StreamReader
@@ -227,16 +229,21 @@ class FailoverChatModel:
     async def _once(
         self, model: ChatModel, messages: list[Message], opts: dict[str, Any], streaming: bool, has_more: bool
     ) -> tuple[Any, Message | None, Exception | None]:
-        """One attempt: ``(result, partial, error)``; a stream is read to its end first."""
+        """One attempt: ``(result, partial, error)``; a stream is read to its end first. An interrupt is no
+        failure: it propagates."""
         if not streaming:
             try:
                 return await self._attempt(model, has_more, lambda: self.inner.generate(messages, **opts)), None, None
+            except GraphInterrupt:
+                raise
             except Exception as exc:
                 return None, None, exc
         try:
             reader: StreamReader[Message] = await self._attempt(
                 model, has_more, lambda: self.inner.stream(messages, **opts)
             )
+        except GraphInterrupt:
+            raise
         except Exception as exc:
             return None, None, exc
         check, keep = reader.copy(2)
@@ -244,6 +251,9 @@ class FailoverChatModel:
         try:
             async for chunk in check:
                 chunks.append(chunk)
+        except GraphInterrupt:
+            await keep.aclose()
+            raise
         except Exception as exc:
             await keep.aclose()
             return None, concat_messages(chunks) if chunks else None, exc

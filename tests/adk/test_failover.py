@@ -294,3 +294,33 @@ async def test_the_deep_agent_passes_failover_to_its_general_sub_agent() -> None
     assert seen[-1].content == "top answer" and seen[1].content == "sub answer"
     # the sub-agent's run is a fresh run: it started with primary too, and failed over to backup
     assert len(primary.calls) == 2 and len(backup.calls) == 3
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_interrupt_is_no_failure_it_pauses_the_run(streaming: bool) -> None:
+    from compose.checkpoint import InMemoryCheckPointStore
+    from compose.interrupt import interrupt
+    from tests.adk.helpers import drain
+
+    class Gate(AgentMiddleware):
+        def wrap_model(self, model: ChatModel) -> ChatModel:
+            class Paused(ModelWrapper):
+                async def generate(self, messages: Any, **opts: Any) -> Message:
+                    raise interrupt("wait for a human")
+
+                async def stream(self, messages: Any, **opts: Any) -> Any:
+                    raise interrupt("wait for a human")
+
+            return Paused(model)
+
+    backup = named("backup", ["unused"])
+    agent = ChatModelAgent(
+        "a",
+        "d",
+        model=named("primary", ["x"]),
+        middlewares=[Gate()],
+        model_failover=ModelFailoverConfig(models=[backup]),
+    )
+    runner = Runner(agent, enable_streaming=streaming, checkpoint_store=InMemoryCheckPointStore())
+    _, paused = await drain(runner.query("hi", checkpoint_id="c"))
+    assert paused is not None and backup.calls == []
