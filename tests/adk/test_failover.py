@@ -302,14 +302,22 @@ async def test_an_interrupt_is_no_failure_it_pauses_the_run(streaming: bool) -> 
     from compose.interrupt import interrupt
     from tests.adk.helpers import drain
 
-    class Gate(AgentMiddleware):
+    pauses: list[int] = []
+
+    class Gate(AgentMiddleware):  # pauses the first model call only
         def wrap_model(self, model: ChatModel) -> ChatModel:
             class Paused(ModelWrapper):
                 async def generate(self, messages: Any, **opts: Any) -> Message:
-                    raise interrupt("wait for a human")
+                    if not pauses:
+                        pauses.append(1)
+                        raise interrupt("wait for a human")
+                    return await self.inner.generate(messages, **opts)
 
                 async def stream(self, messages: Any, **opts: Any) -> Any:
-                    raise interrupt("wait for a human")
+                    if not pauses:
+                        pauses.append(1)
+                        raise interrupt("wait for a human")
+                    return await self.inner.stream(messages, **opts)
 
             return Paused(model)
 
