@@ -120,3 +120,19 @@ async def test_the_reminder_is_not_in_a_checkpoint() -> None:
     data = await store.get("c")
     assert data is not None and b"Be brief." not in data and AGENTS_MD_EXTRA_KEY.encode() not in data
     assert "Be brief." in model.calls[0].messages[0].content
+
+
+async def test_the_reminder_is_not_in_a_session() -> None:
+    from adk import InMemorySessionStore
+
+    mw = AgentsMDMiddleware(["/home/AGENTS.md"], backend=InMemoryBackend(FILES))
+    model = ScriptedChatModel(["one", "two"])
+    store = InMemorySessionStore()
+    runner = Runner(ChatModelAgent("a", "d", model=model, middlewares=[mw]), session_store=store)
+    for text in ("first", "second"):
+        await collect(runner.query(text, session_id="s"))
+    stored = (await store.load("s")).messages
+    assert [m.content for m in stored] == ["first", "one", "second", "two"]
+    second = model.calls[1].messages  # the history from the session, and the reminder once, before it
+    assert [m.content for m in second][1:] == ["first", "one", "second"]
+    assert second[0].extra == {AGENTS_MD_EXTRA_KEY: True}

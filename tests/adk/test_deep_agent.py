@@ -288,3 +288,13 @@ async def test_the_deep_agent_example_runs_offline(capsys: pytest.CaptureFixture
     assert [t.split(":")[0] for t in result["tools"]] == ["write_todos", "task", "write_file", "edit_file", "grep"]
     assert len(result["todos"]) == 3
     assert "answer (backup): Noted in /notes/hangzhou.md" in capsys.readouterr().out
+
+
+async def test_a_shell_adds_the_execute_tool(tmp_path: Path) -> None:
+    from adk.middlewares import LocalShell
+
+    model = ScriptedChatModel([calling(call("execute", '{"command": "echo hi > out.txt; cat out.txt"}', "e1")), "ok"])
+    agent = deep_agent("deep", "d", model, shell=LocalShell(tmp_path, timeout=10), general_sub_agent=False)
+    seen = await collect(Runner(agent).query("run it"))
+    assert [t.name for t in model.calls[0].tools] == ["write_todos", "execute"]
+    assert seen[1].content == "hi\n"
