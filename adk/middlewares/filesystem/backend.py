@@ -14,8 +14,8 @@ searches files in path order (Eino's come in map order); a file of more than ``m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from adk.errors import BackendFileNotFoundError, FilesystemError, FileTooLargeError
 from adk.middlewares.filesystem._vfs import (
@@ -33,6 +33,8 @@ from adk.middlewares.filesystem._vfs import (
 )
 
 __all__ = ["Backend", "FileInfo", "GrepMatch", "TreeBackend"]
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -106,8 +108,8 @@ class TreeBackend:
     def _remove(self, path: str) -> None:
         raise NotImplementedError
 
-    async def _call(self, fn: object, *args: object) -> object:
-        assert callable(fn)
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a synchronous body (in a worker thread for a backend whose storage blocks)."""
         return fn(*args)
 
     def _check_size(self, path: str, size: int) -> None:
@@ -142,9 +144,18 @@ class TreeBackend:
         files = self._files("/" if pattern.startswith("/") else directory)
         return glob_files(pattern, directory, files)
 
-    def _grep(self, pattern: str, path: str, glob: str, file_type: str, flags: Sequence[object]) -> list[GrepMatch]:
-        case_insensitive, multiline, before, after = flags
-        regex = compile_pattern(pattern, bool(case_insensitive))
+    def _grep(
+        self,
+        pattern: str,
+        path: str,
+        glob: str,
+        file_type: str,
+        case_insensitive: bool,
+        multiline: bool,
+        before: int,
+        after: int,
+    ) -> list[GrepMatch]:
+        regex = compile_pattern(pattern, case_insensitive)
         directory = normalize(path) if path else "/"
         sizes = {p: size for p, size, _ in self._files(directory)}
         contents: list[tuple[str, str]] = []
@@ -156,8 +167,7 @@ class TreeBackend:
                 contents.append((p, self._load(p)))
             except (BackendFileNotFoundError, FileTooLargeError):
                 continue  # removed (or grown) since it was listed
-        assert isinstance(before, int) and isinstance(after, int)
-        return grep_files(contents, regex, multiline=bool(multiline), before=before, after=after)
+        return grep_files(contents, regex, multiline=multiline, before=before, after=after)
 
     def _delete(self, file_path: str) -> None:
         self._remove(normalize(file_path))
@@ -166,15 +176,11 @@ class TreeBackend:
 
     async def ls(self, path: str = "/") -> list[FileInfo]:
         """See :class:`Backend`."""
-        result = await self._call(self._ls, path)
-        assert isinstance(result, list)
-        return result
+        return await self._call(self._ls, path)
 
     async def read(self, file_path: str, *, offset: int = 1, limit: int = 0) -> str:
         """See :class:`Backend`."""
-        result = await self._call(self._read, file_path, offset, limit)
-        assert isinstance(result, str)
-        return result
+        return await self._call(self._read, file_path, offset, limit)
 
     async def write(self, file_path: str, content: str) -> None:
         """See :class:`Backend`."""
@@ -186,9 +192,7 @@ class TreeBackend:
 
     async def glob(self, pattern: str, path: str = "/") -> list[FileInfo]:
         """See :class:`Backend`."""
-        result = await self._call(self._glob, pattern, path)
-        assert isinstance(result, list)
-        return result
+        return await self._call(self._glob, pattern, path)
 
     async def grep(
         self,
@@ -203,10 +207,17 @@ class TreeBackend:
         after_lines: int = 0,
     ) -> list[GrepMatch]:
         """See :class:`Backend`."""
-        flags = (case_insensitive, multiline, max(before_lines, 0), max(after_lines, 0))
-        result = await self._call(self._grep, pattern, path, glob, file_type, flags)
-        assert isinstance(result, list)
-        return result
+        return await self._call(
+            self._grep,
+            pattern,
+            path,
+            glob,
+            file_type,
+            case_insensitive,
+            multiline,
+            max(before_lines, 0),
+            max(after_lines, 0),
+        )
 
     async def delete(self, file_path: str) -> None:
         """See :class:`Backend`."""

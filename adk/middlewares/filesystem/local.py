@@ -25,8 +25,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
@@ -36,6 +38,7 @@ from adk.middlewares.filesystem.backend import TreeBackend
 
 __all__ = ["LocalBackend"]
 
+T = TypeVar("T")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 
@@ -76,8 +79,7 @@ class LocalBackend(TreeBackend):
     def __repr__(self) -> str:
         return f"LocalBackend({self.root!r}, max_file_bytes={self.max_file_bytes})"
 
-    async def _call(self, fn: object, *args: object) -> object:
-        assert callable(fn)
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(fn, *args)
 
     # --- resolving a virtual path ---
