@@ -8,7 +8,7 @@ A skill is a directory under the skills directory holding ``SKILL.md``::
     description: Extract text and tables from PDF files
     context: fork          # optional: inline (default), fork, fork_with_context
     agent: reader          # for fork modes: the agent that runs it (a key of ``agents``)
-    model: small           # for fork modes: a key of ``models``, handed to the agent factory
+    model: small           # a key of ``models``: the fork's agent factory gets it; inline, later calls use it
     ---
     Step-by-step instructions...
 
@@ -16,7 +16,8 @@ The instruction gets Eino's Skills System prompt; the ``skill`` tool (argument `
 ``<available_skills>`` in its description, re-read from the backend at the start of each run. Calling it:
 
 * ``inline`` (the default): the tool answers ``Launching skill: <name>`` and the skill's text with its base
-  directory, for the model to follow;
+  directory, for the model to follow; with a ``model``, the run's later model calls go to that model (Eino's
+  ModelHub swap: the middleware's ``wrap_model`` calls it, with the run's tools, instead of the model it wraps);
 * ``fork``: the skill's agent runs on one user message, the skill's text, without the parent's history;
 * ``fork_with_context``: the agent runs on the parent's conversation plus the skill's text as the tool call's
   result; both fork modes answer Eino's ``Skill "<name>" completed (sub-agent execution).`` with the texts of
@@ -25,8 +26,7 @@ The instruction gets Eino's Skills System prompt; the ``skill`` tool (argument `
 Front matter is parsed with ``yaml.safe_load`` (extra ``skills``: PyYAML): a tag such as ``!!python/object`` is
 refused, and so is front matter that is not a mapping with a string ``name`` and ``description`` or names an
 unknown ``context``, each with :class:`~adk.errors.SkillError` naming the skill's file. Where pyeino differs: a
-skill's ``model`` in inline mode does not switch the agent's model (Eino's ModelHub swap), and a fork's agent
-cannot pause (an interrupt inside it fails the call).
+fork's agent cannot pause (an interrupt inside it fails the call).
 """
 
 from __future__ import annotations
@@ -34,20 +34,22 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-from collections.abc import Callable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adk._run import current_run
+from adk._run import RunContext, current_run
 from adk.agent import Agent, RunSession
 from adk.errors import SkillError
 from adk.events import AgentInput
 from adk.middlewares import _skill_prompts as prompts
-from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext
+from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext, ModelWrapper
 from adk.middlewares.filesystem import Backend, LocalBackend
 from compose.errors import ToolArgumentsError
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo, tool_message, user_message
+from compose.stream import StreamReader
 from compose.tool_node import get_tool_call_id
 
 __all__ = ["CONTEXT_MODES", "Skill", "SkillMiddleware", "load_skills", "parse_skill"]
@@ -190,6 +192,8 @@ class _SkillTool:
             base=skill.base_directory, content=skill.content
         )
         if skill.context == "inline":
+            if skill.model:
+                self.owner.activate(skill)
             return text
         return await self.owner.fork(skill, text)
 
@@ -202,7 +206,8 @@ class SkillMiddleware(AgentMiddleware):
         base_dir: the skills directory in the backend (default ``/``).
         agents: for fork modes: agent name -> an agent, or a factory ``(model or None) -> agent``; the key
             ``""`` serves skills that name no agent.
-        models: for fork modes: model name -> chat model, handed to the agent factory.
+        models: model name -> chat model: handed to a fork's agent factory; an inline skill's model answers the
+            run's later calls.
         tool_name: the tool's name (default ``skill``).
     """
 
@@ -221,6 +226,7 @@ class SkillMiddleware(AgentMiddleware):
         self.models = dict(models or {})
         self.tool_name = tool_name
         self.instruction = prompts.SYSTEM_PROMPT.format(tool_name=tool_name)
+        self._active: OrderedDict[int, tuple[RunContext, ChatModel]] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"SkillMiddleware({self.backend!r}, base_dir={self.base_dir!r})"
@@ -231,6 +237,34 @@ class SkillMiddleware(AgentMiddleware):
             context.instruction + "\n" + self.instruction, [*context.tools, tool], set(context.return_directly)
         )
 
+    def _model(self, skill: Skill) -> ChatModel:
+        model = self.models.get(skill.model)
+        if model is None:
+            raise SkillError(
+                f"skill '{skill.name}' requires model '{skill.model}' but it is not among the models "
+                f"{sorted(self.models)}",
+                skill=skill.name,
+            )
+        return model
+
+    def activate(self, skill: Skill) -> None:
+        """An inline skill with a model: the current run's later model calls go to it."""
+        model = self._model(skill)
+        run = current_run.get()
+        if run is not None:
+            self._active[id(run)] = (run, model)
+            while len(self._active) > 64:
+                self._active.popitem(last=False)
+
+    def active_model(self) -> ChatModel | None:
+        """The model an inline skill chose for the current run, if any."""
+        run = current_run.get()
+        hit = self._active.get(id(run)) if run is not None else None
+        return hit[1] if hit is not None and hit[0] is run else None
+
+    def wrap_model(self, model: ChatModel) -> ChatModel:
+        return _SkillModel(model, self) if self.models else model
+
     def _agent(self, skill: Skill) -> Agent:
         entry = self.agents.get(skill.agent)
         if entry is None:
@@ -239,15 +273,7 @@ class SkillMiddleware(AgentMiddleware):
                 f"(agents: {sorted(self.agents)})",
                 skill=skill.name,
             )
-        model: ChatModel | None = None
-        if skill.model:
-            model = self.models.get(skill.model)
-            if model is None:
-                raise SkillError(
-                    f"skill '{skill.name}' requires model '{skill.model}' but it is not among the models "
-                    f"{sorted(self.models)}",
-                    skill=skill.name,
-                )
+        model = self._model(skill) if skill.model else None
         if callable(getattr(entry, "run", None)) and getattr(entry, "name", None):
             return entry  # type: ignore[return-value]
         assert callable(entry)
@@ -280,3 +306,35 @@ class SkillMiddleware(AgentMiddleware):
                 if content:
                     results.append(content)
         return prompts.SUB_AGENT_RESULT.format(name=skill.name, result="\n".join(results))
+
+
+class _SkillModel(ModelWrapper):
+    """Calls the model an inline skill chose for the run (with the run's tools), else the wrapped one."""
+
+    def __init__(self, inner: ChatModel, owner: SkillMiddleware) -> None:
+        super().__init__(inner)
+        self.owner = owner
+        self._bound: dict[tuple[int, int], tuple[ChatModel, list[ToolInfo], ChatModel]] = {}
+
+    def _target(self) -> ChatModel:
+        chosen = self.owner.active_model()
+        if chosen is None:
+            return self.inner
+        run = current_run.get()
+        infos = run.state.tool_infos if run is not None and run.state is not None else None
+        if not infos:
+            return chosen
+        key = (id(chosen), id(infos))
+        hit = self._bound.get(key)
+        if hit is None or hit[0] is not chosen or hit[1] is not infos:
+            hit = (chosen, infos, chosen.with_tools(infos))
+            if len(self._bound) > 32:
+                self._bound.clear()  # one entry per run's tool list: keep a few
+            self._bound[key] = hit
+        return hit[2]
+
+    async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        return await self._target().generate(messages, **opts)
+
+    async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        return await self._target().stream(messages, **opts)

@@ -151,3 +151,26 @@ def test_a_skill_parses() -> None:
         "/skills/review",
     )
     assert skill.content == "Review carefully."
+
+
+async def test_an_inline_skill_with_a_model_switches_the_run_s_later_calls() -> None:
+    files = {"/s/big/SKILL.md": "---\nname: big\ndescription: Hard maths\nmodel: large\n---\nThink hard."}
+    large = ScriptedChatModel(["42, carefully"])
+    model = ScriptedChatModel([use("big"), "never"])
+    mw = SkillMiddleware(InMemoryBackend(files), base_dir="/s", models={"large": large})
+    seen = await collect(Runner(ChatModelAgent("a", "d", model=model, middlewares=[mw])).query("6*7?"))
+    assert seen[-1].content == "42, carefully"
+    assert len(model.calls) == 1 and len(large.calls) == 1
+    assert [t.name for t in large.calls[0].tools] == ["skill"]  # the run's tools, bound to the chosen model
+    assert large.calls[0].messages[-1].role == "tool"
+    # a new run starts with the agent's own model again
+    again = ScriptedChatModel(["fine"])
+    await collect(Runner(ChatModelAgent("a", "d", model=again, middlewares=[mw])).query("hi"))
+    assert len(again.calls) == 1 and len(large.calls) == 1
+    unknown = SkillMiddleware(InMemoryBackend(files), base_dir="/s", models={"small": large})
+    error = (
+        await collect(
+            Runner(ChatModelAgent("a", "d", model=ScriptedChatModel([use("big")]), middlewares=[unknown])).query("x")
+        )
+    )[-1].error
+    assert isinstance(error, SkillError) and "requires model 'large'" in str(error)
