@@ -176,8 +176,14 @@ class NodeRunError(GraphRunError):
     """Raised when a node, its state handler or its input conversion fails.
 
     ``node_path`` lists node keys from the outermost graph down to the failing node; the original exception is
-    ``__cause__``.
+    ``__cause__``. ``phase`` says what failed: ``""`` (the node), ``"pre handler"``, ``"post handler"``,
+    ``"output"`` (:class:`NodeOutputTypeError`) or ``"stream"``: an error inside the node's output stream in a
+    streaming run (the model's connection broke, a tool failed mid-stream), named once after the node that
+    produced the stream and raised as it is wherever the stream is read (by the next node, a handler, a branch,
+    the caller).
     """
+
+    _origin: object = None  # the run whose stream named it (compose._engine.blame); None for other errors
 
     def __init__(self, node_path: Sequence[str], cause: BaseException, *, phase: str = "") -> None:
         self.node_path = list(node_path)
