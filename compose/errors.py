@@ -17,6 +17,7 @@ derive from :class:`ComposeError`::
     │   │   ├── RuntimeTypeError          a value crossing an ``Any`` edge had the wrong type
     │   │   ├── FanInMergeError           values arriving at one node could not be merged
     │   │   ├── FieldMappingError(LookupError)  a Workflow field mapping failed (missing map key, None on the path)
+    │   │   │   └── FieldMappingTypeError(RuntimeTypeError)  a mapped value is not of the target field's type
     │   │   └── StateError                ``process_state`` found no state of the asked type
     │   ├── StreamError                   misuse of a stream or an impossible concat
     │   │   ├── EmptyStreamError          concat of a stream with no chunk
@@ -71,6 +72,7 @@ __all__ = [
     "EmptyStreamError",
     "FanInMergeError",
     "FieldMappingError",
+    "FieldMappingTypeError",
     "GraphBuildError",
     "GraphCompiledError",
     "GraphInterrupt",
@@ -274,6 +276,28 @@ class FieldMappingError(GraphRunError, LookupError):
             f"[{'.'.join(self.field_path)}]: {problem}\n"
             f"------------------------\nnode path: [{', '.join(self.node_path)}]"
         )
+
+
+class FieldMappingTypeError(FieldMappingError, RuntimeTypeError):
+    """Raised when a Workflow field mapping whose types only may fit (from ``Any``, a ``dict[str, Any]`` value, a
+    base class to a subclass, a union) carries a value that is not of the target field's type: a ``None`` or a
+    ``str`` mapped into an ``int``, an ``Animal`` that is not the ``Dog`` the node takes (Eino's "runtime check
+    failed for mapping ..., field[X]-[Y] is absolutely not assignable"). In a streaming run it is an error item
+    of the mapped stream. ``expected`` is the field's type, ``actual`` the value's."""
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        node_path: Sequence[str],
+        predecessor: str,
+        field_path: Sequence[str],
+        expected: Any,
+        actual: type,
+    ) -> None:
+        super().__init__(problem, node_path=node_path, predecessor=predecessor, field_path=field_path)
+        self.expected = expected
+        self.actual = actual
 
 
 class StateError(GraphRunError, LookupError):

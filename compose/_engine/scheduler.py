@@ -109,12 +109,14 @@ def _check_condition_input(key: str, b: BranchRT, chunk: Any) -> Any:
 def _with_callbacks(p: Paradigms, handlers: tuple[CallbackHandler, ...], info: RunInfo) -> Paradigms:
     """Fire callbacks around what the component implements, then derive the rest (eino-semantics 1.8)."""
 
+    report = p.report
+
     def wrap(fn: Any, stream_in: bool, stream_out: bool) -> Any:
         async def run(x: Any, **o: Any) -> Any:
             if stream_in:
                 x = await fire_start_stream(handlers, info, x)
             else:
-                await fire_start(handlers, info, x)
+                await fire_start(handlers, info, x if report is None else report[0](x))
             token = _node_handlers.set(handlers)  # what the node runs (a ToolsNode's tools) reports to them
             try:
                 out = await fn(x, **o)
@@ -126,7 +128,7 @@ def _with_callbacks(p: Paradigms, handlers: tuple[CallbackHandler, ...], info: R
                 _node_handlers.reset(token)
             if stream_out:
                 return await fire_end_stream(handlers, info, out)
-            await fire_end(handlers, info, out)
+            await fire_end(handlers, info, out if report is None or stream_in else report[1](x, out))
             return out
 
         return run

@@ -15,7 +15,9 @@ Where pyeino differs from Eino: no Go templates; ``Message`` has no multi-part c
 rendered; a content is compiled when the template is built, so a malformed one (or a disabled Jinja2 tag) fails
 there rather than at ``format``; an undefined Jinja2 variable is an error, not an empty string; the messages
 returned are deep copies of the templates (Eino's are shallow); ``format`` fires no callbacks of its own (a
-chat template node's callbacks, with the variables as input and the messages as output, come from the graph).
+chat template node's callbacks come from the graph, with Eino's callback input and output:
+:class:`~compose.prompt.PromptCallbackInput` (the variables and the templates) to ``on_start``,
+:class:`~compose.prompt.PromptCallbackOutput` (the messages and the templates) to ``on_end``).
 """
 
 from __future__ import annotations
