@@ -6,9 +6,10 @@
   consumer reads drives the model; the other buffers). With retries, a failed attempt's event stream ends
   with ``WillRetryError``. It also reports ``model.call.*`` and ``text.delta`` telemetry when handlers exist,
   checks that the model returned a ``Message`` / ``StreamReader`` of ``Message`` chunks (``ModelResponseError``
-  naming the agent and the model otherwise, for a chunk as an error item that both copies raise), and bounds the reading of the stream by the run's deadline (``timeout``): a read still
-  waiting for the model when the deadline passes raises ``AgentTimeoutError``, also while the consumer, not
-  the runner, reads the tokens.
+  naming the agent and the model otherwise, for a chunk as an error item that both copies raise), and
+  bounds the reading of the stream by the run's deadline (``timeout``): a read still waiting for the model
+  when the deadline passes raises ``AgentTimeoutError``, also while the consumer, not the runner, reads the
+  tokens.
 * :class:`OptionsModel` (outermost): adds options to every call (``response_format`` for structured output)
   and to the first model call of a run only (``tool_choice``; retries of that call keep it, since retry sits
   inside).
@@ -39,6 +40,7 @@ from compose.errors import StreamEnd
 from compose.models.base import ChatModel, checked_chunk, checked_message, checked_stream
 from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
+from compose.stream._copy import MapReader
 
 if TYPE_CHECKING:
     from adk.structured_output import OutputSchema
@@ -109,7 +111,7 @@ class EventModel:
             run.emit("model.call.completed", attempt=attempt, usage=None, error=repr(exc))
             raise
         # checked before the copy: the event's reader and the graph's see the same ModelResponseError
-        reader = reader.map(partial(checked_chunk, self._source(run, "stream()")))
+        reader = MapReader(reader, partial(checked_chunk, self._source(run, "stream()")), is_async=False)
         if run.deadline is not None:
             reader = StreamReader.from_async_iterator(_Deadline(reader, run.deadline, run.timeout))
         if run.telemetry:

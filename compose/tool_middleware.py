@@ -356,7 +356,7 @@ def named_tool_stream(reader: StreamReader[Any], name: str, call_id: str) -> Str
     def on_error(exc: BaseException) -> BaseException:
         return stream_call_error(name, call_id, exc) if isinstance(exc, Exception) else exc
 
-    return MapReader(reader, partial(tool_chunk_text, name, call_id), on_error)
+    return MapReader(reader, partial(tool_chunk_text, name, call_id), on_error, is_async=False)
 
 
 def _stream_from_invoke(invoke: InvokableToolEndpoint) -> StreamableToolEndpoint:

@@ -31,7 +31,10 @@ all are closed with the node's stream. As in Eino, a tool stream that ends witho
 empty, and an error inside a tool stream reaches the reader as an error item (the stream goes on after it);
 unlike Eino, that item is a ``ToolExecutionError`` (``streaming=True``) naming the tool and call id with the
 tool's error as its cause, as a failure to start is, so the next node that concatenates the messages reports
-which tool broke. Middlewares see the tool's own error, before the node wraps it.
+which tool broke. The same holds in :meth:`ToolsNode.invoke` for a stream-only tool: its stream failing (or
+yielding a chunk that is not a ``str``) is that ``ToolExecutionError`` with ``streaming=True``. The error is made
+once, where the call's stream is first read (an agent's tool-result collector, outermost, already names it),
+and passed on as it is. Middlewares see the tool's own error, before the node wraps it.
 """
 
 from __future__ import annotations

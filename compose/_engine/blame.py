@@ -67,11 +67,11 @@ class OutputStream:
 
     def wrap(self, out: StreamReader[Any]) -> StreamReader[Any]:
         if self.model:
-            return MapReader(out, self._check_message, self.blame)
+            return MapReader(out, self._check_message, self.blame, is_async=False)
         if self.cls is not None:
-            return MapReader(out, self._check, self.blame)
+            return MapReader(out, self._check, self.blame, is_async=False)
         if self.key is not None:
-            return MapReader(out, self._keyed, self.blame)
+            return MapReader(out, self._keyed, self.blame, is_async=False)
         return WrapErrorsReader(out, self.blame)
 
     def blame(self, exc: BaseException) -> BaseException:

@@ -174,7 +174,7 @@ class MapReader(StreamReader[Any]):
 
     ``on_error`` (Eino's ``WithErrWrapper``) replaces each error item of the source by what it returns; errors
     raised by ``fn`` itself are not passed to it. The engine uses it to blame a node's output stream's errors
-    on that node.
+    on that node. ``is_async`` says whether ``fn`` is async when the caller knows (saving the inspection).
     """
 
     _kind = "map"
@@ -184,12 +184,14 @@ class MapReader(StreamReader[Any]):
         src: StreamReader[Any],
         fn: Callable[[Any], Any],
         on_error: Callable[[BaseException], BaseException] | None = None,
+        *,
+        is_async: bool | None = None,
     ) -> None:
         super().__init__()
         self._src = src
         self._fn = fn
         self._on_error = on_error
-        self._async = _is_async_callable(fn)
+        self._async = _is_async_callable(fn) if is_async is None else is_async
         self._lost = False  # an async fn was cancelled while holding an item
         self._cancel_safe = src.cancel_safe and not self._async
 
