@@ -173,7 +173,7 @@ async def test_the_caller_reading_the_stream_sees_the_same_error_once_named() ->
     assert str(info.value).count("node path") == 1
 
 
-@pytest.mark.parametrize("paradigm", sorted(STREAMING))
+@pytest.mark.parametrize("paradigm", ["invoke", *sorted(STREAMING)])
 async def test_a_stream_failing_in_a_nested_graph_names_the_inner_node(paradigm: str) -> None:
     inner = Graph[str, str]()
     inner.add_lambda_node("words", broken_words)
@@ -185,9 +185,14 @@ async def test_a_stream_failing_in_a_nested_graph_names_the_inner_node(paradigm:
     g.add_edge(START, "sub")
     g.add_edge("sub", "upper")
     g.add_edge("upper", END)
+    run = (lambda r, x: r.invoke(x)) if paradigm == "invoke" else STREAMING[paradigm]
     with pytest.raises(NodeRunError) as info:
-        await STREAMING[paradigm](g.compile(), "a")
-    assert_blames(info.value, ["sub", "words"], ConnectionResetError)
+        await run(g.compile(), "a")
+    if paradigm == "invoke":  # the lambda's stream is read inside the node (its derived invoke)
+        assert info.value.node_path == ["sub", "words"] and info.value.phase == ""
+        assert isinstance(info.value.__cause__, ConnectionResetError)
+    else:
+        assert_blames(info.value, ["sub", "words"], ConnectionResetError)
 
 
 async def test_a_separate_graph_streamed_by_a_lambda_is_named_after_the_lambda_too() -> None:
