@@ -18,7 +18,7 @@ from compose.models._openai_errors import translate_openai_error, translated_err
 from compose.models._openai_stream import ChunkIterator
 from compose.models._openai_wire import completion_message, response_format_param
 from compose.models.base import ChatModelOptions, ToolChoice
-from compose.schema import Message, ToolInfo
+from compose.schema import AudioPart, FilePart, ImagePart, Message, TextPart, ToolInfo
 from compose.stream import StreamReader
 
 __all__ = ["DEFAULT_STREAM_IDLE_TIMEOUT", "OpenAIChatModel", "translate_openai_error"]
@@ -26,6 +26,7 @@ __all__ = ["DEFAULT_STREAM_IDLE_TIMEOUT", "OpenAIChatModel", "translate_openai_e
 _SDK_OPTIONS = ("timeout", "extra_headers", "extra_query")  # extras that configure the request, not the body
 _CHOICE_KEYWORDS = ("auto", "none", "required")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_AUDIO_FORMATS = {"mpeg": "mp3", "mpeg3": "mp3", "x-mp3": "mp3", "x-wav": "wav", "wave": "wav", "vnd.wave": "wav"}
 DEFAULT_STREAM_IDLE_TIMEOUT = 120.0
 
 
@@ -243,11 +244,15 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The messages in the chat-completions request format.
 
     Raises:
-        ModelBadRequestError: a message holds a lone surrogate (UTF-8 cannot encode it); names the message.
+        ModelBadRequestError: a message holds a lone surrogate (UTF-8 cannot encode it), or a part the API
+            cannot take; names the message.
     """
     out = []
     for i, msg in enumerate(messages):
-        wire = message_to_openai(msg)
+        try:
+            wire = message_to_openai(msg)
+        except ModelBadRequestError as error:
+            raise ModelBadRequestError(f"request message {i}: {error}") from None
         _check_encodable(wire, i, msg.role)
         out.append(wire)
     return out
@@ -257,9 +262,13 @@ def message_to_openai(msg: Message) -> dict[str, Any]:
     """One message in the chat-completions request format.
 
     An assistant message with tool calls and no text gets ``"content": ""``: OpenAI accepts ``null`` there,
-    llama.cpp's server does not, and every common server accepts the empty string.
+    llama.cpp's server does not, and every common server accepts the empty string. A message with ``parts``
+    gets a list of content parts (see :func:`content_to_openai`).
+
+    Raises:
+        ModelBadRequestError: a part the chat-completions API cannot take (see :func:`content_to_openai`).
     """
-    out: dict[str, Any] = {"role": msg.role, "content": msg.content}
+    out: dict[str, Any] = {"role": msg.role, "content": content_to_openai(msg) if msg.parts else msg.content}
     if msg.name:
         out["name"] = msg.name
     if msg.role == "assistant" and msg.tool_calls:
@@ -276,6 +285,57 @@ def message_to_openai(msg: Message) -> dict[str, Any]:
     return out
 
 
+def content_to_openai(msg: Message) -> list[dict[str, Any]]:
+    """A message's ``content`` and ``parts`` as chat-completions content parts: the content first (as a text
+    part, when not empty), then each part.
+
+    ``TextPart`` → ``text``; ``ImagePart`` → ``image_url`` (its URL or a ``data:`` URL, and ``detail``);
+    ``AudioPart`` → ``input_audio`` (inline data; the format is the MIME subtype: ``audio/wav`` → ``wav``,
+    ``audio/mpeg`` → ``mp3``); ``FilePart`` → ``file`` (``file_data`` as a ``data:`` URL, or ``file_id``, with
+    ``filename``); ``VideoPart`` → ``video_url`` (not OpenAI's: vLLM-style servers take it).
+
+    Raises:
+        ModelBadRequestError: an audio part given by URL, or a file part given by URL (the API takes neither),
+            naming the part.
+    """
+    wire: list[dict[str, Any]] = [{"type": "text", "text": msg.content}] if msg.content else []
+    for n, part in enumerate(msg.parts):
+        if isinstance(part, TextPart):
+            wire.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            image: dict[str, Any] = {"url": part.data_url}
+            if part.detail is not None:
+                image["detail"] = part.detail
+            wire.append({"type": "image_url", "image_url": image})
+        elif isinstance(part, AudioPart):
+            if part.data is None:
+                raise ModelBadRequestError(
+                    f"{msg.role} message: parts[{n}] is audio by URL, which the chat-completions API does not "
+                    "take: give it inline (AudioPart.from_bytes(raw, 'audio/wav'))"
+                )
+            wire.append({"type": "input_audio", "input_audio": {"data": part.data, "format": _audio_format(part)}})
+        elif isinstance(part, FilePart):
+            if part.url is not None:
+                raise ModelBadRequestError(
+                    f"{msg.role} message: parts[{n}] is a file by URL, which the chat-completions API does not "
+                    "take: give it inline (FilePart.from_bytes(raw, 'application/pdf', name=...)) or by file_id"
+                )
+            file: dict[str, Any] = (
+                {"file_id": part.file_id} if part.file_id is not None else {"file_data": part.data_url}
+            )
+            if part.name:
+                file["filename"] = part.name
+            wire.append({"type": "file", "file": file})
+        else:
+            wire.append({"type": "video_url", "video_url": {"url": part.data_url}})
+    return wire
+
+
+def _audio_format(part: AudioPart) -> str:
+    subtype = part.mime_type.partition("/")[2].lower()
+    return _AUDIO_FORMATS.get(subtype, subtype)
+
+
 def _check_encodable(wire: dict[str, Any], index: int, role: str) -> None:
     def check(text: str, field: str) -> None:
         # isascii() is O(1) on CPython's compact strings: the search runs only for non-ASCII text
@@ -289,6 +349,10 @@ def _check_encodable(wire: dict[str, Any], index: int, role: str) -> None:
         value = wire.get(key)
         if isinstance(value, str):
             check(value, key)
+        elif isinstance(value, list):
+            for n, part in enumerate(value):
+                if part["type"] == "text":
+                    check(part["text"], f"content[{n}].text")
     for n, call in enumerate(wire.get("tool_calls", ())):
         check(call["id"], f"tool_calls[{n}].id")
         check(call["function"]["name"], f"tool_calls[{n}].function.name")
