@@ -6,14 +6,15 @@ import copy
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
 import httpx2
 from openai import AsyncOpenAI
 
-from compose.errors import ModelBadRequestError, ModelResponseError
+from compose.errors import ChatModelError, ModelBadRequestError, ModelResponseError, ResponseFormatUnsupportedError
 from compose.models._openai_errors import translate_openai_error, translated_errors
 from compose.models._openai_stream import ChunkIterator
 from compose.models._openai_wire import completion_message, response_format_param
@@ -23,6 +24,8 @@ from compose.stream import StreamReader
 
 __all__ = ["DEFAULT_STREAM_IDLE_TIMEOUT", "OpenAIChatModel", "translate_openai_error"]
 
+_NOT_REFUSALS = (401, 403, 408, 429)  # statuses that say something other than "this request is malformed"
+_RESPONSE_FORMAT_WORDS = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
 _SDK_OPTIONS = ("timeout", "extra_headers", "extra_query")  # extras that configure the request, not the body
 _CHOICE_KEYWORDS = ("auto", "none", "required")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -64,7 +67,10 @@ class OpenAIChatModel:
 
     **Structured output.** A ``response_format`` option (``{"type": "json_schema", "json_schema": {"name":
     ..., "schema": {...}, "strict": true}}``, or ``json_object`` / ``text``) is checked and sent as the request's
-    ``response_format``; ``supports_response_format`` tells an agent with an ``output_type`` to use it.
+    ``response_format``; ``supports_response_format`` tells an agent with an ``output_type`` to use it. A server
+    that refuses it (an HTTP 4xx or 5xx whose error names ``response_format``, ``json_schema`` or
+    ``json_object``, as llama.cpp's does) raises :class:`~compose.errors.ResponseFormatUnsupportedError`, which
+    is not retryable.
 
     The client this model creates has ``max_retries=0``: the retry policy belongs to the caller (an agent's
     ``ModelRetryConfig``), so errors surface at once. A client you pass in is used as it is, and not closed by
@@ -150,7 +156,7 @@ class OpenAIChatModel:
             ChatModelError: a subclass saying what failed and whether a retry can help.
         """
         kwargs = self._request(messages, opts)
-        with translated_errors():
+        with self._refusals(kwargs), translated_errors(base_url=self.client.base_url):
             raw = await self.client.chat.completions.with_raw_response.create(**kwargs)
         data = raw.http_response.content
         try:
@@ -171,7 +177,7 @@ class OpenAIChatModel:
                 breaks off (``ModelServerError``).
         """
         kwargs = self._request(messages, opts, streaming=True)
-        with translated_errors():
+        with self._refusals(kwargs), translated_errors(base_url=self.client.base_url):
             response = await self.client.chat.completions.create(
                 **kwargs, stream=True, stream_options={"include_usage": True}
             )
@@ -225,6 +231,30 @@ class OpenAIChatModel:
         if streaming and "timeout" not in kwargs and self.stream_idle_timeout is not None:
             kwargs["timeout"] = self._stream_timeout(self.stream_idle_timeout)
         return kwargs
+
+    @contextmanager
+    def _refusals(self, kwargs: Mapping[str, Any]) -> Iterator[None]:
+        """A refusal of the request's ``response_format`` becomes ``ResponseFormatUnsupportedError``."""
+        try:
+            yield
+        except ChatModelError as error:
+            status = error.status_code
+            response_format = kwargs.get("response_format")
+            if (
+                response_format is None
+                or status is None
+                or not 400 <= status < 600
+                or status in _NOT_REFUSALS
+                or _RESPONSE_FORMAT_WORDS.search(str(error)) is None
+            ):
+                raise
+            kind = response_format.get("type", "?")
+            raise ResponseFormatUnsupportedError(
+                f"the server at {self.client.base_url} refused response_format {kind!r} ({error}): it does not "
+                "take structured output by JSON schema; an agent's output_mode='tool' asks for a final_answer "
+                "tool call instead (output_mode='auto' falls back to it)",
+                status_code=status,
+            ) from error
 
     def _stream_timeout(self, idle: float) -> httpx2.Timeout:
         """The client's timeout with its read timeout (the longest wait for data) cut to ``idle``."""
