@@ -16,7 +16,7 @@ from adk.middlewares.summarization import approx_token_count
 from adk.sessions import SQLiteSessionStore, approximate_tokens
 from compose.checkpoint import SQLiteCheckPointStore
 from compose.errors import TemplateFormatError
-from compose.models import ScriptedChatModel
+from compose.models import JSONActionChatModel, ScriptedChatModel
 from compose.prompt import ChatTemplate
 from compose.schema import (
     AudioPart,
@@ -217,3 +217,16 @@ async def test_parts_survive_a_sqlite_session_and_plain_rows_keep_their_json(tmp
     async with SQLiteSessionStore(path) as store:
         session = await store.load("s1")
     assert session.messages == [LOOK, answer, user_message("hi"), user_message("hi")]
+
+
+async def test_the_json_action_model_keeps_the_parts_of_the_messages_it_rewrites() -> None:
+    inner = ScriptedChatModel(['{"type": "final", "answer": "A chart."}'])
+    chart = ImagePart(url="https://example.com/chart.png")
+    history = [
+        LOOK,
+        assistant_message("", [call("plot", "{}", id="p1")]),
+        Message(role="tool", content="plotted", tool_call_id="p1", tool_name="plot", parts=[chart]),
+    ]
+    assert (await JSONActionChatModel(inner).generate(history)).content == "A chart."
+    sent = inner.calls[0].messages
+    assert sent[1].parts == LOOK.parts and sent[-1].role == "user" and sent[-1].parts == [chart]
