@@ -4,6 +4,7 @@ checkpoints and sessions across a pause and a new process's store."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sqlite3
 from pathlib import Path
@@ -35,6 +36,8 @@ from compose.tools import tool
 from tests.adk.helpers import call, calling
 
 pytestmark = pytest.mark.anyio
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "picture_question.py"
 
 IMAGE = ImagePart(url="https://example.com/cat.png", detail="high")
 LOOK = user_message("What is in it?", parts=[IMAGE, TextPart(text="Be brief.")])
@@ -230,3 +233,23 @@ async def test_the_json_action_model_keeps_the_parts_of_the_messages_it_rewrites
     assert (await JSONActionChatModel(inner).generate(history)).content == "A chart."
     sent = inner.calls[0].messages
     assert sent[1].parts == LOOK.parts and sent[-1].role == "user" and sent[-1].parts == [chart]
+
+
+async def test_a_scripted_answer_with_parts_streams_them() -> None:
+    drawn = Message(role="assistant", content="Here:", parts=[IMAGE, TextPart(text="a cat")])
+    model = ScriptedChatModel([drawn, drawn], chunk_size=2)
+    async with await model.stream([LOOK]) as reader:
+        chunks = [c async for c in reader]
+    assert [c.parts for c in chunks if c.parts] == [[IMAGE], [TextPart(text="a cat")]]
+    whole = concat_messages(chunks)
+    assert whole.parts == drawn.parts and whole.content == "Here:"
+    assert (await model.generate([LOOK])).parts == drawn.parts
+
+
+async def test_the_picture_question_example(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("picture_question_demo", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    answers = await demo.main(str(tmp_path / "sessions.db"))
+    assert answers == ["It is West Lake.", "Still West Lake, from the first turn."]
