@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -136,7 +136,7 @@ class _MediaPart(_Model):
         return ("url", "data")
 
     @classmethod
-    def from_bytes(cls, raw: bytes, mime_type: str, **fields: Any) -> Any:
+    def from_bytes(cls, raw: bytes, mime_type: str, **fields: Any) -> Self:
         """The part holding ``raw`` inline (base64-encoded), e.g. ``ImagePart.from_bytes(png, "image/png")``."""
         return cls(data=base64.b64encode(raw).decode("ascii"), mime_type=mime_type, **fields)
 
