@@ -381,12 +381,21 @@ def _check_encodable(wire: dict[str, Any], index: int, role: str) -> None:
             check(value, key)
         elif isinstance(value, list):
             for n, part in enumerate(value):
-                if part["type"] == "text":
-                    check(part["text"], f"content[{n}].text")
+                for field, text in _strings(part, f"content[{n}]"):
+                    check(text, field)
     for n, call in enumerate(wire.get("tool_calls", ())):
         check(call["id"], f"tool_calls[{n}].id")
         check(call["function"]["name"], f"tool_calls[{n}].function.name")
         check(call["function"]["arguments"], f"tool_calls[{n}].function.arguments")
+
+
+def _strings(value: dict[str, Any], path: str) -> Iterator[tuple[str, str]]:
+    """The strings of a content part and their paths (``content[1].image_url.url``)."""
+    for key, item in value.items():
+        if isinstance(item, str):
+            yield f"{path}.{key}", item
+        elif isinstance(item, dict):
+            yield from _strings(item, f"{path}.{key}")
 
 
 def tool_to_openai(tool: ToolInfo) -> dict[str, Any]:

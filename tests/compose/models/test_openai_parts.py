@@ -113,9 +113,12 @@ async def test_a_part_the_api_cannot_take_fails_before_any_request(
     assert server.requests == []
 
 
-async def test_a_lone_surrogate_in_a_text_part_names_the_part(server: OpenAIServer, model: OpenAIChatModel) -> None:
+async def test_a_lone_surrogate_in_a_part_names_the_part(server: OpenAIServer, model: OpenAIChatModel) -> None:
     message = Message(role="user", parts=[TextPart(text="ok"), TextPart(text="bad \ud800")])
     with pytest.raises(ModelBadRequestError, match=r"request message 0 .*content\[1\]\.text holds a lone surrogate"):
+        await model.generate([message])
+    message = Message(role="user", content="see", parts=[ImagePart(url="https://x/\udc00.png")])
+    with pytest.raises(ModelBadRequestError, match=r"content\[1\]\.image_url\.url holds a lone surrogate"):
         await model.generate([message])
     assert server.requests == []
 
