@@ -36,6 +36,7 @@ derive from :class:`ComposeError`::
     │   │   ├── ModelTimeoutError         the request timed out (retryable)
     │   │   ├── ModelServerError          HTTP 5xx or a broken/truncated stream (retryable)
     │   │   ├── ModelBadRequestError      HTTP 400/404/422, or a request that cannot be encoded (not retryable)
+    │   │   │   └── ResponseFormatUnsupportedError  the server refused ``response_format`` (HTTP 4xx or 5xx)
     │   │   ├── ModelAuthError            HTTP 401/403 (not retryable)
     │   │   ├── ModelResponseError        an answer that cannot be understood (wrong shape, not a JSON action, ...)
     │   │   └── ScriptExhaustedError      a ScriptedChatModel was called past its script
@@ -94,6 +95,7 @@ __all__ = [
     "NodeRunError",
     "PathOutsideRootError",
     "PromptError",
+    "ResponseFormatUnsupportedError",
     "RuntimeTypeError",
     "ScriptExhaustedError",
     "StateError",
@@ -455,6 +457,13 @@ class ModelServerError(ChatModelError):
 class ModelBadRequestError(ChatModelError):
     """The provider rejected the request (HTTP 400, 404, 422), or it cannot be sent (a request message with a
     lone surrogate, which UTF-8 cannot encode). Not retryable."""
+
+
+class ResponseFormatUnsupportedError(ModelBadRequestError):
+    """The server refused the request's ``response_format`` (structured output by JSON schema): an HTTP 4xx, or a
+    5xx, whose error names ``response_format``, ``json_schema`` or ``json_object``, such as llama.cpp's server's
+    HTTP 500 "Input should be 'text' or 'json_object'". Not retryable: the same request is refused again. An agent
+    with ``output_mode="auto"`` falls back to its ``final_answer`` tool on it."""
 
 
 class ModelAuthError(ChatModelError):
