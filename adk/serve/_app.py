@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
@@ -155,6 +156,8 @@ class _Server:
         try:
             event: BaseEvent
             async for event in agui_run(served, input, record, owner):
+                if event.timestamp is None:
+                    event.timestamp = int(time.time() * 1000)
                 yield encoder.encode(event)
         finally:
             self.tracker.leave()

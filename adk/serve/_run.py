@@ -44,7 +44,7 @@ from adk.serve._threads import (
 )
 from adk.sessions import SessionStore
 from compose.checkpoint import CheckPointStore
-from compose.errors import ComposeError, InterruptNotFoundError
+from compose.errors import ComposeError, InterruptNotFoundError, NodeRunError
 from compose.schema import Message
 
 logger = logging.getLogger("adk.serve")
@@ -66,7 +66,10 @@ class ServedAgent:
 
 
 def error_event(exc: BaseException) -> RunErrorEvent:
-    """``RUN_ERROR`` for ``exc``: pyeino's errors with their message, anything else without its details."""
+    """``RUN_ERROR`` for ``exc``: pyeino's errors with their message (a node's error as the error it wraps, when
+    that is pyeino's too), anything else without its details."""
+    while isinstance(exc, NodeRunError) and isinstance(exc.__cause__, ComposeError):
+        exc = exc.__cause__
     if isinstance(exc, (ComposeError, ValueError, TypeError)):
         return RunErrorEvent(message=str(exc), code=type(exc).__name__)
     return RunErrorEvent(message=f"internal error ({type(exc).__name__}); see the server log", code="InternalError")
