@@ -27,14 +27,14 @@ import httpx
 import uvicorn
 
 sys.path.insert(0, str(Path(__file__).parent))
-from travel_agent import INSTRUCTION, TASK, TOOLS, scripted_messages  # noqa: E402
+from travel_agent import INSTRUCTION, TASK, TOOLS, scripted_messages
 
-from adk import ChatModelAgent  # noqa: E402
-from adk.serve import create_app  # noqa: E402
-from compose.models import ScriptedChatModel  # noqa: E402
-from compose.schema import FunctionCall, Message, ToolCall, ToolInfo  # noqa: E402
-from compose.stream import StreamReader  # noqa: E402
-from compose.tools import tool  # noqa: E402
+from adk import ChatModelAgent
+from adk.serve import create_app
+from compose.models import ScriptedChatModel
+from compose.schema import FunctionCall, Message, ToolCall, ToolInfo
+from compose.stream import StreamReader
+from compose.tools import tool
 
 
 @tool

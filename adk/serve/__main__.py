@@ -80,7 +80,12 @@ async def serve(argv: Sequence[str] | None = None) -> None:
     try:
         app = create_app(target, session_store=session_store, checkpoint_store=checkpoint_store, cors_origins=args.cors)
         config = uvicorn.Config(
-            app, host=args.host, port=args.port, timeout_graceful_shutdown=args.grace, log_level="warning", lifespan="off"
+            app,
+            host=args.host,
+            port=args.port,
+            timeout_graceful_shutdown=args.grace,
+            log_level="warning",
+            lifespan="off",
         )
         server = uvicorn.Server(config)
         names = ", ".join(sorted(app.state.server.agents))

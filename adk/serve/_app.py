@@ -24,7 +24,7 @@ from adk.runner import Runner
 from adk.serve._client_tools import RequestExtras
 from adk.serve._messages import conversation
 from adk.serve._run import ServedAgent, _state, _thread_messages, agui_run
-from adk.serve._threads import ThreadRecord, delete_record, load_record
+from adk.serve._threads import ThreadRecord, delete_record, forget, load_record
 from adk.sessions import InMemorySessionStore, SessionStore
 from compose.checkpoint import CheckPointStore, InMemoryCheckPointStore
 
@@ -179,7 +179,7 @@ class _Server:
         if request.method == "DELETE":
             await served.sessions.delete(thread_id)
             if record.checkpoint_id is not None:
-                await served.checkpoints.delete(record.checkpoint_id)
+                await forget(served.checkpoints, record.checkpoint_id)
             await delete_record(served.checkpoints, thread_id)
             return Response(status_code=204)
         messages = await _thread_messages(served, thread_id, record.checkpoint_id)
@@ -202,7 +202,11 @@ class _Server:
         if not ok:
             return _error(401, "not authenticated")
         return JSONResponse(
-            {"agents": [{"name": s.name, "description": s.description, "graph": _mermaid(s)} for s in self.agents.values()]}
+            {
+                "agents": [
+                    {"name": s.name, "description": s.description, "graph": _mermaid(s)} for s in self.agents.values()
+                ]
+            }
         )
 
     async def health(self, request: Request) -> Response:

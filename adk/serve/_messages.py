@@ -76,8 +76,8 @@ def from_agui(message: AGUIMessage) -> Message | None:
     return None
 
 
-def to_agui(message: Message, id: str) -> AGUIMessage | None:
-    """The AG-UI message for a stored pyeino message (None for a role AG-UI has no message for)."""
+def to_agui(message: Message, id: str) -> AGUIMessage:
+    """The AG-UI message for a stored pyeino message."""
     if message.role == "user":
         return UserMessage(id=id, content=message.content, name=message.name)
     if message.role == "assistant":
@@ -88,19 +88,12 @@ def to_agui(message: Message, id: str) -> AGUIMessage | None:
         return AssistantMessage(id=id, content=message.content or None, tool_calls=calls or None, name=message.name)
     if message.role == "tool":
         return ToolMessage(id=id, content=message.content, tool_call_id=message.tool_call_id or "")
-    if message.role == "system":
-        return SystemMessage(id=id, content=message.content, name=message.name)
-    return None
+    return SystemMessage(id=id, content=message.content, name=message.name)
 
 
 def conversation(thread_id: str, messages: Iterable[Message]) -> list[AGUIMessage]:
     """Stored messages as AG-UI messages, each with its stamped id (or ``<thread id>-<position>``)."""
-    out: list[AGUIMessage] = []
-    for i, m in enumerate(messages):
-        converted = to_agui(m, message_id(m) or f"{thread_id}-{i}")
-        if converted is not None:
-            out.append(converted)
-    return out
+    return [to_agui(m, message_id(m) or f"{thread_id}-{i}") for i, m in enumerate(messages)]
 
 
 def held_ids(thread_id: str, messages: Sequence[Message]) -> set[str]:

@@ -38,7 +38,7 @@ from adk.serve._threads import (
     ThreadRecord,
     checkpoint_id_for,
     describe,
-    load_record,
+    forget,
     resume_targets,
     save_record,
 )
@@ -227,4 +227,4 @@ async def _settle(served: ServedAgent, thread_id: str, checkpoint_id: str, value
     except BaseException:
         await sessions.release(lease)
         raise
-    await served.checkpoints.delete(checkpoint_id)
+    await forget(served.checkpoints, checkpoint_id)

@@ -56,9 +56,18 @@ def checkpoint_id_for(thread_id: str) -> str:
     return f"pyeino.serve/run/{thread_id}"
 
 
+async def forget(store: CheckPointStore, key: str) -> None:
+    """Delete ``key`` (a store with only Eino's ``get``/``set`` gets an empty value, which reads as nothing)."""
+    delete = getattr(store, "delete", None)
+    if delete is not None:
+        await delete(key)
+    else:
+        await store.set(key, b"")
+
+
 async def load_record(store: CheckPointStore, thread_id: str) -> ThreadRecord | None:
     data = await store.get(_PREFIX + thread_id)
-    if data is None:
+    if not data:
         return None
     raw = json.loads(data)
     return ThreadRecord(raw["agent"], raw.get("owner"), raw.get("checkpoint_id"), list(raw.get("interrupts", [])))
@@ -75,7 +84,7 @@ async def save_record(store: CheckPointStore, thread_id: str, record: ThreadReco
 
 
 async def delete_record(store: CheckPointStore, thread_id: str) -> None:
-    await store.delete(_PREFIX + thread_id)
+    await forget(store, _PREFIX + thread_id)
 
 
 def _tool_call_of(address: str) -> str | None:
@@ -144,9 +153,7 @@ def _json(value: Any) -> Any:
     return jsonable(value)
 
 
-def resume_targets(
-    thread_id: str, pending: Sequence[Interrupt], entries: Sequence[ResumeEntry]
-) -> dict[str, Any]:
+def resume_targets(thread_id: str, pending: Sequence[Interrupt], entries: Sequence[ResumeEntry]) -> dict[str, Any]:
     """The Runner's resume targets for AG-UI resume entries answering the thread's ``pending`` interrupts.
 
     An approval's ``resolved`` payload ``{approved, reason?, editedArgs?}`` becomes an ``ApprovalDecision``

@@ -49,9 +49,17 @@ def _round(call: tuple[str, str, str], answer: str) -> Any:
 
 def build() -> dict[str, Any]:
     return {
-        "held": ChatModelAgent("held", "waits", model=PolicyModel(_round(("h1", "held", '{"city": "Hangzhou"}'), "Held done.")), tools=[held]),
+        "held": ChatModelAgent(
+            "held",
+            "waits",
+            model=PolicyModel(_round(("h1", "held", '{"city": "Hangzhou"}'), "Held done.")),
+            tools=[held],
+        ),
         "payer": ChatModelAgent(
-            "payer", "pays", model=PolicyModel(_round(("p1", "pay", '{"invoice": 7}'), "Paid.")), tools=[pay],
+            "payer",
+            "pays",
+            model=PolicyModel(_round(("p1", "pay", '{"invoice": 7}'), "Paid.")),
+            tools=[pay],
             approval=lambda name, _args: True,
         ),
     }

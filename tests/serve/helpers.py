@@ -97,8 +97,16 @@ def live_server(app: Starlette) -> Iterator[Live]:
 
 
 def run_input(thread_id: str, run_id: str, messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    return {"threadId": thread_id, "runId": run_id, "messages": messages, "state": {}, "tools": [], "context": [],
-            "forwardedProps": {}, **extra}
+    return {
+        "threadId": thread_id,
+        "runId": run_id,
+        "messages": messages,
+        "state": {},
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+        **extra,
+    }
 
 
 def user(id: str, text: str) -> dict[str, Any]:

@@ -186,8 +186,12 @@ async def test_plain_answer(agent_app: Live) -> None:
     assert "".join(d["delta"] for d in deltas) == "Hello there!" and len(deltas) > 1
     assert all(d["delta"] for d in deltas)
     assert events[-1] == {
-        "type": "RUN_FINISHED", "threadId": "t-plain", "runId": "r1", "result": "Hello there!",
-        "outcome": {"type": "success"}, "timestamp": events[-1]["timestamp"],
+        "type": "RUN_FINISHED",
+        "threadId": "t-plain",
+        "runId": "r1",
+        "result": "Hello there!",
+        "outcome": {"type": "success"},
+        "timestamp": events[-1]["timestamp"],
     }
 
 
@@ -206,7 +210,12 @@ async def test_streamed_tool_round_and_thread(agent_app: Live) -> None:
     assert result["toolCallId"] == "c1" and result["content"] == "sunny in Hangzhou"
     # the thread holds the turn under the ids the client saw
     ids = [m["id"] for m in thread["messages"]]
-    assert ids == ["u1", start["parentMessageId"], result["messageId"], of(events, "TEXT_MESSAGE_START")[-1]["messageId"]]
+    assert ids == [
+        "u1",
+        start["parentMessageId"],
+        result["messageId"],
+        of(events, "TEXT_MESSAGE_START")[-1]["messageId"],
+    ]
     assert thread["messages"][1]["toolCalls"][0]["id"] == "c1"
     assert thread["interrupts"] == []
 
@@ -229,7 +238,10 @@ async def test_messages_are_not_appended_twice(agent_app: Live) -> None:
         await post_run(client, agent_app.agui("plain"), run_input("t-d", "r2", again))
         thread = (await client.get(f"{agent_app.url}/agents/plain/threads/t-d")).json()
     assert [(m["role"], m["content"]) for m in thread["messages"]] == [
-        ("user", "Hi"), ("assistant", "Hello there!"), ("user", "Again"), ("assistant", "Hello there!"),
+        ("user", "Hi"),
+        ("assistant", "Hello there!"),
+        ("user", "Again"),
+        ("assistant", "Hello there!"),
     ]
     assert [m["id"] for m in thread["messages"]][:3] == ["u1", answer["id"], "u2"]
 
@@ -256,7 +268,13 @@ async def test_approval_pause_and_resume_with_edits(agent_app: Live) -> None:
         # pending interrupts block new input
         blocked = await post_run(client, url, run_input("t-pay", "r2", [user("u1", "Pay invoice 7")]))
         assert blocked[-1]["type"] == "RUN_ERROR" and blocked[-1]["code"] == "InterruptPendingError"
-        resume = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approved": True, "editedArgs": {"invoice": 8}}}]
+        resume = [
+            {
+                "interruptId": pending["id"],
+                "status": "resolved",
+                "payload": {"approved": True, "editedArgs": {"invoice": 8}},
+            }
+        ]
         resumed = await post_run(client, url, run_input("t-pay", "r3", snapshot, resume=resume))
         valid(resumed)
         assert types(resumed)[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
@@ -302,7 +320,9 @@ async def test_unknown_interrupt_and_partial_resume(agent_app: Live) -> None:
         )
         assert none_pending[-1]["code"] == "InterruptNotFoundError"
         await post_run(client, url, run_input("t-y", "r1", [user("u1", "Pay")]))
-        wrong = await post_run(client, url, run_input("t-y", "r2", [], resume=[{"interruptId": "nope", "status": "cancelled"}]))
+        wrong = await post_run(
+            client, url, run_input("t-y", "r2", [], resume=[{"interruptId": "nope", "status": "cancelled"}])
+        )
     assert wrong[-1]["code"] == "InterruptNotFoundError"
     valid(none_pending)
     valid(wrong)
@@ -372,7 +392,9 @@ async def test_request_bounds_and_unknown_agent(agent_app: Live) -> None:
             assert wrong.status_code == 422 and wrong.json()["field"] == "threadId"
             missing = await client.post(small.agui("nobody"), json=run_input("t", "r", []))
             assert missing.status_code == 404 and missing.json()["agents"] == ["a"]
-            not_sse = await client.post(small.agui("a"), json=run_input("t", "r", []), headers={"Accept": "application/json"})
+            not_sse = await client.post(
+                small.agui("a"), json=run_input("t", "r", []), headers={"Accept": "application/json"}
+            )
             assert not_sse.status_code == 406
 
 
@@ -383,7 +405,10 @@ class Weather(BaseModel):
 
 async def test_structured_result() -> None:
     agent = ChatModelAgent(
-        "typed", "typed weather", model=PolicyModel(lambda m: '{"city": "Hangzhou", "celsius": 21.5}'), output_type=Weather
+        "typed",
+        "typed weather",
+        model=PolicyModel(lambda m: '{"city": "Hangzhou", "celsius": 21.5}'),
+        output_type=Weather,
     )
     with live_server(create_app(agent)) as live:
         async with httpx.AsyncClient() as client:
@@ -401,12 +426,18 @@ async def test_client_tool_round_and_context() -> None:
 
     model = PolicyModel(policy)
     agent = ChatModelAgent("planner", "plans", "You plan.", model, tools=[get_weather])
-    confirm = {"name": "confirm", "description": "Ask the user", "parameters": {"type": "object", "properties": {"what": {"type": "string"}}}}
+    confirm = {
+        "name": "confirm",
+        "description": "Ask the user",
+        "parameters": {"type": "object", "properties": {"what": {"type": "string"}}},
+    }
     context = [{"description": "the user's city", "value": "Hangzhou"}]
     with live_server(create_app(agent)) as live:
         url = live.agui("planner")
         async with httpx.AsyncClient() as client:
-            first = await post_run(client, url, run_input("t-c", "r1", [user("u1", "Plan")], tools=[confirm], context=context))
+            first = await post_run(
+                client, url, run_input("t-c", "r1", [user("u1", "Plan")], tools=[confirm], context=context)
+            )
             valid(first)
             assert [e["toolCallName"] for e in of(first, "TOOL_CALL_START")] == ["get_weather", "confirm"]
             assert [e["toolCallId"] for e in of(first, "TOOL_CALL_RESULT")] == ["k1"]  # the server's tool only
@@ -432,7 +463,9 @@ async def test_transfer_and_steps() -> None:
         return calling(("x1", "transfer_to_agent", '{"agent_name": "weatherman"}'))
 
     weatherman = ChatModelAgent(
-        "weatherman", "tells the weather", model=PolicyModel(one_round(("c1", "get_weather", '{"city": "Hangzhou"}'), "Sunny.")),
+        "weatherman",
+        "tells the weather",
+        model=PolicyModel(one_round(("c1", "get_weather", '{"city": "Hangzhou"}'), "Sunny.")),
         tools=[get_weather],
     )
     root = set_sub_agents(ChatModelAgent("desk", "routes", model=PolicyModel(desk)), [weatherman])
@@ -441,15 +474,22 @@ async def test_transfer_and_steps() -> None:
             events = await post_run(client, live.agui("desk"), run_input("t", "r", [user("u1", "Weather?")]))
     valid(events)
     steps = [(e["type"], e["stepName"]) for e in events if e["type"].startswith("STEP_")]
-    assert steps == [("STEP_STARTED", "desk"), ("STEP_FINISHED", "desk"), ("STEP_STARTED", "weatherman"), ("STEP_FINISHED", "weatherman")]
+    assert steps == [
+        ("STEP_STARTED", "desk"),
+        ("STEP_FINISHED", "desk"),
+        ("STEP_STARTED", "weatherman"),
+        ("STEP_FINISHED", "weatherman"),
+    ]
     assert [e["toolCallName"] for e in of(events, "TOOL_CALL_START")] == ["transfer_to_agent", "get_weather"]
     assert events[-1]["result"] == "Sunny."
 
 
 async def test_agent_tool_subagent_attribution() -> None:
     inner = ChatModelAgent(
-        "researcher", "looks things up",
-        model=PolicyModel(one_round(("c1", "get_weather", '{"city": "Hangzhou"}'), "It is sunny.")), tools=[get_weather],
+        "researcher",
+        "looks things up",
+        model=PolicyModel(one_round(("c1", "get_weather", '{"city": "Hangzhou"}'), "It is sunny.")),
+        tools=[get_weather],
     )
 
     def lead(messages: list[Message]) -> Message | str:
@@ -457,7 +497,9 @@ async def test_agent_tool_subagent_attribution() -> None:
             return calling(("r1", "researcher", '{"request": "weather in Hangzhou"}'))
         return "Research says: sunny."
 
-    agent = ChatModelAgent("lead", "answers", model=PolicyModel(lead), tools=ToolsConfig([AgentTool(inner)], emit_internal_events=True))
+    agent = ChatModelAgent(
+        "lead", "answers", model=PolicyModel(lead), tools=ToolsConfig([AgentTool(inner)], emit_internal_events=True)
+    )
     with live_server(create_app(agent)) as live:
         async with httpx.AsyncClient() as client:
             events = await post_run(client, live.agui("lead"), run_input("t", "r", [user("u1", "Weather?")]))
@@ -496,7 +538,10 @@ def held_app() -> Iterator[Live]:
     gate.clear()
     holding.clear()
     agent = ChatModelAgent(
-        "held", "waits", model=PolicyModel(one_round(("h1", "slow", '{"city": "Hangzhou"}'), "Done waiting.")), tools=[slow]
+        "held",
+        "waits",
+        model=PolicyModel(one_round(("h1", "slow", '{"city": "Hangzhou"}'), "Done waiting.")),
+        tools=[slow],
     )
     with live_server(create_app(agent)) as live:
         yield live
@@ -515,12 +560,12 @@ async def _until_tool_runs(response: httpx.Response) -> AsyncIterator[str]:
 
 async def test_second_run_on_a_busy_thread(held_app: Live) -> None:
     url = held_app.agui("held")
-    async with httpx.AsyncClient(timeout=30) as client:
-        async with client.stream("POST", url, json=run_input("t-busy", "r1", [user("u1", "Go")])) as first:
-            lines = await _until_tool_runs(first)
-            busy = await post_run(client, url, run_input("t-busy", "r2", [user("u2", "Again")]))
-            gate.set()
-            rest = "".join([line async for line in lines])
+    body = run_input("t-busy", "r1", [user("u1", "Go")])
+    async with httpx.AsyncClient(timeout=30) as client, client.stream("POST", url, json=body) as first:
+        lines = await _until_tool_runs(first)
+        busy = await post_run(client, url, run_input("t-busy", "r2", [user("u2", "Again")]))
+        gate.set()
+        rest = "".join([line async for line in lines])
     assert busy[-1]["type"] == "RUN_ERROR" and busy[-1]["code"] == "SessionBusyError"
     valid(busy)
     assert '"RUN_FINISHED"' in rest
@@ -559,7 +604,10 @@ async def test_auth_and_principals() -> None:
         return token.removeprefix("Bearer ") or None
 
     agent = ChatModelAgent(
-        "payer", "pays", model=PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done.")), tools=[pay],
+        "payer",
+        "pays",
+        model=PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done.")),
+        tools=[pay],
         approval=lambda name, _args: True,
     )
     alice, bob = {"Authorization": "Bearer alice"}, {"Authorization": "Bearer bob"}
@@ -570,12 +618,18 @@ async def test_auth_and_principals() -> None:
             assert (await client.post(url, json=run_input("t-a", "r1", []))).status_code == 401
             assert (await client.get(f"{live.url}/agents")).status_code == 401
             async with client.stream("POST", url, json=run_input("t-a", "r1", [user("u1", "Pay")]), headers=alice) as r:
-                paused = [json.loads(line[6:]) for line in [x async for x in r.aiter_lines()] if line.startswith("data: ")]
+                paused = [
+                    json.loads(line[6:]) for line in [x async for x in r.aiter_lines()] if line.startswith("data: ")
+                ]
             (pending,) = paused[-1]["outcome"]["interrupts"]
             resume = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approved": True}}]
             assert (await client.get(thread_url, headers=bob)).status_code == 404
-            assert (await client.post(url, json=run_input("t-a", "r2", [user("u2", "Hi")]), headers=bob)).status_code == 404
-            assert (await client.post(url, json=run_input("t-a", "r2", [], resume=resume), headers=bob)).status_code == 404
+            assert (
+                await client.post(url, json=run_input("t-a", "r2", [user("u2", "Hi")]), headers=bob)
+            ).status_code == 404
+            assert (
+                await client.post(url, json=run_input("t-a", "r2", [], resume=resume), headers=bob)
+            ).status_code == 404
             assert (await client.delete(thread_url, headers=bob)).status_code == 404
             assert (await client.get(thread_url, headers=alice)).status_code == 200
             async with client.stream("POST", url, json=run_input("t-a", "r3", [], resume=resume), headers=alice) as r:

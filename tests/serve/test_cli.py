@@ -25,7 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
-def server(target: str, db: str, *extra: str, env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen[str], str]]:
+def server(
+    target: str, db: str, *extra: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
     cmd = [sys.executable, "-m", "adk.serve", target, "--port", "0", "--db", db, *extra]
     environ = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -44,7 +46,9 @@ def test_validator_cli_on_the_example(tmp_path: Path) -> None:
     with server("examples.serve_agent:build", str(tmp_path / "runs.db")) as (_, url):
         done = subprocess.run(
             ["ag-ui-validate", f"{url}/agents/travel_agent/agui", "--max-warnings", "0", "--json"],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     report = json.loads(done.stdout)
     assert done.returncode == 0, done.stdout
@@ -54,13 +58,23 @@ def test_validator_cli_on_the_example(tmp_path: Path) -> None:
 def test_sigterm_drains_the_run_in_flight(tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     gate.write_text("")
-    with open(gate) as held, server(
-        "tests.serve.cli_target:build", str(tmp_path / "runs.db"), "--grace", "30", env={"PYEINO_SERVE_GATE": str(gate)}
-    ) as (proc, url):
+    with (
+        open(gate) as held,
+        server(
+            "tests.serve.cli_target:build",
+            str(tmp_path / "runs.db"),
+            "--grace",
+            "30",
+            env={"PYEINO_SERVE_GATE": str(gate)},
+        ) as (proc, url),
+    ):
         fcntl.flock(held, fcntl.LOCK_EX)
-        with httpx.Client(timeout=30) as client, client.stream(
-            "POST", f"{url}/agents/held/agui", json=run_input("t-drain", "r1", [user("u1", "Go")])
-        ) as response:
+        with (
+            httpx.Client(timeout=30) as client,
+            client.stream(
+                "POST", f"{url}/agents/held/agui", json=run_input("t-drain", "r1", [user("u1", "Go")])
+            ) as response,
+        ):
             lines = response.iter_lines()
             while '"TOOL_CALL_END"' not in next(lines):
                 pass
@@ -73,13 +87,19 @@ def test_sigterm_drains_the_run_in_flight(tmp_path: Path) -> None:
 
 def test_two_processes_share_threads(tmp_path: Path) -> None:
     db = str(tmp_path / "runs.db")
-    with server("tests.serve.cli_target:build", db) as (_, first), server("tests.serve.cli_target:build", db) as (_, second):
-        with httpx.Client(timeout=30) as client:
-            paused = parse_sse(client.post(f"{first}/agents/payer/agui", json=run_input("t-shared", "r1", [user("u1", "Pay")])).text)
-            (pending,) = paused[-1]["outcome"]["interrupts"]
-            resume = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approved": True}}]
-            resumed = parse_sse(client.post(f"{second}/agents/payer/agui", json=run_input("t-shared", "r2", [], resume=resume)).text)
-            thread = client.get(f"{first}/agents/payer/threads/t-shared").json()
+    with (
+        server("tests.serve.cli_target:build", db) as (_, first),
+        server("tests.serve.cli_target:build", db) as (_, second),httpx.Client(timeout=30) as client
+    ):
+        paused = parse_sse(
+            client.post(f"{first}/agents/payer/agui", json=run_input("t-shared", "r1", [user("u1", "Pay")])).text
+        )
+        (pending,) = paused[-1]["outcome"]["interrupts"]
+        resume = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approved": True}}]
+        resumed = parse_sse(
+            client.post(f"{second}/agents/payer/agui", json=run_input("t-shared", "r2", [], resume=resume)).text
+        )
+        thread = client.get(f"{first}/agents/payer/threads/t-shared").json()
     assert [r["content"] for r in resumed if r["type"] == "TOOL_CALL_RESULT"] == ["paid invoice 7"]
     assert resumed[-1]["result"] == "Paid."
     assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "tool", "assistant"]

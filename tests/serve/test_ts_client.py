@@ -41,13 +41,22 @@ def app() -> Iterator[Live]:
 
     agents: dict[str, Any] = {
         "weather": ChatModelAgent(
-            "weather", "weather",
-            model=PolicyModel(lambda m: calling(("c1", "get_weather", '{"city": "Hangzhou"}'), content="Checking.")
-                              if not tool_results(m) else "Sunny in Hangzhou."),
+            "weather",
+            "weather",
+            model=PolicyModel(
+                lambda m: (
+                    calling(("c1", "get_weather", '{"city": "Hangzhou"}'), content="Checking.")
+                    if not tool_results(m)
+                    else "Sunny in Hangzhou."
+                )
+            ),
             tools=[get_weather],
         ),
         "payer": ChatModelAgent(
-            "payer", "pays", model=PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Paid.")), tools=[pay],
+            "payer",
+            "pays",
+            model=PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Paid.")),
+            tools=[pay],
             approval=lambda name, _args: name == "pay",
         ),
         "planner": ChatModelAgent("planner", "plans", model=PolicyModel(planner)),
