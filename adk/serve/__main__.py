@@ -3,10 +3,10 @@ over AG-UI on uvicorn.
 
 ``module:build`` names an agent, a Runner or a mapping of names to them, or a function of no arguments returning
 one. Threads and paused runs are kept in ``--db``: a SQLite file (default ``runs.db`` in the working directory,
-shared by the processes of one machine) or a ``postgresql://`` URL (several server processes on one database
-serve the same threads). The server prints ``serving <names> on http://host:port`` once it listens; Ctrl-C or
-SIGTERM stops it taking requests and lets the runs in flight finish for up to ``--grace`` seconds (then they
-are cancelled: their threads keep what they had before the run).
+shared by the processes of one machine), a ``postgresql://`` URL (several server processes on one database
+serve the same threads) or ``memory`` (this process only). The server prints ``serving <names> on
+http://host:port`` once it listens; Ctrl-C or SIGTERM stops it taking requests and lets the runs in flight finish
+for up to ``--grace`` seconds (then they are cancelled: their threads keep what they had before the run).
 """
 
 from __future__ import annotations
@@ -44,7 +44,12 @@ def load_target(spec: str) -> Any:
 
 
 def stores(db: str) -> tuple[Any, Any]:
-    """The session and checkpoint stores for ``--db``."""
+    """The session and checkpoint stores for ``--db`` (``memory``: in this process only)."""
+    if db == "memory":
+        from adk.sessions import InMemorySessionStore
+        from compose.checkpoint import InMemoryCheckPointStore
+
+        return InMemorySessionStore(), InMemoryCheckPointStore()
     if db.startswith(("postgresql://", "postgres://")):
         from adk.sessions import PostgresSessionStore
         from compose.checkpoint import PostgresCheckPointStore
@@ -66,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("target", help="module:attr of the agent, Runner or mapping (or a factory of one)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--db", default="runs.db", help="SQLite file or postgresql:// URL for threads and paused runs")
+    p.add_argument("--db", default="runs.db", help="SQLite file, postgresql:// URL or 'memory' (threads, paused runs)")
     p.add_argument("--grace", type=float, default=10.0, help="seconds in-flight runs may take to finish on shutdown")
     p.add_argument("--cors", action="append", default=[], metavar="ORIGIN", help="allow this origin (repeatable)")
     return p

@@ -23,6 +23,7 @@ from ag_ui.core import (
     UserMessage,
 )
 from ag_ui.core import Message as AGUIMessage
+from pydantic import TypeAdapter
 
 from compose.schema import FunctionCall as PyFunctionCall
 from compose.schema import Message
@@ -114,11 +115,12 @@ def new_input(thread_id: str, stored: Sequence[Message], messages: Sequence[AGUI
     return out
 
 
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)
+
+
 def jsonable(value: Any) -> Any:
     """``value`` as JSON data (pydantic models and dataclasses dumped; anything else as its text)."""
-    from pydantic import TypeAdapter
-
     try:
-        return TypeAdapter(Any).dump_python(value, mode="json")
+        return _ANY.dump_python(value, mode="json")
     except Exception:  # a value pydantic cannot serialise: show it as text rather than fail the stream
         return json.loads(json.dumps(value, default=str))

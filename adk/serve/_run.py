@@ -163,6 +163,7 @@ async def _run(
         run = runner.run(turn, session_id=thread_id, checkpoint_id=checkpoint_id, session_values=values)
     yield StateSnapshotEvent(snapshot=state)
     paused: AgentInterruptInfo | None = None
+    seen: dict[str, Any] | None = None
     async with run:
         async for event in run:
             if event.error is not None:
@@ -172,11 +173,13 @@ async def _run(
                     yield out
             if event.action is not None and event.action.interrupted is not None:
                 paused = event.action.interrupted
-            now = _state(run.session_values)
-            if now != state:
-                ops = state_patch(state, now)
-                state = now
-                yield StateDeltaEvent.model_validate({"delta": ops})
+            if run.session_values != seen:  # values changed (cheap check first: most events change none)
+                seen = dict(run.session_values)
+                now = _state(seen)
+                if now != state:
+                    ops = state_patch(state, now)
+                    state = now
+                    yield StateDeltaEvent.model_validate({"delta": ops})
         final = run.final_message
         values = dict(run.session_values)
     if paused is None:

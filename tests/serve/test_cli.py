@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -85,21 +86,31 @@ def test_sigterm_drains_the_run_in_flight(tmp_path: Path) -> None:
         assert proc.wait(timeout=30) == 0
 
 
-def test_two_processes_share_threads(tmp_path: Path) -> None:
-    db = str(tmp_path / "runs.db")
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "runs.db")
+    pg = request.getfixturevalue("pg_server")
+    return str(pg.dsn)
+
+
+def test_two_processes_share_threads(shared_db: str) -> None:
+    db = shared_db
+    thread_id = f"t-shared-{os.getpid()}-{time.monotonic_ns()}"  # a PostgreSQL database outlives the test
     with (
         server("tests.serve.cli_target:build", db) as (_, first),
-        server("tests.serve.cli_target:build", db) as (_, second),httpx.Client(timeout=30) as client
+        server("tests.serve.cli_target:build", db) as (_, second),
+        httpx.Client(timeout=30) as client,
     ):
         paused = parse_sse(
-            client.post(f"{first}/agents/payer/agui", json=run_input("t-shared", "r1", [user("u1", "Pay")])).text
+            client.post(f"{first}/agents/payer/agui", json=run_input(thread_id, "r1", [user("u1", "Pay")])).text
         )
         (pending,) = paused[-1]["outcome"]["interrupts"]
         resume = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approved": True}}]
         resumed = parse_sse(
-            client.post(f"{second}/agents/payer/agui", json=run_input("t-shared", "r2", [], resume=resume)).text
+            client.post(f"{second}/agents/payer/agui", json=run_input(thread_id, "r2", [], resume=resume)).text
         )
-        thread = client.get(f"{first}/agents/payer/threads/t-shared").json()
+        thread = client.get(f"{first}/agents/payer/threads/{thread_id}").json()
     assert [r["content"] for r in resumed if r["type"] == "TOOL_CALL_RESULT"] == ["paid invoice 7"]
     assert resumed[-1]["result"] == "Paid."
     assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "tool", "assistant"]
