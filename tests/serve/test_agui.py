@@ -652,3 +652,23 @@ async def test_cors() -> None:
             assert response.headers["access-control-allow-origin"] == "https://app.example"
             other = await client.options(open_.agui("a"), headers={**preflight, "Origin": "https://evil.example"})
             assert "access-control-allow-origin" not in other.headers
+
+
+async def test_the_app_runs_on_the_test_loop_too() -> None:
+    """The ASGI app itself is anyio only: driven in process (httpx's ASGI transport) it runs on asyncio and trio."""
+    agent = ChatModelAgent(
+        "payer",
+        "pays",
+        model=PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done.")),
+        tools=[pay],
+        approval=lambda name, _args: True,
+    )
+    transport = httpx.ASGITransport(app=create_app(agent))
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        paused = await post_run(client, "/agents/payer/agui", run_input("t", "r1", [user("u1", "Pay")]))
+        (pending,) = paused[-1]["outcome"]["interrupts"]
+        resume = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approved": True}}]
+        resumed = await post_run(client, "/agents/payer/agui", run_input("t", "r2", [], resume=resume))
+    valid(paused)
+    valid(resumed)
+    assert resumed[-1]["result"] == "Done." and ran == [("pay", "7")]
