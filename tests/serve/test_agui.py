@@ -672,3 +672,28 @@ async def test_the_app_runs_on_the_test_loop_too() -> None:
     valid(paused)
     valid(resumed)
     assert resumed[-1]["result"] == "Done." and ran == [("pay", "7")]
+
+
+async def test_bad_approval_payload(agent_app: Live) -> None:
+    url = agent_app.agui("payer")
+    async with httpx.AsyncClient() as client:
+        paused = await post_run(client, url, run_input("t-bad", "r1", [user("u1", "Pay invoice 7")]))
+        (pending,) = paused[-1]["outcome"]["interrupts"]
+        bad = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approve": "yes"}}]
+        refused = await post_run(client, url, run_input("t-bad", "r2", [], resume=bad))
+        thread = (await client.get(f"{agent_app.url}/agents/payer/threads/t-bad")).json()
+    valid(refused)
+    assert refused[-1]["type"] == "RUN_ERROR" and refused[-1]["code"] == "ValueError"
+    assert pending["id"] in refused[-1]["message"]
+    assert [i["id"] for i in thread["interrupts"]] == [pending["id"]]  # still pending: nothing ran
+    assert ran == []
+
+
+def test_interrupt_reasons() -> None:
+    from adk.serve._threads import describe
+    from compose.interrupt import InterruptCtx
+
+    confirm = describe(InterruptCtx("i1", "agent:a", {"reason": "confirmation", "message": "Go on?"}), "cp")
+    assert (confirm.reason, confirm.message, confirm.tool_call_id) == ("confirmation", "Go on?", None)
+    asked = describe(InterruptCtx("i2", "agent:a;tool:ask:c9", "Which date?"), "cp")
+    assert (asked.reason, asked.message, asked.tool_call_id) == ("input_required", "Which date?", "c9")
