@@ -7,8 +7,9 @@ the run (4-character chunks), so every run streams tool calls, tool results and 
 
 - **in process**: the same agent through ``Runner.run`` (streaming), ``--runs`` at once in one task group;
 - **HTTP, pyeino**: ``python -m adk.serve benchmarks.bench_serve:build --db memory`` (a server process on
-  uvicorn), ``--runs`` concurrent ``POST /agents/bench/agui`` SSE streams from one httpx client (one connection
-  each); every stream must end with ``RUN_FINISHED`` whose result is the run's own answer, with 2 tool results;
+  uvicorn), ``--runs`` concurrent ``POST /agents/bench/agui`` SSE streams, each on its own connection from a
+  plain-socket client (httpx parsing 200 streams at once would cost more than the server); every stream must
+  end with ``RUN_FINISHED`` whose result is the run's own answer, with 2 tool results;
 - **HTTP, pyeino on SQLite**: the same with threads kept in a SQLite file (the CLI's default);
 - **HTTP, pydantic-ai**: pydantic-ai's AG-UI adapter (``AGUIAdapter.dispatch_request``, what ``AGUIApp`` ran) on
   uvicorn serving an equivalent agent on its ``FunctionModel`` (the same rounds and chunks), when
@@ -18,8 +19,7 @@ the run (4-character chunks), so every run streams tool calls, tool results and 
 Reported per setup: runs/s (runs divided by the wall time from the first request to the last stream's end;
 best of ``--repeat``), and the time to the first text event of a run (from its request to its first
 ``TEXT_MESSAGE_CONTENT``; median and p95 over the runs of the best repetition), and the CPU time the server
-process spent per run (the client, one httpx process parsing every stream, shares the machine and is what bounds
-runs/s over HTTP). The overhead ratio compares HTTP runs/s with in-process runs/s.
+process spent per run (the client shares the machine). The overhead ratio compares HTTP runs/s with in-process runs/s.
 """
 
 from __future__ import annotations
@@ -188,31 +188,58 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def one_http_run(client: httpx.AsyncClient, url: str, i: int, t0: float) -> tuple[float, float]:
-    """(time to the first text event, time to the end) of run ``i``, checked exact."""
+def dechunk(raw: bytes) -> bytes:
+    """The body of an HTTP/1.1 response (headers dropped, chunked transfer coding undone)."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    if b"chunked" not in head.lower():
+        return body
+    out = bytearray()
+    while body:
+        size_line, _, rest = body.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out += rest[:size]
+        body = rest[size + 2 :]
+    return bytes(out)
+
+
+async def one_http_run(host: str, port: int, path: str, i: int, tag: str) -> float:
+    """The time to the first text event of run ``i``, after checking the run exact.
+
+    The client is a plain socket writing one HTTP/1.1 request and reading the response to its end, so the
+    measurement is the server's (an httpx client parsing 200 streams at once costs more than the server).
+    """
     question = f"question {i}"
-    body = {
-        "threadId": f"bench-{t0}-{i}",
-        "runId": f"run-{i}",
-        "messages": [{"id": f"u{i}", "role": "user", "content": question}],
-        "state": {},
-        "tools": [],
-        "context": [],
-        "forwardedProps": {},
-    }
+    body = json.dumps(
+        {
+            "threadId": f"bench-{tag}-{i}",
+            "runId": f"run-{i}",
+            "messages": [{"id": f"u{i}", "role": "user", "content": question}],
+            "state": {},
+            "tools": [],
+            "context": [],
+            "forwardedProps": {},
+        }
+    ).encode()
+    request = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"Accept: text/event-stream\r\nConnection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
     start = time.perf_counter()
     first: float | None = None
-    events: list[dict[str, Any]] = []
-    async with client.stream("POST", url, json=body, headers={"Accept": "text/event-stream"}) as response:
-        assert response.status_code == 200, response.status_code
-        async for line in response.aiter_lines():
-            if not line.startswith("data: "):
-                continue
-            event = json.loads(line[6:])
-            events.append(event)
-            if first is None and event["type"] == "TEXT_MESSAGE_CONTENT":
+    raw = bytearray()
+    async with await anyio.connect_tcp(host, port) as sock:
+        await sock.send(request)
+        while True:
+            try:
+                data = await sock.receive()
+            except anyio.EndOfStream:
+                break
+            raw += data
+            if first is None and b'"TEXT_MESSAGE_CONTENT"' in raw:
                 first = time.perf_counter() - start
-    end = time.perf_counter() - start
+    events = [json.loads(line[6:]) for line in dechunk(bytes(raw)).decode().splitlines() if line.startswith("data: ")]
     last = events[-1]
     text = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
     results = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
@@ -220,24 +247,23 @@ async def one_http_run(client: httpx.AsyncClient, url: str, i: int, t0: float) -
     assert text == answer_for(question), text
     assert len(results) == 2, results
     assert first is not None
-    return first, end
+    return first
 
 
 async def http_batch(url: str, runs: int) -> tuple[float, list[float]]:
-    limits = httpx.Limits(max_connections=runs, max_keepalive_connections=runs)
-    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
-        firsts: list[float] = []
-        t0 = time.perf_counter()
+    parsed = httpx.URL(url)
+    host, port, path = parsed.host, parsed.port or 80, parsed.raw_path.decode()
+    firsts: list[float] = []
+    tag = f"{time.time_ns()}"
+    t0 = time.perf_counter()
 
-        async def one(i: int) -> None:
-            first, _ = await one_http_run(client, url, i, t0)
-            firsts.append(first)
+    async def one(i: int) -> None:
+        firsts.append(await one_http_run(host, port, path, i, tag))
 
-        async with anyio.create_task_group() as tg:
-            for i in range(runs):
-                tg.start_soon(one, i)
-        wall = time.perf_counter() - t0
-    return runs / wall, firsts
+    async with anyio.create_task_group() as tg:
+        for i in range(runs):
+            tg.start_soon(one, i)
+    return runs / (time.perf_counter() - t0), firsts
 
 
 async def in_process_batch(runs: int) -> tuple[float, list[float]]:
