@@ -11,11 +11,23 @@ module:build`` runs it on uvicorn). Routes:
 * ``GET /agents``: name, description and Mermaid drawing of each agent's graph; ``GET /health``.
 
 The server is a client of the Runner: a thread is a session of the session store (one run at a time), a pause is
-the Runner's checkpoint and its resume ``runner.resume``; the server adds transport, identity and limits.
+the Runner's checkpoint and its resume ``runner.resume``; the server adds transport, identity and limits. The
+routes are assembled in one place (``adk.serve._app.routes``); the AG-UI mapping of a run's events is
+:class:`EventMapper`.
+
+Example::
+
+    from adk.serve import create_app
+
+    async def who(request):                      # a principal, or None for 401
+        return request.headers.get("x-user")
+
+    app = create_app({"travel": agent}, auth=who, cors_origins=["https://app.example"])
+    # uvicorn.run(app), or: python -m adk.serve myapp.agents:build --db postgresql://...
 """
 
-from adk.serve._app import Auth, RunTracker, create_app, routes
+from adk.serve._app import Auth, RunTracker, create_app
 from adk.serve._client_tools import ClientToolCall, RequestExtras
 from adk.serve._mapping import EventMapper
 
-__all__ = ["Auth", "ClientToolCall", "EventMapper", "RequestExtras", "RunTracker", "create_app", "routes"]
+__all__ = ["Auth", "ClientToolCall", "EventMapper", "RequestExtras", "RunTracker", "create_app"]
