@@ -142,6 +142,11 @@ async def _run(
         record = ThreadRecord(served.name, owner)
         await save_record(served.checkpoints, thread_id, record)
     state = _state((await served.sessions.load(thread_id)).values)
+    if record.checkpoint_id is not None and not await served.checkpoints.get(record.checkpoint_id):
+        # the paused run's checkpoint is gone (its resume completed but the process stopped before saying so
+        # here, or it was deleted): the thread is not paused any more
+        record.checkpoint_id, record.interrupts = None, []
+        await save_record(served.checkpoints, thread_id, record)
     if record.checkpoint_id is not None:
         pending = record.pending()
         if not input.resume:

@@ -697,3 +697,27 @@ def test_interrupt_reasons() -> None:
     assert (confirm.reason, confirm.message, confirm.tool_call_id) == ("confirmation", "Go on?", None)
     asked = describe(InterruptCtx("i2", "agent:a;tool:ask:c9", "Which date?"), "cp")
     assert (asked.reason, asked.message, asked.tool_call_id) == ("input_required", "Which date?", "c9")
+
+
+async def test_a_thread_whose_checkpoint_is_gone_is_not_paused() -> None:
+    from compose.checkpoint import InMemoryCheckPointStore
+
+    store = InMemoryCheckPointStore()
+    agent = ChatModelAgent(
+        "payer",
+        "pays",
+        model=PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done.")),
+        tools=[pay],
+        approval=lambda name, _args: True,
+    )
+    transport = httpx.ASGITransport(app=create_app(agent, checkpoint_store=store))
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        paused = await post_run(client, "/agents/payer/agui", run_input("t", "r1", [user("u1", "Pay")]))
+        assert paused[-1]["outcome"]["type"] == "interrupt"
+        # the paused run's checkpoint disappears (say its resume completed in a process that died right after)
+        for key in await store.list("pyeino.serve/run/"):
+            await store.delete(key)
+        again = await post_run(client, "/agents/payer/agui", run_input("t", "r2", [user("u2", "Hi")]))
+        thread = (await client.get("/agents/payer/threads/t")).json()
+    assert again[-1]["type"] == "RUN_FINISHED" and again[-1]["outcome"]["type"] == "interrupt"
+    assert [i["toolCallId"] for i in thread["interrupts"]] == ["p1"]
