@@ -26,6 +26,12 @@ Example::
     # uvicorn.run(app), or: python -m adk.serve myapp.agents:build --db postgresql://...
 """
 
+try:
+    import ag_ui.core  # noqa: F401
+    import starlette  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError(f'adk.serve needs the serve extra: pip install "pyeino[serve]" ({exc})') from exc
+
 from adk.serve._app import Auth, RunTracker, create_app
 from adk.serve._client_tools import ClientToolCall, RequestExtras
 from adk.serve._mapping import EventMapper
