@@ -371,6 +371,21 @@ class ChatModelAgent:
             )
         self._parent_agent = (parent.name, parent.description)
 
+    def add_middleware(self, middleware: AgentMiddleware) -> None:
+        """Add ``middleware`` after the agent's others, before its first run (``adk.serve`` adds the one that
+        offers a request's client tools and context this way).
+
+        Raises:
+            TypeError: ``middleware`` is not an ``AgentMiddleware``.
+            ValueError: the agent has run (its graph is built).
+        """
+        if not isinstance(middleware, AgentMiddleware):
+            raise TypeError(f"agent '{self.name}': {type(middleware).__qualname__} is not an AgentMiddleware")
+        if self._runnable is not None:
+            raise ValueError(f"agent '{self.name}' has been frozen after run: add middlewares before running it")
+        self.middlewares = (*self.middlewares, middleware)
+        self._before_agent = tuple(m for m in self.middlewares if overrides(m, "before_agent"))
+
     def on_disallow_transfer_to_parent(self) -> None:
         """The agent must not transfer back to its parent (workflow agents' children)."""
         self._check_not_frozen()
