@@ -31,6 +31,7 @@ from compose.checkpoint import (
     InMemoryCheckPointStore,
     PostgresCheckPointStore,
     SQLiteCheckPointStore,
+    StateSnapshot,
     prune,
 )
 from compose.components import (
@@ -83,6 +84,7 @@ from compose.errors import (
     RuntimeTypeError,
     ScriptExhaustedError,
     StateError,
+    StateUpdateError,
     StreamEnd,
     StreamError,
     TemplateFormatError,
@@ -265,6 +267,8 @@ __all__ = [
     "Source",
     "SourceEOF",
     "StateError",
+    "StateSnapshot",
+    "StateUpdateError",
     "StreamEnd",
     "StreamError",
     "StreamGraphBranch",

@@ -16,12 +16,22 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
+from compose._engine.history import (
+    RecordedRun,
+    get_state,
+    get_state_history,
+    lineage_of,
+    open_history,
+    start_lineage,
+    update_state,
+)
 from compose._engine.options import CallOptions
 from compose._engine.resume import GRAPH_CHECKPOINT_KIND, claim_snapshot
 from compose._engine.scheduler import GraphRun, fail_early
 from compose._types import runtime_checker, type_name
 from compose.callbacks import RunInfo
 from compose.checkpoint import encode_checkpoint
+from compose.checkpoint._history import StateSnapshot
 from compose.checkpoint._protocol import _release_claim, _release_claim_after, _retire
 from compose.checkpoint._snapshot import RunSnapshot
 from compose.errors import GraphInterrupt, GraphRunError, RuntimeTypeError, StreamEnd
@@ -51,7 +61,11 @@ class Runnable(Generic[I, O]):
     * checkpoints: ``checkpoint_id`` (save a pause there; resume from it when it exists), ``resume={interrupt_id:
       data}``, ``state_modifier``, ``force_new_run``, ``claim_stale_after`` (seconds: a resume takes over a claim
       on the checkpoint older than that, left by a worker that died mid-resume; default never);
-    * ``external_interrupt``: an ``ExternalInterrupt`` to pause the run from outside.
+    * ``external_interrupt``: an ``ExternalInterrupt`` to pause the run from outside;
+    * ``resume_all``: answer every open interrupt of the checkpoint with this one value ("approve all");
+    * history (``compile(keep_history=...)``): ``from_step=k`` continues from snapshot ``k`` of ``branch``
+      (``"main"`` when None) as a new branch of the same history, the input ignored (pass None); ``fork_id``
+      continues under a new checkpoint id instead, the history up to ``k`` copied there.
 
     Options naming nodes are checked before the run starts (``GraphRunError`` naming the unknown node).
     """
@@ -95,6 +109,50 @@ class Runnable(Generic[I, O]):
             self._graph_info = build_graph_info(self._tables)
         return self._graph_info
 
+    async def get_state_history(self, checkpoint_id: str) -> list[StateSnapshot]:
+        """The snapshots of ``checkpoint_id``'s runs (every branch), newest first (``compile(keep_history=)``).
+
+        Example::
+
+            for snap in await runnable.get_state_history("run-1"):
+                print(snap.branch, snap.step, snap.next_nodes, snap.node_outputs)
+        """
+        return await get_state_history(self, checkpoint_id)
+
+    async def get_state(
+        self, checkpoint_id: str, step: int | None = None, branch: str | None = None
+    ) -> StateSnapshot | None:
+        """One snapshot: at ``step`` of ``branch`` (``"main"`` by default), or the newest (of ``branch``) when
+        ``step`` is None; None when the history has none. A ``step`` that is not there raises
+        ``CheckpointNotFoundError``."""
+        return await get_state(self, checkpoint_id, step, branch)
+
+    async def update_state(
+        self,
+        checkpoint_id: str,
+        step: int,
+        *,
+        as_node: str,
+        output: Any,
+        state: Mapping[str, Any] | None = None,
+        fork_id: str | None = None,
+        branch: str | None = None,
+    ) -> StateSnapshot:
+        """Write snapshot ``step + 1`` on a new branch as if ``as_node`` (a node that runs from snapshot ``step``)
+        had produced ``output``: it is routed to its successors as its output would be (its post handler runs),
+        and ``state`` (a patch of the state's fields) is applied through the state type. Continue with
+        ``invoke(None, checkpoint_id=..., from_step=step + 1, branch=snap.branch)`` on the snapshot returned.
+        ``fork_id`` writes it under a new checkpoint id (the history up to ``step`` copied), as its main branch.
+
+        Raises:
+            StateUpdateError: ``as_node`` is not a node of the graph or does not run from that step; ``output``
+                is not of its output type; ``state`` does not fit the state type.
+            CheckpointNotFoundError: the history has no such step.
+        """
+        return await update_state(
+            self, checkpoint_id, step, as_node=as_node, output=output, state=state, fork_id=fork_id, branch=branch
+        )
+
     def __repr__(self) -> str:
         t = self._tables
         mode = "all_predecessor" if t.dag else "any_predecessor"
@@ -120,23 +178,50 @@ class Runnable(Generic[I, O]):
         store = t.checkpoint_store
         checkpoint_id = options.checkpoint_id if not path else None
         owner = ""
+        recorder = None
+        replay = False
         try:
             if checkpoint_id is not None and store is None:
                 raise GraphRunError("receive checkpoint id but have not set checkpoint store")
+            if checkpoint_id is not None and t.keep_history is not None and not path:
+                recorder, restore = await open_history(t, store, checkpoint_id, options, streaming=streaming)
+                replay = restore is not None
+                checkpoint_id = recorder.checkpoint_id
+            elif options.from_step is not None and not path:
+                raise GraphRunError(
+                    f"from_step= replays a run's history: graph '{t.name}' needs compile(keep_history=True) and "
+                    "the call a checkpoint_id"
+                )
             if checkpoint_id is not None and restore is None and not options.force_new_run:
                 owner = uuid.uuid4().hex
                 restore = await claim_snapshot(t, store, checkpoint_id, owner, streaming=streaming, options=options)
             if check is not None and restore is None:
                 self._check_input(check[0])
-            run = GraphRun(
-                t, streaming=streaming, options=options, path=path, info=info, address=address, restore_from=restore
-            )
+            if recorder is None:
+                run = GraphRun(
+                    t, streaming=streaming, options=options, path=path, info=info, address=address, restore_from=restore
+                )
+            else:
+                if restore is None:
+                    await start_lineage(recorder)
+                elif not replay:
+                    lineage_of(recorder, restore[0])
+                run = RecordedRun(
+                    t,
+                    recorder,
+                    streaming=streaming,
+                    options=options,
+                    path=path,
+                    info=info,
+                    address=address,
+                    restore_from=restore,
+                )
         except BaseException as exc:
             if owner and restore is not None and checkpoint_id is not None:
                 await _release_claim_after(exc, store, checkpoint_id, owner)
             await fail_early(options, path, info, streaming, x, exc)
             raise
-        handle = RunHandle(run, store, checkpoint_id, owner, restore is not None, t.fingerprint)
+        handle = RunHandle(run, store, checkpoint_id, owner, restore is not None and not replay, t.fingerprint)
         await handle.begin(x)
         return handle
 
