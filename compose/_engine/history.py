@@ -380,6 +380,9 @@ async def open_history(
         await _copy_lineage(t, store, record, options.fork_id)
         rec.checkpoint_id = options.fork_id
         rec.head = (MAIN_BRANCH, record.step)
+    elif not record.interrupts and await store.get(history_key(checkpoint_id, branch, record.step + 1)) is None:
+        # the tip of its branch (an edit's snapshot, a failed run's last step): continue that branch
+        rec.branch, rec.head, rec.head_parent = branch, (branch, record.step), record.parent
     else:
         rec.branch = _new_branch()
         rec.head = (record.branch, record.step)
