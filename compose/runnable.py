@@ -241,14 +241,14 @@ class Runnable(Generic[I, O]):
             _check_reader(x, "start_run")
         return await self._open(x, streaming=streaming, options=CallOptions.parse(opts), path=(), info=self._info)
 
-    async def invoke(self, x: I, **opts: Any) -> O:
+    async def invoke(self, x: I | None, **opts: Any) -> O:
         """Run with a value; every node runs its invoke form. Returns END's value."""
         options = CallOptions.parse(opts)
         return cast(
             O, await self._execute(x, streaming=False, options=options, path=(), info=self._info, check=(x,))
         )
 
-    async def stream(self, x: I, **opts: Any) -> StreamReader[O]:
+    async def stream(self, x: I | None, **opts: Any) -> StreamReader[O]:
         """Run in streaming mode with a value; returns END's stream as soon as END has one."""
         options = CallOptions.parse(opts)
         return cast(

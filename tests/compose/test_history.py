@@ -17,6 +17,7 @@ import anyio.lowlevel
 import pytest
 
 from compose.checkpoint import (
+    CheckpointError,
     CheckpointNotFoundError,
     InMemoryCheckPointStore,
     PostgresCheckPointStore,
@@ -99,7 +100,7 @@ def diamond(ran: list[str], **compile_opts: Any) -> Any:
 
     async def join(d: dict[str, Any]) -> str:
         ran.append("d")
-        return d["b"] + "|" + d["c"]
+        return f"{d['b']}|{d['c']}"
 
     g.add_lambda_node("a", tagger("a", ran))
     g.add_lambda_node("b", tagger("b", ran), output_key="b")
@@ -181,7 +182,7 @@ async def test_replay_from_every_step_of_a_5_step_run_reproduces_the_output(anyi
     history = await r.get_state_history("k")
     replays = [s for s in history if s.branch != "main"]
     # each replay is a branch of its own whose first snapshot points to the step it continued from
-    firsts = {}
+    firsts: dict[str, Any] = {}
     for s in replays:
         firsts.setdefault(s.branch, s)  # newest first: the last seen is the branch's first snapshot
         firsts[s.branch] = s
@@ -498,7 +499,7 @@ async def test_a_record_from_another_graph_is_refused(anyio_backend: Any) -> Non
     ran: list[str] = []
     await line(3, ran, checkpoint_store=store).invoke(">", checkpoint_id="k")
     other = line(4, ran, checkpoint_store=store)
-    with pytest.raises(Exception, match="fingerprint|written by"):
+    with pytest.raises(CheckpointError, match=r"written by a different graph|fingerprint"):
         await other.invoke(None, checkpoint_id="k", from_step=1)
 
 

@@ -54,4 +54,4 @@ async def main(kind: str, where: str, table: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, *sys.argv[1:4])
+    anyio.run(main, sys.argv[1], sys.argv[2], sys.argv[3])
