@@ -145,6 +145,7 @@ from compose.stream import (
     pipe,
     register_concat,
 )
+from compose.stream_modes import StreamMode, StreamPart, get_stream_writer
 from compose.tool_node import (
     StreamToolOutput,
     ToolInput,
@@ -273,7 +274,9 @@ __all__ = [
     "StreamError",
     "StreamGraphBranch",
     "StreamGraphMultiBranch",
+    "StreamMode",
     "StreamObserver",
+    "StreamPart",
     "StreamReader",
     "StreamToolOutput",
     "StreamWriter",
@@ -311,6 +314,7 @@ __all__ = [
     "get_interrupt_state",
     "get_resume_context",
     "get_resume_data",
+    "get_stream_writer",
     "get_tool_call_id",
     "interrupt",
     "map_field_paths",

@@ -9,8 +9,8 @@ soon as END has a stream; the rest of the work happens lazily as the caller read
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 import anyio
 import anyio.from_thread
@@ -38,6 +38,7 @@ from compose.errors import GraphInterrupt, GraphRunError, RuntimeTypeError, Stre
 from compose.graph_info import GraphInfo, build_graph_info
 from compose.stream import StreamReader, concat
 from compose.stream import close_if_stream as _close
+from compose.stream_modes import StreamMode, StreamPart, parse_modes, stream_parts
 
 if TYPE_CHECKING:
     from compose._engine.tables import Tables
@@ -248,8 +249,38 @@ class Runnable(Generic[I, O]):
             O, await self._execute(x, streaming=False, options=options, path=(), info=self._info, check=(x,))
         )
 
-    async def stream(self, x: I | None, **opts: Any) -> StreamReader[O]:
-        """Run in streaming mode with a value; returns END's stream as soon as END has one."""
+    @overload
+    async def stream(self, x: I | None, *, stream_mode: None = None, **opts: Any) -> StreamReader[O]: ...
+
+    @overload
+    async def stream(
+        self, x: I | None, *, stream_mode: StreamMode | Sequence[StreamMode], subgraphs: bool = False, **opts: Any
+    ) -> StreamReader[StreamPart]: ...
+
+    async def stream(
+        self,
+        x: I | None,
+        *,
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+        subgraphs: bool = False,
+        **opts: Any,
+    ) -> StreamReader[O] | StreamReader[StreamPart]:
+        """Run in streaming mode with a value; returns END's stream as soon as END has one.
+
+        With ``stream_mode`` (one mode or several: ``"values"``, ``"updates"``, ``"messages"``, ``"custom"``,
+        ``"debug"``, ``"output"``) the reader yields ``StreamPart(mode, data, namespace)`` s instead, the run
+        happening as it is read (see ``compose.stream_modes``); ``subgraphs=True`` adds the parts of nodes
+        inside sub-graphs.
+
+        Example::
+
+            async for part in await runnable.stream(x, stream_mode=["updates", "messages"]):
+                print(part.mode, part.namespace, part.data)
+        """
+        if stream_mode is not None:
+            modes = parse_modes(stream_mode)
+            CallOptions.parse(opts)  # bad options fail here, not at the first read
+            return stream_parts(self, x, modes, subgraphs, opts)
         options = CallOptions.parse(opts)
         return cast(
             StreamReader[O],
