@@ -16,15 +16,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from compose._engine.history import (
-    RecordedRun,
-    get_state,
-    get_state_history,
-    lineage_of,
-    open_history,
-    start_lineage,
-    update_state,
-)
+from compose._engine.history import begin_lineage, get_state, get_state_history, open_recorded, update_state
 from compose._engine.options import CallOptions
 from compose._engine.resume import GRAPH_CHECKPOINT_KIND, claim_snapshot
 from compose._engine.scheduler import GraphRun, fail_early
@@ -179,50 +171,36 @@ class Runnable(Generic[I, O]):
         store = t.checkpoint_store
         checkpoint_id = options.checkpoint_id if not path else None
         owner = ""
-        recorder = None
-        replay = False
+        make: Callable[..., GraphRun] = GraphRun
         try:
-            if checkpoint_id is not None and store is None:
-                raise GraphRunError("receive checkpoint id but have not set checkpoint store")
-            if checkpoint_id is not None and t.keep_history is not None and not path:
-                recorder, restore = await open_history(t, store, checkpoint_id, options, streaming=streaming)
-                replay = restore is not None
-                checkpoint_id = recorder.checkpoint_id
-            elif options.from_step is not None and not path:
-                raise GraphRunError(
-                    f"from_step= replays a run's history: graph '{t.name}' needs compile(keep_history=True) and "
-                    "the call a checkpoint_id"
-                )
-            if checkpoint_id is not None and restore is None and not options.force_new_run:
-                owner = uuid.uuid4().hex
-                restore = await claim_snapshot(t, store, checkpoint_id, owner, streaming=streaming, options=options)
+            if checkpoint_id is not None:
+                if store is None:
+                    raise GraphRunError("receive checkpoint id but have not set checkpoint store")
+                if t.keep_history is not None:  # a recorded run (the only path history costs anything on)
+                    make, checkpoint_id, restore = await open_recorded(t, store, checkpoint_id, options, streaming)
+                elif options.from_step is not None:
+                    raise GraphRunError(
+                        f"from_step= replays a run's history: graph '{t.name}' needs compile(keep_history=True)"
+                    )
+                if restore is None and not options.force_new_run:
+                    owner = uuid.uuid4().hex
+                    restore = await claim_snapshot(
+                        t, store, checkpoint_id, owner, streaming=streaming, options=options
+                    )
+                if make is not GraphRun:
+                    await begin_lineage(make, restore, bool(owner))
             if check is not None and restore is None:
                 self._check_input(check[0])
-            if recorder is None:
-                run = GraphRun(
-                    t, streaming=streaming, options=options, path=path, info=info, address=address, restore_from=restore
-                )
-            else:
-                if restore is None:
-                    await start_lineage(recorder)
-                elif not replay:
-                    lineage_of(recorder, restore[0])
-                run = RecordedRun(
-                    t,
-                    recorder,
-                    streaming=streaming,
-                    options=options,
-                    path=path,
-                    info=info,
-                    address=address,
-                    restore_from=restore,
-                )
+            run = make(
+                t, streaming=streaming, options=options, path=path, info=info, address=address, restore_from=restore
+            )
         except BaseException as exc:
             if owner and restore is not None and checkpoint_id is not None:
                 await _release_claim_after(exc, store, checkpoint_id, owner)
             await fail_early(options, path, info, streaming, x, exc)
             raise
-        handle = RunHandle(run, store, checkpoint_id, owner, restore is not None and not replay, t.fingerprint)
+        # restored from its checkpoint (claimed): deleted when it completes; a replay of the history is not
+        handle = RunHandle(run, store, checkpoint_id, owner, restore is not None and bool(owner), t.fingerprint)
         await handle.begin(x)
         return handle
 

@@ -19,7 +19,8 @@ nodes, never the tokens a chat model streams to callbacks.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -85,6 +86,7 @@ class Recorder:
         self.known: list[str] = []  # keys of the history (with keep=N: oldest first)
         self.replay_final: Any = NOTHING  # replaying a final record: its output
         self.editing = False
+        self.replay = False  # continuing from a snapshot of the history (not from the live checkpoint)
         self.final_outputs: dict[str, Any] = {}  # Pregel: the outputs routed to END, for the final record
         self.head_outputs: dict[str, Any] = {}
 
@@ -390,6 +392,26 @@ async def open_history(
     if record.final:
         rec.replay_final = load_value(t.output_type, record.output)
     return rec, (snap, resume)
+
+
+async def open_recorded(
+    t: Tables, store: Any, checkpoint_id: str, options: CallOptions, streaming: bool
+) -> tuple[Callable[..., GraphRun], str, tuple[RunSnapshot, Mapping[str, Any]] | None]:
+    """``Runnable._open`` for a graph with history: (how to make the run, the checkpoint id it writes to, the
+    snapshot a replay continues from)."""
+    rec, replay = await open_history(t, store, checkpoint_id, options, streaming=streaming)
+    rec.replay = replay is not None
+    return partial(RecordedRun, rec=rec), rec.checkpoint_id, replay
+
+
+async def begin_lineage(make: Any, restore: tuple[RunSnapshot, Any] | None, claimed: bool) -> None:
+    """Where a recorded run starts in its history: a fresh run on the main branch (a new one when the id has a
+    history already), a resumed one where its checkpoint was taken; a replay was placed by ``open_history``."""
+    rec: Recorder = make.keywords["rec"]
+    if restore is None:
+        await start_lineage(rec)
+    elif claimed and not rec.replay:
+        lineage_of(rec, restore[0])
 
 
 def lineage_of(rec: Recorder, snap: RunSnapshot) -> None:

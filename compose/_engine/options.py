@@ -52,7 +52,12 @@ class CallOptions:
         unknown = set(opts) - _OPTION_NAMES
         if unknown:
             raise TypeError(f"unknown run option(s) {sorted(unknown)}; expected one of {sorted(_OPTION_NAMES)}")
-        return cls(**opts)
+        options = cls(**opts)
+        if options.from_step is None and (options.branch is not None or options.fork_id is not None):
+            raise TypeError("branch= and fork_id= name where a replay continues: they need from_step=")
+        if options.from_step is not None and options.checkpoint_id is None:
+            raise TypeError("from_step= replays the history of a checkpoint id: it needs checkpoint_id=")
+        return options
 
     def check(self, tables: Tables, *, top: bool) -> None:
         """Raise ``GraphRunError`` for node options or callback designations that ``tables`` cannot take.

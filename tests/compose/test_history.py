@@ -163,6 +163,10 @@ async def test_without_keep_history_or_checkpoint_id_nothing_is_kept(anyio_backe
     assert await store.list() == []  # Eino's semantics: a checkpoint only for a pause
     with pytest.raises(GraphRunError, match="keep_history"):
         await plain.invoke(None, checkpoint_id="k", from_step=0)
+    with pytest.raises(TypeError, match="needs checkpoint_id="):
+        await plain.invoke(None, from_step=0)
+    with pytest.raises(TypeError, match="need from_step="):
+        await plain.invoke(None, checkpoint_id="k", fork_id="x")
 
 
 # ---------------------------------------------------------------------------------------------------------------
