@@ -26,7 +26,7 @@ import anyio.lowlevel
 from adk._run import current_session
 from adk.agent import Agent, AgentContext, AgentEvents, ResumableAgent, ResumeInfo, RunSession, check_agent
 from adk.agents.history import RecordedEvent
-from adk.checkpointing import AgentCheckpoint, CheckpointBinding, SavedEvent
+from adk.checkpointing import _UNSET, AgentCheckpoint, CheckpointBinding, SavedEvent
 from adk.errors import AgentError
 from adk.events import AgentEvent, AgentInput, checked_messages
 from adk.sessions import SessionRun, SessionStore
@@ -421,13 +421,17 @@ class Runner:
             values=session, enable_streaming=self.enable_streaming, telemetry=self.telemetry, callbacks=self.callbacks
         )
 
-    def resume(self, checkpoint_id: str, targets: Mapping[str, Any] | None = None) -> AgentRun | SessionRun:
+    def resume(
+        self, checkpoint_id: str, targets: Mapping[str, Any] | None = None, *, resume_all: Any = _UNSET
+    ) -> AgentRun | SessionRun:
         """Continue the run paused under ``checkpoint_id``; iterate the result for the rest of its events.
 
         Args:
             checkpoint_id: the id the run was saved under.
             targets: resume data by interrupt id (e.g. ``{id: ApprovalDecision(approved=True)}``); interrupts
                 not named stay pending (they pause the run again). The streaming mode is the checkpoint's.
+            resume_all: resume data for every interrupt of the checkpoint that ``targets`` does not name
+                ("approve all": ``resume_all=ApprovalDecision(approved=True)``).
 
         Raises:
             ValueError: the runner has no checkpoint store (here). From the first ``__anext__``:
@@ -441,7 +445,12 @@ class Runner:
 
         def resume() -> AgentRun:
             binding = CheckpointBinding(
-                store, checkpoint_id, resuming=True, targets=dict(targets or {}), stale_after=self.claim_stale_after
+                store,
+                checkpoint_id,
+                resuming=True,
+                targets=dict(targets or {}),
+                stale_after=self.claim_stale_after,
+                resume_all=resume_all,
             )
             session = self._session(None)
             session.resumable = True

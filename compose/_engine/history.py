@@ -71,6 +71,7 @@ class Recorder:
 
     def __init__(self, tables: Tables, store: Any, checkpoint_id: str) -> None:
         self.t = tables
+        self.index = {k: i for i, k in enumerate(tables.keys)}
         self.store = store
         self.checkpoint_id = checkpoint_id
         keep = tables.keep_history
@@ -122,7 +123,7 @@ class Recorder:
             step=step,
             branch=self.branch,
             parent=parent,
-            next_nodes=[] if final else next_nodes(snap, self.t),
+            next_nodes=[] if final else next_nodes(snap, self.t, self.index),
             node_outputs=dict(outputs),
             interrupts=interrupts or [],
             snapshot=snap,
@@ -213,10 +214,11 @@ def capture(run: GraphRun, rec: Recorder) -> RunSnapshot:
     )
 
 
-def next_nodes(snap: RunSnapshot, t: Tables) -> list[str]:
+def next_nodes(snap: RunSnapshot, t: Tables, index: Mapping[str, int] | None = None) -> list[str]:
     """The nodes that run next from ``snap``: ready (DAG) or with an inbox (Pregel), nodes to re-run, and the
     successors of outputs not yet routed (a pause after nodes)."""
-    index = {k: i for i, k in enumerate(t.keys)}
+    if index is None:
+        index = {k: i for i, k in enumerate(t.keys)}
     names: list[str] = [*(snap.ready if t.dag else snap.inbox), *(r.key for r in snap.reruns)]
     for key, _ in snap.pending:
         i = index[key]
