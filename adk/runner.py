@@ -30,7 +30,7 @@ from adk.checkpointing import _UNSET, AgentCheckpoint, CheckpointBinding, SavedE
 from adk.errors import AgentError
 from adk.events import AgentEvent, AgentInput, checked_messages
 from adk.sessions import SessionRun, SessionStore
-from adk.sessions.base import check_session_id
+from adk.sessions.base import SessionHistory, Turn, check_session_id
 from adk.telemetry import TelemetryHandler
 from compose.callbacks import CallbackHandler
 from compose.checkpoint import CheckPointStore, check_store
@@ -407,6 +407,33 @@ class Runner:
             skip_transfer_messages=skip_transfer_messages,
             session_id=session_id,
         )
+
+    async def history(self, session_id: str) -> list[Turn]:
+        """The turns of session ``session_id``, oldest first: each with its messages, the session values as they
+        were after it, the checkpoint ids it paused under, and when it was appended.
+
+        Raises:
+            ValueError: the runner has no session store. TypeError: the store keeps no per-turn history.
+        """
+        return await self._history_store("history").turns(check_session_id(session_id))
+
+    async def fork(self, session_id: str, *, at_turn: int, new_session_id: str) -> None:
+        """Copy the first ``at_turn`` turns of ``session_id`` (messages and session values as of then) to a new
+        session ``new_session_id``: "edit message k and regenerate" is ``fork(..., at_turn=k)`` then a query on
+        the new session.
+
+        Raises:
+            SessionError: ``new_session_id`` exists, or ``at_turn`` is outside 0..the number of turns.
+        """
+        await self._history_store("fork").fork(
+            check_session_id(session_id), at_turn=at_turn, new_session_id=new_session_id
+        )
+
+    def _history_store(self, what: str) -> SessionHistory:
+        store = self._sessions()
+        if not isinstance(store, SessionHistory):
+            raise TypeError(f"{what}: {type(store).__qualname__} keeps no per-turn history (turns() and fork())")
+        return store
 
     def _session(self, values: Mapping[str, Any] | None, stored: Mapping[str, Any] | None = None) -> RunSession:
         """A new run's session: the runner's defaults, then the session's stored values, then the call's."""
