@@ -106,6 +106,12 @@ def _keep_history(keep: bool | int, store: Any) -> bool | int | None:
         return True
     if not isinstance(keep, int) or keep < 1:
         raise GraphBuildError(f"keep_history must be True, False or a count >= 1, got {keep!r}")
+    lacking = [m + "()" for m in ("list", "delete") if not callable(getattr(store, m, None))]
+    if lacking:
+        raise GraphBuildError(
+            f"keep_history={keep} trims each history to its last {keep} snapshots: the checkpoint store "
+            f"{type(store).__qualname__} needs {' and '.join(lacking)} for that"
+        )
     return keep
 
 

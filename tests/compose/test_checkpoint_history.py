@@ -305,6 +305,17 @@ async def test_keep_history_needs_a_store() -> None:
     with pytest.raises(GraphBuildError, match="count >= 1"):
         g.compile(keep_history=0, checkpoint_store=InMemoryCheckPointStore())
 
+    class GetSet:
+        async def get(self, checkpoint_id: str) -> bytes | None:
+            return None
+
+        async def set(self, checkpoint_id: str, data: bytes) -> None:
+            pass
+
+    with pytest.raises(GraphBuildError, match=r"GetSet needs list\(\) and delete\(\)"):
+        g.compile(keep_history=3, checkpoint_store=GetSet())
+    g.compile(keep_history=True, checkpoint_store=GetSet())  # writing needs set() only
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # Pauses, resume_all, sub-graphs
