@@ -651,5 +651,5 @@ async def test_resume_all_approves_every_pending_call(streaming: bool) -> None:
     assert paused is not None and len(paused.interrupt_contexts) == 2
     seen, paused = await drain(runner.resume("job", resume_all=ApprovalDecision(approved=True)))
     assert paused is None
-    assert [s.content for s in seen] == ["paid 5", "paid 7", "Done."]
-    assert ledger.ran == ["pay 5", "pay 7"]
+    assert sorted(s.content for s in seen[:2]) == ["paid 5", "paid 7"] and seen[2].content == "Done."
+    assert sorted(ledger.ran) == ["pay 5", "pay 7"]  # the approved calls run in parallel
