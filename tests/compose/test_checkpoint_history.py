@@ -519,3 +519,24 @@ async def test_a_record_from_another_graph_is_refused(anyio_backend: Any) -> Non
 
 
 _ = subprocess  # the restart test runs its worker through anyio.run_process
+
+
+async def test_snapshots_are_signed_like_checkpoints(anyio_backend: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from compose.checkpoint import CHECKPOINT_KEY_ENV
+
+    monkeypatch.setenv(CHECKPOINT_KEY_ENV, "secret-1")
+    store = InMemoryCheckPointStore()
+    ran: list[str] = []
+    r = line(2, ran, checkpoint_store=store)
+    await r.invoke(">", checkpoint_id="k")
+    assert len(await r.get_state_history("k")) == 3
+    key = (await store.list())[0]
+    data = await store.get(key)
+    assert data is not None and b'"digest":"hmac-sha256:' in data.split(b"\n", 1)[0]
+    assert b'"state"' in data and b"pickle" not in data  # JSON
+    monkeypatch.setenv(CHECKPOINT_KEY_ENV, "another key")
+    with pytest.raises(CheckpointError) as wrong:
+        await r.get_state_history("k")
+    assert wrong.value.reason == "digest"
+    with pytest.raises(CheckpointError):
+        await r.invoke(None, checkpoint_id="k", from_step=1)
