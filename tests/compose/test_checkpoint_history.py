@@ -481,6 +481,7 @@ async def test_history_on_every_store(anyio_backend: Any, any_store: Any) -> Non
     assert len(history) == 4 + 2 and history[0].branch == snap.branch
 
 
+@pytest.mark.slow  # a worker process
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 async def test_history_survives_a_process_restart(anyio_backend: Any, kind: str, tmp_path: Path) -> None:
     table = f"restart_{os.getpid()}"
@@ -540,3 +541,51 @@ async def test_snapshots_are_signed_like_checkpoints(anyio_backend: Any, monkeyp
     assert wrong.value.reason == "digest"
     with pytest.raises(CheckpointError):
         await r.invoke(None, checkpoint_id="k", from_step=1)
+
+
+async def test_a_failing_stream_node_in_a_recorded_run_names_the_node(anyio_backend: Any) -> None:
+    from compose.errors import NodeRunError
+
+    async def broken(x: str) -> Any:
+        yield x
+        raise ValueError("half way")
+
+    async def ok(x: str) -> str:
+        return x + "o"
+
+    g = Graph[str, str]()
+    g.add_lambda_node("ok", ok)
+    g.add_lambda_node("broken", broken)
+    g.add_edge(START, "ok")
+    g.add_edge("ok", "broken")
+    g.add_edge("broken", END)
+    r = g.compile(checkpoint_store=InMemoryCheckPointStore(), keep_history=True)
+    with pytest.raises(NodeRunError) as failed:
+        await concat(await r.stream(">", checkpoint_id="k"))
+    assert failed.value.node_path == ["broken"]
+    assert [s.step for s in await r.get_state_history("k")] == [1, 0]  # what ran before the failure
+
+
+async def test_a_cancelled_recorded_run_leaves_nothing_open(anyio_backend: Any) -> None:
+    started = anyio.Event()
+
+    async def slow(x: str) -> str:
+        started.set()
+        await anyio.sleep_forever()
+        return x
+
+    g = Graph[str, str](state=Log)
+    g.add_lambda_node("a", tagger("a", []))
+    g.add_lambda_node("slow", slow)
+    g.add_edge(START, "a")
+    g.add_edge("a", "slow")
+    g.add_edge("slow", END)
+    r = g.compile(checkpoint_store=InMemoryCheckPointStore(), keep_history=True)
+    async def consume() -> None:
+        await concat(await r.stream(">", checkpoint_id="k"))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(consume)
+        await started.wait()
+        tg.cancel_scope.cancel()
+    assert [s.step for s in await r.get_state_history("k")] == [1, 0]
