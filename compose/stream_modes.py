@@ -5,7 +5,9 @@ driven superstep by superstep (``start_run``/``step``) inside the reader's ``rec
 node starts and ends into parts, and node output streams are observed as they are read (``wrap_stream_output``,
 no copy). Modes:
 
-* ``"values"``: the graph state after each step (graphs with state; in DAG mode, once the run ends);
+* ``"values"``: the graph state after each step (graphs with state; in DAG mode, once the run ends), and once
+  more at the end (a step's post handlers run as its outputs are routed, which starts the next step: their
+  changes show in the next part);
 * ``"updates"``: ``{node: output}`` as each node finishes (a streamed output once its stream has been read);
 * ``"messages"``: ``(chunk, {"node": key, "namespace": ns})`` for every chat model token anywhere in the run, as
   it streams (with its namespace even when ``subgraphs=False``);
