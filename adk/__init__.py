@@ -84,6 +84,7 @@ if typing.TYPE_CHECKING:
         SessionRun,
         SessionStore,
         SQLiteSessionStore,
+        Turn,
         approximate_tokens,
     )
     from compose.models.json_action import JSONActionChatModel
@@ -99,6 +100,7 @@ else:
             "Session": "adk.sessions",
             "SessionRun": "adk.sessions",
             "SessionStore": "adk.sessions",
+            "Turn": "adk.sessions",
             "approximate_tokens": "adk.sessions",
         },
     )
@@ -173,6 +175,7 @@ __all__ = [
     "ToolsConfig",
     "TransferError",
     "TransferToAgentAction",
+    "Turn",
     "WillRetryError",
     "add_session_value",
     "add_session_values",
