@@ -94,6 +94,7 @@ if typing.TYPE_CHECKING:
         SessionRun,
         SessionStore,
         SQLiteSessionStore,
+        Turn,
         approximate_tokens,
     )
     from compose.models.json_action import JSONActionChatModel
@@ -109,6 +110,7 @@ else:
             "Session": "adk.sessions",
             "SessionRun": "adk.sessions",
             "SessionStore": "adk.sessions",
+            "Turn": "adk.sessions",
             "approximate_tokens": "adk.sessions",
         },
     )
@@ -193,6 +195,7 @@ __all__ = [
     "ToolsConfig",
     "TransferError",
     "TransferToAgentAction",
+    "Turn",
     "UnsafePathError",
     "WillRetryError",
     "add_session_value",

@@ -31,6 +31,7 @@ from compose.checkpoint import (
     InMemoryCheckPointStore,
     PostgresCheckPointStore,
     SQLiteCheckPointStore,
+    StateSnapshot,
     prune,
 )
 from compose.components import (
@@ -85,6 +86,7 @@ from compose.errors import (
     RuntimeTypeError,
     ScriptExhaustedError,
     StateError,
+    StateUpdateError,
     StreamEnd,
     StreamError,
     TemplateFormatError,
@@ -153,6 +155,7 @@ from compose.stream import (
     pipe,
     register_concat,
 )
+from compose.stream_modes import StreamMode, StreamPart, get_stream_writer
 from compose.tool_node import (
     StreamToolOutput,
     ToolInput,
@@ -282,11 +285,15 @@ __all__ = [
     "Source",
     "SourceEOF",
     "StateError",
+    "StateSnapshot",
+    "StateUpdateError",
     "StreamEnd",
     "StreamError",
     "StreamGraphBranch",
     "StreamGraphMultiBranch",
+    "StreamMode",
     "StreamObserver",
+    "StreamPart",
     "StreamReader",
     "StreamToolOutput",
     "StreamWriter",
@@ -327,6 +334,7 @@ __all__ = [
     "get_interrupt_state",
     "get_resume_context",
     "get_resume_data",
+    "get_stream_writer",
     "get_tool_call_id",
     "interrupt",
     "map_field_paths",

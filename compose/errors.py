@@ -18,7 +18,8 @@ derive from :class:`ComposeError`::
     │   │   ├── FanInMergeError           values arriving at one node could not be merged
     │   │   ├── FieldMappingError(LookupError)  a Workflow field mapping failed (missing map key, None on the path)
     │   │   │   └── FieldMappingTypeError(RuntimeTypeError)  a mapped value is not of the target field's type
-    │   │   └── StateError                ``process_state`` found no state of the asked type
+    │   │   ├── StateError                ``process_state`` found no state of the asked type
+    │   │   └── StateUpdateError(ValueError)  ``update_state`` names a node or gives an output/state that does not fit
     │   ├── StreamError                   misuse of a stream or an impossible concat
     │   │   ├── EmptyStreamError          concat of a stream with no chunk
     │   │   └── ConcatError               chunks that cannot be concatenated (conflicting values, no rule)
@@ -99,6 +100,7 @@ __all__ = [
     "RuntimeTypeError",
     "ScriptExhaustedError",
     "StateError",
+    "StateUpdateError",
     "StreamEnd",
     "StreamError",
     "TemplateFormatError",
@@ -304,6 +306,12 @@ class FieldMappingTypeError(FieldMappingError, RuntimeTypeError):
 
 class StateError(GraphRunError, LookupError):
     """Raised by ``process_state`` when the run has no state, or no state of the requested type."""
+
+
+class StateUpdateError(GraphRunError, ValueError):
+    """``Runnable.update_state`` was given a node the graph does not have or that does not run from that step, an
+    output that is not of the node's output type, or a state patch that does not fit the state type; the message
+    names which."""
 
 
 # ---------------------------------------------------------------------------------------------------------------

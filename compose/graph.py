@@ -514,8 +514,13 @@ class Graph(Generic[I, O]):
         checkpoint_store: Any = None,
         fan_in_merge_config: Mapping[str, FanInMergeConfig] | None = None,
         compile_callbacks: Iterable[CompileCallback] | None = None,
+        keep_history: bool | int = False,
     ) -> Runnable[I, O]:
         """Check the whole graph and return a ``Runnable``; the graph is frozen afterwards.
+
+        ``keep_history``: keep the snapshots of every run given a ``checkpoint_id`` in ``checkpoint_store``, one
+        per step, after the run ends (``True``; ``N``: the last N per id): ``Runnable.get_state_history``,
+        replay with ``from_step=``, ``update_state``.
 
         ``compile_callbacks``: each is called once, when compilation has finished, with the graph's ``GraphInfo``
         (a callable, or an object with ``on_finish(info)``); a sub-graph's go in its node's ``compile_options``.
@@ -535,6 +540,7 @@ class Graph(Generic[I, O]):
             checkpoint_store=checkpoint_store,
             fan_in_merge_config=fan_in_merge_config,
             compile_callbacks=compile_callbacks,
+            keep_history=keep_history,
         )
 
     def _successors(self, key: str) -> list[str]:

@@ -189,6 +189,7 @@ class Workflow(Generic[I, O]):
         checkpoint_store: Any = None,
         fan_in_merge_config: Mapping[str, FanInMergeConfig] | None = None,
         compile_callbacks: Sequence[CompileCallback] | None = None,
+        keep_history: bool | int = False,
     ) -> Runnable[I, O]:
         """Check every mapping and compile to a DAG ``Runnable``; the workflow is frozen afterwards.
 
@@ -227,6 +228,7 @@ class Workflow(Generic[I, O]):
                 checkpoint_store=checkpoint_store,
                 fan_in_merge_config=fan_in_merge_config,
                 compile_callbacks=compile_callbacks,
+                keep_history=keep_history,
             )
 
     def _wire(self, node: WorkflowNode) -> None:

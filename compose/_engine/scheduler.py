@@ -251,6 +251,10 @@ class GraphRun:
         # whether a step must pass _gate (interrupts before nodes, external interrupts, a restored run)
         self.gated = bool(tables.interrupt_before or options.external_interrupt is not None)
 
+    # one superstep (``pregel.pregel_step``); a method so that a recorded run (``history.RecordedRun``) can
+    # route and snapshot around it while a plain run pays nothing for that
+    _pregel = pregel_step
+
     def __repr__(self) -> str:
         waiting = [self.t.keys[i] for i in self.inbox]
         mode = "dag" if self.t.dag else "pregel"
@@ -343,9 +347,9 @@ class GraphRun:
             if self.t.dag:
                 out = await run_dag(self)
             else:
-                out = await pregel_step(self, to_end)
+                out = await self._pregel(to_end)
                 while out is _NOTHING and (to_end or (until is not None and not until())):
-                    out = await pregel_step(self, to_end)
+                    out = await self._pregel(to_end)
                 if out is _NOTHING:
                     return False
             handlers = self._handlers()
