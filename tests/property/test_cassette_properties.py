@@ -54,7 +54,8 @@ async def run_events(script: ChatScript | None, path: Path, streaming: bool) -> 
     mode = "all" if script is not None else "none"
     async with cassette(path, mode) as tape:
         model = script.model() if script is not None else ScriptedChatModel([])
-        agent = ChatModelAgent("agent", "d", "Be brief.", tape.wrap(model), [tape.wrap_tool(echo), tape.wrap_tool(ping)])
+        tools = [tape.wrap_tool(echo), tape.wrap_tool(ping)]
+        agent = ChatModelAgent("agent", "d", "Be brief.", tape.wrap(model), tools)
         out: list[Any] = []
         async with Runner(agent, enable_streaming=streaming).query("go") as run:
             async for event in run:
