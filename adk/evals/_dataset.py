@@ -30,7 +30,7 @@ from adk.evals._evaluators import (
 )
 from adk.evals._judge import LLMJudge
 from adk.evals._report import CaseResult, EvaluationReport, RunResult, Score
-from adk.evals._target import RunOutcome, Target, resolve_target, run_case
+from adk.evals._target import RunOutcome, Target, open_target, run_case
 from compose.errors import NodeRunError
 
 __all__ = ["BUILTIN_EVALUATORS", "Case", "Dataset"]
@@ -226,7 +226,7 @@ class Dataset:
         Args:
             target: an agent (run with ``Runner(agent)``), a ``Runner``, a compiled graph, or a function returning
                 one (called once, with ``cassette`` when it takes an argument, so that it can wrap its models and
-                tools: ``cassette.wrap(model)``).
+                tools: ``cassette.wrap(model)``), or an async context manager giving one (closed at the end).
             concurrency: how many runs at once.
             repeat: runs per case; the report keeps each run and the mean of their scores.
             cassette: a ``compose.testing.cassette`` the runs record on or replay from (one file for the
@@ -249,7 +249,7 @@ class Dataset:
         async with contextlib.AsyncExitStack() as stack:
             if cassette is not None and not cassette.is_open:
                 await stack.enter_async_context(cassette)
-            runnable = resolve_target(target, cassette)
+            runnable = await open_target(target, cassette, stack)
             limiter = anyio.CapacityLimiter(concurrency)
             advance = await stack.enter_async_context(_progress(self.name, len(self.cases) * repeat, progress))
 

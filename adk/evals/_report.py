@@ -296,7 +296,10 @@ class EvaluationReport:
             reasons = "; ".join(r.splitlines()[0] for r in c.reasons if r)
             verdict = "[green]PASS[/]" if c.passed else f"[red]FAIL[/] {escape(reasons)}"
             table.add_row(c.name, *cells, f"{c.duration:.2f}", f"{c.tokens:g}", verdict)
-        Console(file=out, width=width or (None if out is sys.stdout else 140), highlight=False).print(table)
+        console = Console(file=out, width=width, highlight=False)
+        if width is None and not console.is_terminal:  # a file or a pipe: wide enough for the reasons
+            console = Console(file=out, width=140, highlight=False)
+        console.print(table)
 
     def _summary(self) -> str:
         passed = sum(c.passed for c in self.cases)

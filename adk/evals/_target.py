@@ -6,6 +6,7 @@ import inspect
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ from adk.runner import Runner
 from compose.runnable import Runnable
 from compose.schema import Message, user_message
 
-__all__ = ["RunOutcome", "Target", "resolve_target", "run_case"]
+__all__ = ["RunOutcome", "Target", "open_target", "run_case"]
 
 Target = Any
 """An agent (``adk.Agent``: run with ``Runner(agent)``), a ``Runner`` (its streaming mode, stores and callbacks
@@ -34,9 +35,10 @@ class RunOutcome:
     tokens: int = 0
 
 
-def resolve_target(target: Any, cassette: Any = None) -> Runner | Runnable[Any, Any]:
-    """``target`` as a Runner or a Runnable; a function building one is called (with the cassette when it takes
-    an argument).
+async def open_target(target: Any, cassette: Any, stack: AsyncExitStack) -> Runner | Runnable[Any, Any]:
+    """``target`` as a Runner or a Runnable. A function building one is called (with the cassette when it takes an
+    argument); it may return an async context manager (``@asynccontextmanager`` around a ``yield agent``), entered
+    on ``stack`` so that what it opened (a model's HTTP client) is closed after the evaluation.
 
     Raises:
         TypeError: ``target`` is none of an agent, a Runner, a compiled graph, or a function returning one.
@@ -47,6 +49,8 @@ def resolve_target(target: Any, cassette: Any = None) -> Runner | Runnable[Any, 
         return Runner(target)
     if callable(target):
         built = target(cassette) if _takes_an_argument(target) else target()
+        if callable(getattr(built, "__aenter__", None)) and not _is_agent(built):
+            built = await stack.enter_async_context(built)
         if isinstance(built, Runner | Runnable):
             return built
         if _is_agent(built):
