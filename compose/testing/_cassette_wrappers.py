@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from compose.errors import CassetteError
+import anyio
+
+from compose.errors import CassetteError, StreamEnd
 from compose.models.base import ChatModel, model_identity
 from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
@@ -14,6 +16,8 @@ from compose.tools import BaseTool
 
 if TYPE_CHECKING:
     from compose.testing.cassette import Cassette
+
+T = TypeVar("T")
 
 
 class CassetteChatModel:
@@ -68,19 +72,13 @@ class CassetteChatModel:
             return StreamReader.from_iterable([load_message(c, where) for c in chunks])
         seq = self.cassette.begin()
         reader = await self.inner.stream(messages, **opts)
-        return StreamReader.from_async_iterator(self._recorded_stream(reader, seq, request))
 
-    async def _recorded_stream(
-        self, reader: StreamReader[Message], seq: int, request: dict[str, Any]
-    ) -> AsyncIterator[Message]:
-        chunks: list[Message] = []
-        async with reader:
-            async for chunk in reader:
-                chunks.append(chunk)
-                yield chunk
-        whole = concat_messages(chunks) if chunks else Message(role="assistant")
-        response = {"chunks": [dump_message(c) for c in chunks], "message": dump_message(whole)}
-        self.cassette.record(seq, "model", request, response)
+        def done(chunks: list[Message]) -> None:
+            whole = concat_messages(chunks) if chunks else Message(role="assistant")
+            response = {"chunks": [dump_message(c) for c in chunks], "message": dump_message(whole)}
+            self.cassette.record(seq, "model", request, response)
+
+        return StreamReader.from_async_iterator(_Recorder(reader, done))
 
     async def aclose(self) -> None:
         """Close the wrapped model, if it can be closed."""
@@ -93,6 +91,36 @@ def _recorded_message(item: Interaction, cassette: Cassette) -> Message:
     if "message" not in item.response:
         raise CassetteError(f"cassette {cassette.path}: a recorded model call has no 'message'")
     return load_message(item.response["message"], f"cassette {cassette.path}: a recorded answer")
+
+
+class _Recorder(Generic[T]):
+    """Hands on the chunks of ``reader`` and, once it has ended, gives them all to ``done``. A stream that fails
+    or is closed early is not recorded; closing this closes ``reader`` (also before the first chunk)."""
+
+    def __init__(self, reader: StreamReader[T], done: Callable[[list[T]], None]) -> None:
+        self._reader = reader
+        self._done = done
+        self._chunks: list[T] = []
+
+    def __aiter__(self) -> _Recorder[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        try:
+            chunk = await self._reader.recv()
+        except StreamEnd:
+            await self._reader.aclose()
+            self._done(self._chunks)
+            raise StopAsyncIteration from None
+        except BaseException:
+            with anyio.CancelScope(shield=True):  # also when cancelled: the inner stream is closed
+                await self._reader.aclose()
+            raise
+        self._chunks.append(chunk)
+        return chunk
+
+    async def aclose(self) -> None:
+        await self._reader.aclose()
 
 
 class _CassetteTool:
@@ -142,17 +170,11 @@ class _StreamableCassetteTool(_CassetteTool):
             )
         seq = self.cassette.begin()
         reader: StreamReader[str] = await self.inner.stream(arguments)  # type: ignore[attr-defined]
-        return StreamReader.from_async_iterator(self._recorded_stream(reader, seq, request))
 
-    async def _recorded_stream(
-        self, reader: StreamReader[str], seq: int, request: dict[str, Any]
-    ) -> AsyncIterator[str]:
-        chunks: list[str] = []
-        async with reader:
-            async for chunk in reader:
-                chunks.append(chunk)
-                yield chunk
-        self.cassette.record(seq, "tool", request, {"chunks": chunks, "result": "".join(chunks)})
+        def done(chunks: list[str]) -> None:
+            self.cassette.record(seq, "tool", request, {"chunks": chunks, "result": "".join(chunks)})
+
+        return StreamReader.from_async_iterator(_Recorder(reader, done))
 
 
 class _BothCassetteTool(_InvokableCassetteTool, _StreamableCassetteTool):

@@ -119,6 +119,15 @@ async def test_a_stream_closed_early_is_not_recorded(tmp_path: Path) -> None:
         assert tape.recorded == 0
 
 
+async def test_a_recorded_stream_closed_before_its_first_chunk_closes_the_model_stream(tmp_path: Path) -> None:
+    async with cassette(tmp_path / "c.json", "all") as tape:
+        model = tape.wrap(ScriptedChatModel(["answer"]))
+        await (await model.stream(HI)).aclose()  # the autouse leak check fails the test if the inner stream is open
+        tool_reader = await tape.wrap_tool(words).stream('{"text": "a b"}')  # type: ignore[attr-defined]
+        await tool_reader.aclose()
+        assert tape.recorded == 0
+
+
 async def test_a_repeated_request_replays_its_recordings_in_order_then_the_last(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
     async with cassette(path, "all") as tape:
