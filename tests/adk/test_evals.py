@@ -487,3 +487,64 @@ def test_cli_on_a_cassette_and_a_file_target(tmp_path: Path, capsys: pytest.Capt
     missing = str(tmp_path / "no.json")
     assert cli(["run", str(good), f"{module}:build", "--cassette", missing, "--cassette-mode", "none"]) == 2
     assert "does not exist and mode 'none' only replays" in capsys.readouterr().err
+
+
+# --- other targets and inputs ---------------------------------------------------------------------------------
+
+
+async def test_a_compiled_graph_and_message_inputs() -> None:
+    from compose import END, START, Graph
+
+    async def shout(messages: list[Message]) -> Message:
+        return Message(role="assistant", content=messages[-1].content.upper())
+
+    g = Graph[list[Message], Message]()
+    g.add_lambda_node("shout", shout)
+    g.add_edge(START, "shout")
+    g.add_edge("shout", END)
+    graph = g.compile()
+    inputs = [Message(role="user", content="hi")]
+    ds = Dataset("g", [Case("shout", inputs, expected_output="HI")], [ExactMatch()])
+    report = await ds.evaluate(graph)
+    assert report.passed and report.cases[0].runs[0].output == "HI"
+    as_dicts = Dataset("a", [Case("hz", [{"role": "user", "content": "Weather in Hangzhou?"}])], [Contains("rain")])
+    assert (await as_dicts.evaluate(build_agent())).passed
+    bad_inputs = [Case("x", [{"role": "nobody"}]), Case("y", 3)]
+    bad = await Dataset("b", bad_inputs, [Contains("rain")]).evaluate(build_agent())
+    assert [c.error.split(":")[0] for c in bad.cases if c.error] == ["DatasetError", "DatasetError"]
+
+
+async def test_a_run_that_pauses_fails_its_case() -> None:
+    agent = ChatModelAgent("trip", "trips", "Plan.", TripModel(), [get_weather], approval=lambda n, a: True)
+    report = await Dataset("p", [Case("hz", "Weather in Hangzhou?")], [Contains("rain")]).evaluate(agent)
+    assert "the run paused" in (report.cases[0].error or "")
+
+
+class Forecast(BaseModel):
+    city: str
+    rain: bool
+
+
+async def test_structured_output_is_the_output() -> None:
+    args = json.dumps({"city": "Hangzhou", "rain": True})
+    call = ToolCall(function=FunctionCall(name="final_answer", arguments=args))
+    agent = ChatModelAgent("f", "forecasts", model=ScriptedChatModel([Message(role="assistant", tool_calls=[call])]))
+    agent = ChatModelAgent("f", "forecasts", model=agent.model, output_type=Forecast)
+    case = Case("hz", "Rain?", expected_output={"city": "Hangzhou", "rain": True})
+    ds = Dataset("s", [case], [ExactMatch(), MatchesSchema(Forecast)])
+    report = await ds.evaluate(agent)
+    assert report.passed, report.cases[0].reasons
+    assert report.cases[0].runs[0].output == Forecast(city="Hangzhou", rain=True)
+    assert json.loads(report.to_json())["cases"][0]["runs"][0]["output"] == {"city": "Hangzhou", "rain": True}
+
+
+async def test_llm_judge_model_named_in_a_file() -> None:
+    judge = LLMJudge("r", "tests.adk.test_evals:judge_model")  # a function returning the model
+    assert (await judge.evaluate(ctx("x"))).value == 0.8
+    for ref, message in [
+        ("no_colon", "a model is named 'module:attr'"),
+        ("no_such_module:x", "cannot import 'no_such_module:x'"),
+        ("tests.adk.test_evals:CALLS", "is not a chat model"),
+    ]:
+        with pytest.raises(DatasetError, match=message):
+            await LLMJudge("r", ref).evaluate(ctx("x"))
