@@ -367,3 +367,23 @@ async def test_parallel_tool_results_arriving_in_another_order_replay(tmp_path: 
         assert got_order == ["rain in Suzhou", "rain in Hangzhou"]  # the events follow completion
         assert got_final == final
         assert parallel_tools_sorted(got) == parallel_tools_sorted(seen)
+
+
+async def test_a_mismatch_is_not_retried(tmp_path: Path) -> None:
+    from adk.retry import ModelRetryConfig, default_is_retryable
+    from compose.models import ScriptedChatModel
+
+    path = tmp_path / "c.json"
+    async with cassette(path, "all") as tape:
+        await tape.wrap(ScriptedChatModel(["hi"])).generate([Message(role="user", content="hello")])
+    async with cassette(path, "none") as tape:
+        model = tape.wrap(ScriptedChatModel([]))
+        retry = ModelRetryConfig(max_retries=3, backoff=lambda attempt: 0.0)
+        agent = ChatModelAgent("a", "d", model=model, model_retry=retry)
+        async with Runner(agent).query("something else") as run:
+            errors = [ev.error async for ev in run if ev.error is not None]
+        assert tape.replayed == 0
+    (error,) = errors
+    assert isinstance(error, CassetteMismatchError) or isinstance(error.__cause__, CassetteMismatchError), repr(error)
+    mismatch = CassetteMismatchError("x", kind="model", field=None, request={}, nearest=None, diff="")
+    assert not default_is_retryable(mismatch)
