@@ -82,6 +82,10 @@ def dump_message(msg: Message) -> dict[str, Any]:
     return msg.model_dump(mode="json", exclude_defaults=True)
 
 
+def dump_tools(tools: Sequence[ToolInfo]) -> list[dict[str, Any]]:
+    return [t.model_dump(mode="json", exclude_defaults=True) for t in tools]
+
+
 def load_message(data: Any, where: str) -> Message:
     try:
         return Message.model_validate(data)
@@ -91,15 +95,15 @@ def load_message(data: Any, where: str) -> Message:
 
 def model_request(
     messages: Sequence[Message],
-    tools: Sequence[ToolInfo],
+    tools: list[dict[str, Any]],
     options: Mapping[str, Any],
     model: str,
     secret_keys: Iterable[str],
 ) -> dict[str, Any]:
-    """A model call as it is recorded (and matched)."""
+    """A model call as it is recorded (and matched); ``tools`` as :func:`dump_tools` gives them."""
     return {
         "messages": [dump_message(m) for m in messages],
-        "tools": [t.model_dump(mode="json", exclude_defaults=True) for t in tools],
+        "tools": tools,
         "options": redact(jsonable(dict(options)), secret_keys),
         "model": model,
     }

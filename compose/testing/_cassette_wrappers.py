@@ -11,7 +11,14 @@ from compose.errors import CassetteError, StreamEnd
 from compose.models.base import ChatModel, model_identity
 from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
-from compose.testing._cassette_data import Interaction, dump_message, load_message, model_request, tool_request
+from compose.testing._cassette_data import (
+    Interaction,
+    dump_message,
+    dump_tools,
+    load_message,
+    model_request,
+    tool_request,
+)
 from compose.tools import BaseTool
 
 if TYPE_CHECKING:
@@ -32,6 +39,7 @@ class CassetteChatModel:
         self.cassette = cassette
         self.name = name if name is not None else model_identity(inner)[0]
         self.tools = tuple(tools)
+        self._tool_data = dump_tools(self.tools)  # once per binding, not once per call
 
     @property
     def supports_response_format(self) -> bool:
@@ -46,7 +54,7 @@ class CassetteChatModel:
         return CassetteChatModel(self.inner.with_tools(tools), self.cassette, name=self.name, tools=tools)
 
     def _request(self, messages: Sequence[Message], opts: dict[str, Any]) -> dict[str, Any]:
-        return model_request(messages, self.tools, opts, self.name, self.cassette.secret_keys)
+        return model_request(messages, self._tool_data, opts, self.name, self.cassette.secret_keys)
 
     async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
         """The recorded answer, or the wrapped model's answer (recorded)."""
