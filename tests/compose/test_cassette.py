@@ -262,13 +262,14 @@ def test_trip(pyeino_cassette):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # four pytest processes, each loading every installed plugin
 def test_the_pytest_plugin_names_cassettes_after_tests_and_takes_the_mode(tmp_path: Path) -> None:
     # an installed distribution whose entry point is the one pyproject.toml declares
     dist = tmp_path / "site" / "pyeino_cassette_plugin-0.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: pyeino-cassette-plugin\nVersion: 0\n")
-    (dist / "entry_points.txt").write_text("[pytest11]\npyeino_cassette = compose.testing.pytest_plugin\n")
-    assert 'pyeino_cassette = "compose.testing.pytest_plugin"' in file_text(ROOT / "pyproject.toml")
+    (dist / "entry_points.txt").write_text("[pytest11]\npyeino_cassette = pyeino_pytest\n")
+    assert 'pyeino_cassette = "pyeino_pytest"' in file_text(ROOT / "pyproject.toml")
     project = tmp_path / "project"
     (project / "tests").mkdir(parents=True)
     (project / "tests" / "test_mod.py").write_text(PLUGIN_TEST)
@@ -276,7 +277,7 @@ def test_the_pytest_plugin_names_cassettes_after_tests_and_takes_the_mode(tmp_pa
 
     def pytest_run(*args: str) -> subprocess.CompletedProcess[str]:
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *args, "tests"]
-        return subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        return subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=300)
 
     missing = pytest_run("--cassette-mode", "none")
     assert missing.returncode == 1 and "CassetteNotFoundError" in missing.stdout, missing.stdout + missing.stderr
@@ -290,8 +291,18 @@ def test_the_pytest_plugin_names_cassettes_after_tests_and_takes_the_mode(tmp_pa
     assert bad.returncode == 4 and "invalid choice" in bad.stderr
 
 
+def test_the_plugin_imports_no_pyeino_module_and_knows_the_modes() -> None:
+    code = "import sys, pyeino_pytest; print(sorted(m for m in sys.modules if m.split('.')[0] in ('compose', 'adk')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+    from compose.testing.cassette import MODES
+    from pyeino_pytest import MODES as PLUGIN_MODES
+
+    assert PLUGIN_MODES == MODES
+
+
 def test_the_fixture_path_is_named_after_module_and_test() -> None:
-    from compose.testing.pytest_plugin import cassette_path
+    from pyeino_pytest import cassette_path
 
     class Node:
         path = Path("/p/tests/test_trip.py")
