@@ -159,6 +159,31 @@ async def test_tools_replay_without_running_in_either_paradigm(tmp_path: Path) -
     assert "call of tool 'weather'" in str(info.value) and '+    "city": "Suzhou"' in info.value.diff
 
 
+class Both:
+    """A tool with both protocols (as a ToolsNode picks one per run mode)."""
+
+    def info(self) -> ToolInfo:
+        return ToolInfo(name="both", description="both ways")
+
+    async def run(self, arguments: str) -> str:
+        return "whole " + arguments
+
+    async def stream(self, arguments: str) -> StreamReader[str]:
+        return StreamReader.from_iterable(["part ", arguments])
+
+
+async def test_a_tool_call_recorded_in_one_paradigm_replays_in_the_other(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    async with cassette(path, "all") as tape:
+        tool_ = tape.wrap_tool(Both())
+        assert await tool_.run("{}") == "whole {}"  # type: ignore[attr-defined]
+        assert await read(await tool_.stream('{"x": 1}')) == ["part ", '{"x": 1}']  # type: ignore[attr-defined]
+    async with cassette(path, "none") as tape:
+        tool_ = tape.wrap_tool(Both())
+        assert await read(await tool_.stream("{}")) == ["whole {}"]  # type: ignore[attr-defined]
+        assert await tool_.run('{"x": 1}') == 'part {"x": 1}'  # type: ignore[attr-defined]
+
+
 async def test_mismatches_name_the_differing_field(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
     info = ToolInfo(name="t", description="d")
