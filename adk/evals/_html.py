@@ -83,7 +83,7 @@ def _case(case: CaseResult, index: int) -> str:
             parts.append(f"<ol>{calls}</ol>")
         rows = "".join(
             f'<tr><td>{escape(s.evaluator)}</td><td class="num">{s.score:.2f}</td>'
-            f'<td>{"✓" if s.passed else "✗"}</td><td>{escape(s.reason or "")}</td></tr>'
+            f"<td>{'✓' if s.passed else '✗'}</td><td>{escape(s.reason or '')}</td></tr>"
             for s in run.scores
         )
         parts.append(f"<table><tr><th>evaluator</th><th>score</th><th></th><th>reason</th></tr>{rows}</table>")

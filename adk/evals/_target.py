@@ -142,4 +142,3 @@ async def _run_agent(runner: Runner, case_name: str, value: Any, outcome: RunOut
         final = run.final_message
         outcome.tokens = run.total_tokens
     outcome.output = structured if structured is not None else final.content if final is not None else None
-

@@ -25,7 +25,10 @@ DAY_TRIP = (
 SCRIPT: dict[str, list[tuple[str, list[tuple[str, dict[str, Any]]]]]] = {
     "帮我安排明天的杭州一日游，我喜欢喝茶和吃小吃，告诉我带什么。": [
         ("先查明天杭州的天气。", [("get_weather", {"city": "杭州", "date": "明天"})]),
-        ("下午有雨，找适合雨天的去处。", [("search_places", {"city": "杭州", "interests": ["茶", "小吃"], "weather": "下午有雨"})]),  # noqa: E501
+        (
+            "下午有雨，找适合雨天的去处。",
+            [("search_places", {"city": "杭州", "interests": ["茶", "小吃"], "weather": "下午有雨"})],
+        ),
         ("估算交通。", [("estimate_route", {"places": ["西湖·断桥", "中国茶叶博物馆", "河坊街"]})]),
         (DAY_TRIP, []),
     ],

@@ -274,7 +274,7 @@ async def test_a_wrapped_model_shows_its_inner_model() -> None:
 
 # --- the pytest plugin, registered through its entry point -----------------------------------------------------
 
-PLUGIN_TEST = '''
+PLUGIN_TEST = """
 from compose.models import ScriptedChatModel
 from compose.schema import user_message
 import anyio
@@ -283,7 +283,7 @@ def test_trip(pyeino_cassette):
     model = pyeino_cassette.wrap(ScriptedChatModel(["recorded answer"]))
     assert anyio.run(model.generate, [user_message("hi")]).content == "recorded answer"
     assert pyeino_cassette.path.name == "test_trip.json"
-'''
+"""
 
 
 @pytest.mark.slow
