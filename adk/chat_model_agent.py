@@ -46,7 +46,15 @@ from adk.react import (
     tool_result_collector,
 )
 from adk.retry import ModelRetryConfig, RetryChatModel
-from adk.structured_output import FinalAnswerTool, OutputMode, OutputSchema, StructuredOutputCheck, pick_mode
+from adk.structured_output import (
+    FINAL_ANSWER_TOOL_NAME,
+    FinalAnswerTool,
+    OutputMode,
+    OutputSchema,
+    ResponseFormatFallback,
+    StructuredOutputCheck,
+    pick_mode,
+)
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.models.base import ChatModel, ToolChoice
 from compose.runnable import Runnable
@@ -208,7 +216,9 @@ class ChatModelAgent:
         output_retries: how many times an invalid structured answer is sent back to the model with the errors
             before the run fails with ``StructuredOutputError``.
         output_mode: ``"native"`` (``response_format`` on every call), ``"tool"`` (a ``final_answer`` tool), or
-            ``"auto"``: native for models with ``supports_response_format = True`` (``OpenAIChatModel``).
+            ``"auto"``: native for models with ``supports_response_format = True`` (``OpenAIChatModel``), falling
+            back to the tool mode for good when the server refuses ``response_format``
+            (``ResponseFormatUnsupportedError``; see :mod:`adk.structured_output`).
 
     Raises:
         ValueError: a required field is missing or a return-directly tool is unknown.
@@ -302,7 +312,9 @@ class ChatModelAgent:
         self._output: StructuredOutputCheck | None = None
         if output_type is not None:
             mode = pick_mode(output_mode, model)
-            self._output = StructuredOutputCheck(OutputSchema(output_type), output_retries, mode)
+            self._output = StructuredOutputCheck(
+                OutputSchema(output_type), output_retries, mode, fallback=output_mode == "auto"
+            )
         # the graph's own checkpoints, one per paused run, until the runner moves them to its store
         self._bridge = InMemoryCheckPointStore()
         self._runnable: Runnable[list[Message], Message] | None = None
@@ -359,6 +371,21 @@ class ChatModelAgent:
             )
         self._parent_agent = (parent.name, parent.description)
 
+    def add_middleware(self, middleware: AgentMiddleware) -> None:
+        """Add ``middleware`` after the agent's others, before its first run (``adk.serve`` adds the one that
+        offers a request's client tools and context this way).
+
+        Raises:
+            TypeError: ``middleware`` is not an ``AgentMiddleware``.
+            ValueError: the agent has run (its graph is built).
+        """
+        if not isinstance(middleware, AgentMiddleware):
+            raise TypeError(f"agent '{self.name}': {type(middleware).__qualname__} is not an AgentMiddleware")
+        if self._runnable is not None:
+            raise ValueError(f"agent '{self.name}' has been frozen after run: add middlewares before running it")
+        self.middlewares = (*self.middlewares, middleware)
+        self._before_agent = tuple(m for m in self.middlewares if overrides(m, "before_agent"))
+
     def on_disallow_transfer_to_parent(self) -> None:
         """The agent must not transfer back to its parent (workflow agents' children)."""
         self._check_not_frozen()
@@ -369,6 +396,10 @@ class ChatModelAgent:
         the agent middlewares' tool wrappers (Eino's order)."""
         cfg = self.tools_config
         middlewares = [tool_result_collector(), *cfg.middlewares, *tool_middlewares(self.middlewares)]
+        output = self._output
+        if output is not None and output.fallback and all(t.info().name != FINAL_ANSWER_TOOL_NAME for t in tools):
+            # the tool mode may take over mid-run (ResponseFormatFallback): its final_answer calls must run
+            tools = [*tools, FinalAnswerTool(output)]
 
         def node(sequential: bool) -> ToolsNode:
             return ToolsNode(
@@ -406,15 +437,18 @@ class ChatModelAgent:
             for m in mws
             for hook in ("before_agent", "before_model_rewrite_state", "after_model_rewrite_state")
         )
-        base: ChatModel
+        output = self._output
+        model: ChatModel = self.model
+        if output is not None and output.fallback:
+            model = ResponseFormatFallback(model, output)
+        base: ChatModel = model
         if per_call_tools:
-            base = ToolBinder(self.model, infos)
-        else:
-            base = self.model.with_tools(infos) if tools else self.model
+            base = ToolBinder(model, infos)
+        elif tools:
+            base = model.with_tools(infos)
         for mw in reversed(mws):
             if overrides(mw, "wrap_model"):
                 base = mw.wrap_model(base)
-        output = self._output
         native = output is not None and output.mode == "native"
         retry = self.model_retry if self.model_retry is not None and self.model_retry.max_retries > 0 else None
         chain: Any = EventModel(base, retry, output.schema if output is not None else None)
@@ -428,7 +462,7 @@ class ChatModelAgent:
         if self._before_agent:
             # before_agent may add tools to an agent without any: the tools route is always built
             tools_node = _RunTools(self, self._tools_node(tools))
-        elif tools:
+        elif tools or (output is not None and output.fallback):
             tools_node = self._tools_node(tools)
         return build_react(
             ReactConfig(
@@ -441,7 +475,8 @@ class ChatModelAgent:
                 tool_infos=tuple(infos),
                 before_agent=self._before_agent_node if self._before_agent else None,
                 output=output,
-                dynamic_return_directly=bool(self._before_agent) or (output is not None and not native),
+                dynamic_return_directly=bool(self._before_agent)
+                or (output is not None and (not native or output.fallback)),
                 max_budget_tokens=self.max_budget_tokens,
                 stall_window=self.stall_window,
                 checkpoint_store=self._bridge,

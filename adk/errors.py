@@ -12,6 +12,8 @@
         ├── StructuredOutputError       no answer matched the agent's ``output_type`` within its retries; ``.raw``
         ├── WillRetryError              ends the event stream of a failed model attempt that will be retried
         ├── TransferError               a transfer named an agent that is neither a sub-agent nor the parent
+        ├── ServeError                  an AG-UI request the server (``adk.serve``) cannot run
+        │   └── InterruptPendingError   a run on a thread with open interrupts does not answer them all
         ├── DurableError                a durable run's failure (``adk.durable``, extra ``dbos``)
         │   ├── DurableBackendError     ``adk.durable`` called under trio (DBOS is asyncio-only; also RuntimeError)
         │   ├── DurableSerializationError  a value is not JSON, or a pickled row was refused (also TypeError)
@@ -44,7 +46,9 @@ __all__ = [
     "DurableSerializationError",
     "DurableStepError",
     "ExceedMaxIterationsError",
+    "InterruptPendingError",
     "RetryExhaustedError",
+    "ServeError",
     "SessionBusyError",
     "SessionError",
     "SessionLeaseLostError",
@@ -140,6 +144,27 @@ class TransferError(AgentError):
         super().__init__(f"transfer failed: agent '{dest}' not found when transferring from '{source}'")
         self.dest = dest
         self.source = source
+
+
+class ServeError(AgentError):
+    """An AG-UI request the server (``adk.serve``) cannot run; sent to the client as ``RUN_ERROR`` with the
+    class name as ``code``."""
+
+    reason = "serve"
+
+
+class InterruptPendingError(ServeError):
+    """A run on a thread whose last run paused does not answer every open interrupt in its ``resume`` entries
+    (AG-UI's interrupts: pending interrupts block new input, and a resume addresses all of them);
+    ``.thread_id`` and ``.pending`` (the unanswered interrupt ids) say which."""
+
+    def __init__(self, thread_id: str, pending: list[str]) -> None:
+        super().__init__(
+            f"thread {thread_id!r} has open interrupts {sorted(pending)}: send resume entries answering all of "
+            "them (status 'resolved' with a payload, or 'cancelled')"
+        )
+        self.thread_id = thread_id
+        self.pending = sorted(pending)
 
 
 class DurableError(AgentError):

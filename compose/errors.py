@@ -17,6 +17,7 @@ derive from :class:`ComposeError`::
     │   │   ├── RuntimeTypeError          a value crossing an ``Any`` edge had the wrong type
     │   │   ├── FanInMergeError           values arriving at one node could not be merged
     │   │   ├── FieldMappingError(LookupError)  a Workflow field mapping failed (missing map key, None on the path)
+    │   │   │   └── FieldMappingTypeError(RuntimeTypeError)  a mapped value is not of the target field's type
     │   │   └── StateError                ``process_state`` found no state of the asked type
     │   ├── StreamError                   misuse of a stream or an impossible concat
     │   │   ├── EmptyStreamError          concat of a stream with no chunk
@@ -35,6 +36,7 @@ derive from :class:`ComposeError`::
     │   │   ├── ModelTimeoutError         the request timed out (retryable)
     │   │   ├── ModelServerError          HTTP 5xx or a broken/truncated stream (retryable)
     │   │   ├── ModelBadRequestError      HTTP 400/404/422, or a request that cannot be encoded (not retryable)
+    │   │   │   └── ResponseFormatUnsupportedError  the server refused ``response_format`` (HTTP 4xx or 5xx)
     │   │   ├── ModelAuthError            HTTP 401/403 (not retryable)
     │   │   ├── ModelResponseError        an answer that cannot be understood (wrong shape, not a JSON action, ...)
     │   │   └── ScriptExhaustedError      a ScriptedChatModel was called past its script
@@ -77,6 +79,7 @@ __all__ = [
     "EmptyStreamError",
     "FanInMergeError",
     "FieldMappingError",
+    "FieldMappingTypeError",
     "GraphBuildError",
     "GraphCompiledError",
     "GraphInterrupt",
@@ -98,6 +101,7 @@ __all__ = [
     "NodeRunError",
     "PathOutsideRootError",
     "PromptError",
+    "ResponseFormatUnsupportedError",
     "RuntimeTypeError",
     "ScriptExhaustedError",
     "StateError",
@@ -182,8 +186,14 @@ class NodeRunError(GraphRunError):
     """Raised when a node, its state handler or its input conversion fails.
 
     ``node_path`` lists node keys from the outermost graph down to the failing node; the original exception is
-    ``__cause__``.
+    ``__cause__``. ``phase`` says what failed: ``""`` (the node), ``"pre handler"``, ``"post handler"``,
+    ``"output"`` (:class:`NodeOutputTypeError`) or ``"stream"``: an error inside the node's output stream in a
+    streaming run (the model's connection broke, a tool failed mid-stream), named once after the node that
+    produced the stream and raised as it is wherever the stream is read (by the next node, a handler, a branch,
+    the caller).
     """
+
+    _origin: object = None  # the run whose stream named it (compose._engine.blame); None for other errors
 
     def __init__(self, node_path: Sequence[str], cause: BaseException, *, phase: str = "") -> None:
         self.node_path = list(node_path)
@@ -274,6 +284,28 @@ class FieldMappingError(GraphRunError, LookupError):
             f"[{'.'.join(self.field_path)}]: {problem}\n"
             f"------------------------\nnode path: [{', '.join(self.node_path)}]"
         )
+
+
+class FieldMappingTypeError(FieldMappingError, RuntimeTypeError):
+    """Raised when a Workflow field mapping whose types only may fit (from ``Any``, a ``dict[str, Any]`` value, a
+    base class to a subclass, a union) carries a value that is not of the target field's type: a ``None`` or a
+    ``str`` mapped into an ``int``, an ``Animal`` that is not the ``Dog`` the node takes (Eino's "runtime check
+    failed for mapping ..., field[X]-[Y] is absolutely not assignable"). In a streaming run it is an error item
+    of the mapped stream. ``expected`` is the field's type, ``actual`` the value's."""
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        node_path: Sequence[str],
+        predecessor: str,
+        field_path: Sequence[str],
+        expected: Any,
+        actual: type,
+    ) -> None:
+        super().__init__(problem, node_path=node_path, predecessor=predecessor, field_path=field_path)
+        self.expected = expected
+        self.actual = actual
 
 
 class StateError(GraphRunError, LookupError):
@@ -431,6 +463,13 @@ class ModelServerError(ChatModelError):
 class ModelBadRequestError(ChatModelError):
     """The provider rejected the request (HTTP 400, 404, 422), or it cannot be sent (a request message with a
     lone surrogate, which UTF-8 cannot encode). Not retryable."""
+
+
+class ResponseFormatUnsupportedError(ModelBadRequestError):
+    """The server refused the request's ``response_format`` (structured output by JSON schema): an HTTP 4xx, or a
+    5xx, whose error names ``response_format``, ``json_schema`` or ``json_object``, such as llama.cpp's server's
+    HTTP 500 "Input should be 'text' or 'json_object'". Not retryable: the same request is refused again. An agent
+    with ``output_mode="auto"`` falls back to its ``final_answer`` tool on it."""
 
 
 class ModelAuthError(ChatModelError):

@@ -288,7 +288,9 @@ class Graph(Generic[I, O]):
         **options: Unpack[NodeOptions],
     ) -> None:
         """Add a chat template node: ``dict[str, Any] -> list[Message]`` (``format`` to invoke; a stream is the
-        one formatted list). Callbacks see the variables as input and the messages as output."""
+        one formatted list). Callbacks see a ``PromptCallbackInput`` (the variables and the template's
+        ``templates``) as input and a ``PromptCallbackOutput`` (the messages and the templates) as output, as
+        Eino's prompt components report."""
         if not callable(getattr(template, "format", None)):
             raise GraphBuildError(f"node '{key}': a chat template needs an async format(variables) method")
         fmt = template.format
@@ -296,7 +298,9 @@ class Graph(Generic[I, O]):
         async def invoke(variables: Any, **_o: Any) -> Any:
             return await fmt(variables)
 
-        paradigms = dataclasses.replace(derive(invoke=invoke), invoke1=fmt)
+        from compose.prompt._callbacks import prompt_report
+
+        paradigms = dataclasses.replace(derive(invoke=invoke), invoke1=fmt, report=prompt_report(template))
         node = _NodeDef(
             key, "ChatTemplate", type(template).__name__, template, paradigms, dict[str, Any], list[Message]
         )

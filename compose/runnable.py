@@ -111,6 +111,7 @@ class Runnable(Generic[I, O]):
         address: str = "",
         restore: tuple[RunSnapshot, Mapping[str, Any]] | None = None,
         check: tuple[Any] | None = None,
+        origin: object = None,
     ) -> RunHandle:
         """Start a run: resume it from its checkpoint when there is one (claimed, so that exactly one of several
         concurrent resumes gets it), else check the input and begin afresh."""
@@ -129,7 +130,14 @@ class Runnable(Generic[I, O]):
             if check is not None and restore is None:
                 self._check_input(check[0])
             run = GraphRun(
-                t, streaming=streaming, options=options, path=path, info=info, address=address, restore_from=restore
+                t,
+                streaming=streaming,
+                options=options,
+                path=path,
+                info=info,
+                address=address,
+                restore_from=restore,
+                origin=origin,
             )
         except BaseException as exc:
             if owner and restore is not None and checkpoint_id is not None:

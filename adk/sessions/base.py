@@ -35,7 +35,7 @@ from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from adk.errors import SessionBusyError, SessionError
-from compose.schema import Message
+from compose.schema import Message, approx_part_tokens
 
 __all__ = [
     "HistoryLimit",
@@ -53,7 +53,8 @@ TokenCounter = Callable[[Message], int]
 
 def approximate_tokens(message: Message) -> int:
     """About how many tokens ``message`` takes in a model's context: a quarter of its characters (content,
-    reasoning, tool names and arguments), rounded up, plus 4 for the message's framing.
+    reasoning, tool names and arguments), rounded up, plus its content parts'
+    (:func:`~compose.schema.approx_part_tokens`: an image is 765), plus 4 for the message's framing.
 
     The default counter of the stores: no tokenizer, stable across models, within tens of percent of
     OpenAI's tokenizers for English text and JSON; give the store your model's own counter to be exact.
@@ -66,7 +67,8 @@ def approximate_tokens(message: Message) -> int:
     chars = len(message.content) + len(message.reasoning_content)
     for call in message.tool_calls:
         chars += len(call.function.name) + len(call.function.arguments)
-    return 4 + math.ceil(chars / 4)
+    parts = sum(approx_part_tokens(p) for p in message.parts) if message.parts else 0
+    return 4 + math.ceil(chars / 4) + parts
 
 
 @dataclass(frozen=True, slots=True)
