@@ -352,3 +352,21 @@ async def test_message_round_trip_keeps_every_field(tmp_path: Path) -> None:
         await tape.wrap(ScriptedChatModel([msg])).generate(HI)
     async with cassette(path, "none") as tape:
         assert await tape.wrap(ScriptedChatModel([])).generate(HI) == msg
+
+
+async def test_messages_with_content_parts_record_match_and_replay(tmp_path: Path) -> None:
+    from compose.schema import ImagePart, TextPart
+
+    picture = ImagePart.from_bytes(b"\x89PNG....", "image/png")
+    question = [user_message("what is this?", parts=[TextPart(text="what is this?"), picture])]
+    answer = Message(role="assistant", content="a tiny picture")
+    path = tmp_path / "c.json"
+    async with cassette(path, "all") as tape:
+        await tape.wrap(ScriptedChatModel([answer])).generate(question)
+    async with cassette(path, "none") as tape:
+        model = tape.wrap(ScriptedChatModel([]))
+        assert (await model.generate(question)).content == "a tiny picture"
+        other = ImagePart.from_bytes(b"\x89PNG....!", "image/png")
+        with pytest.raises(CassetteMismatchError) as e:
+            await model.generate([user_message("what is this?", parts=[TextPart(text="what is this?"), other])])
+    assert e.value.field == "messages[0].parts[1].data"
