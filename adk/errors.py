@@ -29,6 +29,8 @@
         │   ├── DurableSerializationError  a value is not JSON, or a pickled row was refused (also TypeError)
         │   ├── DurableStepError        a step's failure replayed from the system database
         │   └── DurableRunError         ``DurableHandle.result()`` of a run that failed
+        ├── DatasetError                an evaluation dataset (``adk.evals``) is invalid: names the file, case,
+        │                               evaluator or field (also a ValueError)
         └── SessionError                a conversation (``adk.sessions``) cannot be run, read or stored
             ├── SessionBusyError        another run on the session is in flight; ``.session_id``, ``.holder``
             ├── SessionLeaseLostError   the run's lease on its session was lost (taken after expiry, or the
@@ -48,6 +50,7 @@ __all__ = [
     "AgentTimeoutError",
     "BackendFileNotFoundError",
     "CheckpointNotFoundError",
+    "DatasetError",
     "DurableBackendError",
     "DurableError",
     "DurableRunError",
@@ -249,6 +252,11 @@ class StructuredOutputError(AgentError):
         self.raw = raw
         self.error = error
         self.attempts = attempts
+
+
+class DatasetError(AgentError, ValueError):
+    """An evaluation dataset (``adk.evals``) cannot be built or loaded: the message names the file, the case, the
+    evaluator or the field at fault."""
 
 
 class SessionError(AgentError):

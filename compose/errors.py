@@ -49,8 +49,11 @@ derive from :class:`ComposeError`::
     │   │   ├── TemplateFormatError       a message's content cannot be rendered (syntax, missing variable, ...)
     │   │   │   └── TemplateSandboxError  a Jinja2 template tried to read a file or reach an unsafe attribute
     │   │   └── MessagesPlaceholderError  a placeholder's variable is missing or is not a list of messages
-    │   └── LoaderError                   a document loader could not read its source; cause in ``__cause__``
-    │       └── PathOutsideRootError(PermissionError)  a FileLoader source escapes its root directory
+    │   ├── LoaderError                   a document loader could not read its source; cause in ``__cause__``
+    │   │   └── PathOutsideRootError(PermissionError)  a FileLoader source escapes its root directory
+    │   └── CassetteError                 a record/replay cassette cannot be used (compose.testing.cassette)
+    │       ├── CassetteNotFoundError(FileNotFoundError)  replay-only mode and no cassette file
+    │       └── CassetteMismatchError(LookupError)  a replayed call matches no recorded one; ``.field`` differs
     ├── StreamEnd(EOFError)               the end of a stream; raised by ``recv()`` again on every later call
     └── GraphInterrupt                    a run paused at an interrupt (not a failure); ``.info``, ``.checkpoint_id``
 """
@@ -64,6 +67,9 @@ from compose._types import type_name
 
 __all__ = [
     "BranchError",
+    "CassetteError",
+    "CassetteMismatchError",
+    "CassetteNotFoundError",
     "ChatModelError",
     "CheckpointError",
     "CheckpointNotFoundError",
@@ -644,3 +650,46 @@ class GraphInterrupt(Exception):
         super().__init__("graph interrupted")
         self.info = info
         self.checkpoint_id = checkpoint_id
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cassettes (compose.testing.cassette)
+
+
+class CassetteError(ComposeError):
+    """A record/replay cassette cannot be used: not open, unreadable, or asked for something it cannot give."""
+
+
+class CassetteNotFoundError(CassetteError, FileNotFoundError):
+    """A cassette in replay-only mode (``"none"``) has no file to replay."""
+
+
+class CassetteMismatchError(CassetteError, LookupError):
+    """A call made during replay matches no recorded call.
+
+    Attributes:
+        kind: ``"model"`` or ``"tool"``.
+        field: the path of the first field where the call differs from the nearest recorded one
+            (``"messages[2].content"``, ``"options.temperature"``, ``"arguments"``), or None when nothing of that
+            kind was recorded.
+        request: the call's request, as it would be recorded.
+        nearest: the nearest recorded request (None when there is none).
+        diff: a unified diff from the nearest recorded request to this one (``""`` when there is none).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        field: str | None,
+        request: Any,
+        nearest: Any,
+        diff: str,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.field = field
+        self.request = request
+        self.nearest = nearest
+        self.diff = diff
