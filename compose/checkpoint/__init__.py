@@ -30,6 +30,10 @@ claims from a keeper thread while the resumed run is in flight, and a claim not 
 seconds (the process died, or the store was down when the run ended, so the claim could not be released) has
 expired and is taken over by the next resume.
 
+**History.** A graph compiled with ``keep_history=True`` (or ``N``) also keeps a snapshot per step of every run
+with a checkpoint id (``~history/<id>/<branch>/<step>`` keys, envelopes of kind ``"graph-history"``), read as
+:class:`StateSnapshot` s; ``prune(older_than=...)`` removes whole histories older than a date.
+
 **Retention.** The engine deletes a resumed run's checkpoint when the run completes successfully (a store
 without ``delete`` keeps it, as Eino does), so storage does not grow with finished runs; :func:`prune` deletes
 old checkpoints under a prefix. A delete that fails is reported as the run's error (``CheckpointStoreError``)
@@ -50,6 +54,7 @@ from compose.checkpoint._envelope import (
     encode_checkpoint,
     read_checkpoint_header,
 )
+from compose.checkpoint._history import StateSnapshot
 from compose.checkpoint._memory import InMemoryCheckPointStore
 from compose.checkpoint._postgres import PostgresCheckPointStore
 from compose.checkpoint._protocol import (
@@ -86,6 +91,7 @@ __all__ = [
     "InterruptNotFoundError",
     "PostgresCheckPointStore",
     "SQLiteCheckPointStore",
+    "StateSnapshot",
     "check_store",
     "claim_checkpoint",
     "decode_checkpoint",
