@@ -464,6 +464,7 @@ async def test_an_http_server_that_is_not_there_is_an_error_naming_it() -> None:
 
 
 async def test_the_public_names_of_compose_mcp() -> None:
-    public = {name for name in dir(compose.mcp) if not name.startswith(("_", "@")) and name not in ("annotations", "mcp")}
+    hidden = ("annotations", "mcp")
+    public = {name for name in dir(compose.mcp) if not name.startswith(("_", "@")) and name not in hidden}
     assert sorted(compose.mcp.__all__) == sorted(public) == ["MCPTool", "MCPToolset", "mcp_tools"]
     assert compose.MCPServerError is MCPServerError and compose.MCPToolError is MCPToolError
