@@ -268,6 +268,8 @@ class RunHandle:
     async def step(self, *, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
         """Run one superstep (or, with ``to_end``, all of them; with ``until``, as many as it takes for it to
         return True after one); True once ``result`` is set."""
+        if self._checkpoint_id is None:  # nothing to save, retire or release: the graph run's own step
+            return await self._run.step(to_end, until)
         done: bool = await self._guard(self._run.step(to_end, until))
         if done and self._checkpoint_id is not None and self._restored:
             owner, self._owner = self._owner, ""

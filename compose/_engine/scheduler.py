@@ -272,7 +272,26 @@ class GraphRun:
         running supersteps until it returns True after one (the agent runner stops when there are events)."""
         tokens = self._enter()
         try:
-            return await self._step(to_end, until)
+            if self.t.dag:
+                out = await run_dag(self)
+            else:
+                out = await pregel_step(self, to_end)
+                while out is _NOTHING and (to_end or (until is not None and not until())):
+                    out = await pregel_step(self, to_end)
+                if out is _NOTHING:
+                    return False
+            handlers = self._handlers()
+            if handlers:
+                self.live = False
+                if self.streaming:
+                    out = await fire_end_stream(handlers, self.info, out)
+                else:
+                    await fire_end(handlers, self.info, out)
+            self.result = out
+            return True
+        except BaseException as exc:
+            await self._fail(exc)
+            raise
         finally:
             self._exit(tokens)
 
@@ -335,29 +354,6 @@ class GraphRun:
                 self.pending.append((self.t.start, value))
         except BaseException as exc:
             await _close(value)
-            await self._fail(exc)
-            raise
-
-    async def _step(self, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
-        try:
-            if self.t.dag:
-                out = await run_dag(self)
-            else:
-                out = await pregel_step(self, to_end)
-                while out is _NOTHING and (to_end or (until is not None and not until())):
-                    out = await pregel_step(self, to_end)
-                if out is _NOTHING:
-                    return False
-            handlers = self._handlers()
-            if handlers:
-                self.live = False
-                if self.streaming:
-                    out = await fire_end_stream(handlers, self.info, out)
-                else:
-                    await fire_end(handlers, self.info, out)
-            self.result = out
-            return True
-        except BaseException as exc:
             await self._fail(exc)
             raise
 
