@@ -2,7 +2,7 @@
 
 No background task: ``ReactRun`` drives the graph one superstep at a time (``GraphRun.step()``) and, between
 supersteps, yields the events queued so far (the event-emitting model, the tool-result collector and the error
-path append to an unbounded deque synchronously). Consequences:
+path append to an unbounded list synchronously). Consequences:
 
 * a streaming model event is delivered right after the model node returned its stream, so the consumer reads
   tokens live while the model generates (its copy drives the model stream; the graph's copy buffers and is
@@ -145,7 +145,7 @@ class ReactRun:
             # the run's entry: a cancellation point before anything (trio's rule for async APIs)
             await anyio.lowlevel.checkpoint_if_cancelled()
         if events:
-            return events.popleft()
+            return events.pop(0)
         if self._finished:
             raise StopAsyncIteration
         # supersteps until there is an event to hand out (the first starts the run); on the end or an error,
@@ -170,7 +170,7 @@ class ReactRun:
                 if done:
                     await self._complete()
                 if events:
-                    return events.popleft()
+                    return events.pop(0)
                 if self._finished:
                     raise StopAsyncIteration
         except StopAsyncIteration:
@@ -189,7 +189,7 @@ class ReactRun:
             raise
         finally:
             current_run.reset(token)
-        return events.popleft()  # the pause's or the failure's event
+        return events.pop(0)  # the pause's or the failure's event
 
     def _capture_state(self, path: list[str], state: Any) -> None:
         # a resumed graph's state is the restored one, not the one its state factory made
@@ -209,7 +209,10 @@ class ReactRun:
             await self._bridge.set(self._graph_id, saved.graph.encode())
             opts["resume"] = dict(targets)
             opts["state_modifier"] = self._capture_state
-        self._run = await self._runnable.start_run(x, streaming=self._streaming, **opts)
+        # __anext__ has just checked for cancellation; nothing awaited since unless callbacks fired or the
+        # bridge was written
+        checked = not self._callbacks.handlers and self._resume is None
+        self._run = await self._runnable.start_run(x, streaming=self._streaming, cancel_checked=checked, **opts)
         # supersteps that produce no event run back to back: there is nothing to hand out between them
         return await self._run.step(until=self._has_events)
 
@@ -310,7 +313,7 @@ class ReactRun:
             await self._callbacks.cancel()  # closed before its end (a no-op once it ended)
             self._flush_held()
             while ctx.events:
-                await ctx.events.popleft().aclose()
+                await ctx.events.pop(0).aclose()
             if ctx.termination_reason is None:
                 ctx.termination_reason = "closed"
             self._count()

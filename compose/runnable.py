@@ -111,10 +111,11 @@ class Runnable(Generic[I, O]):
         address: str = "",
         restore: tuple[RunSnapshot, Mapping[str, Any]] | None = None,
         check: tuple[Any] | None = None,
+        cancel_checked: bool = False,
     ) -> RunHandle:
         """Start a run: resume it from its checkpoint when there is one (claimed, so that exactly one of several
         concurrent resumes gets it), else check the input and begin afresh."""
-        if not path:
+        if not path and not cancel_checked:
             await _entry_checkpoint(x)
         t = self._tables
         store = t.checkpoint_store
@@ -145,16 +146,21 @@ class Runnable(Generic[I, O]):
         await handle.step(to_end=True)
         return handle.result
 
-    async def start_run(self, x: Any, *, streaming: bool, **opts: Any) -> RunHandle:
+    async def start_run(self, x: Any, *, streaming: bool, cancel_checked: bool = False, **opts: Any) -> RunHandle:
         """Begin a run that the caller drives superstep by superstep (``await run.step()`` until it returns True,
         then ``run.result``; ``await run.aclose()`` when abandoning it). In a streaming run ``x`` is a stream.
-        Checkpoint options (``checkpoint_id``, ``resume``, ...) work as for ``invoke``.
+        Checkpoint options (``checkpoint_id``, ``resume``, ...) work as for ``invoke``. ``cancel_checked``: the
+        caller has just passed a cancellation check (its own entry point's) and not awaited since, so this one
+        is not repeated.
 
         This is how the agent runner interleaves events with the run without a background task.
         """
         if streaming:
             _check_reader(x, "start_run")
-        return await self._open(x, streaming=streaming, options=CallOptions.parse(opts), path=(), info=self._info)
+        options = CallOptions.parse(opts)
+        return await self._open(
+            x, streaming=streaming, options=options, path=(), info=self._info, cancel_checked=cancel_checked
+        )
 
     async def invoke(self, x: I, **opts: Any) -> O:
         """Run with a value; every node runs its invoke form. Returns END's value."""
