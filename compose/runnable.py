@@ -9,7 +9,7 @@ soon as END has a stream; the rest of the work happens lazily as the caller read
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import anyio
@@ -271,11 +271,17 @@ class RunHandle:
     async def begin(self, x: Any) -> None:
         await self._guard(self._run.begin(x))
 
-    async def step(self, *, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
+    def step(self, *, to_end: bool = False, until: Callable[[], bool] | None = None) -> Awaitable[bool]:
         """Run one superstep (or, with ``to_end``, all of them; with ``until``, as many as it takes for it to
-        return True after one); True once ``result`` is set."""
-        if self._checkpoint_id is None:  # nothing to save, retire or release: the graph run's own step
-            return await self._run.step(to_end, until)
+        return True after one); True once ``result`` is set (await it).
+
+        Without a checkpoint id there is nothing to save, retire or release: this is the graph run's own step,
+        with no frame of the handle's in between (a parked run holds every frame of its stack)."""
+        if self._checkpoint_id is None:
+            return self._run.step(to_end, until)
+        return self._step_checkpointed(to_end, until)
+
+    async def _step_checkpointed(self, to_end: bool, until: Callable[[], bool] | None) -> bool:
         done: bool = await self._guard(self._run.step(to_end, until))
         if done and self._checkpoint_id is not None and self._restored:
             owner, self._owner = self._owner, ""
