@@ -5,10 +5,11 @@
   ``message_stream`` and copy 1 goes on, so the consumer reads tokens while the model generates (the copy the
   consumer reads drives the model; the other buffers). With retries, a failed attempt's event stream ends
   with ``WillRetryError``. It also reports ``model.call.*`` and ``text.delta`` telemetry when handlers exist,
-  checks that the model returned a ``Message`` / ``StreamReader`` (``ModelResponseError`` naming the agent and
-  the model otherwise), and bounds the reading of the stream by the run's deadline (``timeout``): a read still
-  waiting for the model when the deadline passes raises ``AgentTimeoutError``, also while the consumer, not
-  the runner, reads the tokens.
+  checks that the model returned a ``Message`` / ``StreamReader`` of ``Message`` chunks (``ModelResponseError``
+  naming the agent and the model otherwise, for a chunk as an error item that both copies raise), and
+  bounds the reading of the stream by the run's deadline (``timeout``): a read still waiting for the model
+  when the deadline passes raises ``AgentTimeoutError``, also while the consumer, not the runner, reads the
+  tokens.
 * :class:`OptionsModel` (outermost): adds options to every call (``response_format`` for structured output)
   and to the first model call of a run only (``tool_choice``; retries of that call keep it, since retry sits
   inside).
@@ -25,6 +26,7 @@ for ``stream``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -32,12 +34,14 @@ import anyio
 from adk._run import RunContext, current_run
 from adk.errors import AgentTimeoutError, WillRetryError
 from adk.events import AgentEvent, AgentOutput, MessageVariant
+from adk.failover import failover_has_more
 from adk.middlewares.base import same_items
 from adk.retry import ModelRetryConfig, current_attempt
 from compose.errors import StreamEnd
-from compose.models.base import ChatModel, checked_message, checked_stream
+from compose.models.base import ChatModel, checked_chunk, checked_message, checked_stream
 from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
+from compose.stream._copy import MapReader
 
 if TYPE_CHECKING:
     from adk.structured_output import OutputSchema
@@ -113,13 +117,16 @@ class EventModel:
         except Exception as exc:
             run.emit("model.call.completed", attempt=attempt, usage=None, error=repr(exc))
             raise
+        # checked before the copy: the event's reader and the graph's see the same ModelResponseError
+        reader = MapReader(reader, partial(checked_chunk, self._source(run, "stream()")), is_async=False)
         if run.deadline is not None:
             reader = StreamReader.from_async_iterator(_Deadline(reader, run.deadline, run.timeout))
         if run.telemetry:
             reader = StreamReader.from_async_iterator(_Tap(reader, run, attempt))
         event_copy, out = reader.copy(2)
-        if self.retry is not None and self.retry.max_retries > 0:
-            event_copy = StreamReader.from_async_iterator(_RetryMarker(event_copy, self.retry, attempt))
+        failover = failover_has_more.get()
+        if (self.retry is not None and self.retry.max_retries > 0) or failover:
+            event_copy = StreamReader.from_async_iterator(_RetryMarker(event_copy, self.retry, attempt, failover))
         output = AgentOutput()
         if self.output is not None:
             event_copy = StreamReader.from_async_iterator(_ParseAtEnd(event_copy, self.output, output))
@@ -174,14 +181,18 @@ class _Tap:
 
 
 class _RetryMarker:
-    """An attempt's event stream whose failure becomes ``WillRetryError`` when the call will be retried."""
+    """An attempt's event stream whose failure becomes ``WillRetryError`` when the call will be retried (or
+    another failover attempt follows)."""
 
-    __slots__ = ("_attempt", "_config", "_failed", "_reader")
+    __slots__ = ("_attempt", "_config", "_failed", "_failover", "_reader")
 
-    def __init__(self, reader: StreamReader[Message], config: ModelRetryConfig, attempt: int) -> None:
+    def __init__(
+        self, reader: StreamReader[Message], config: ModelRetryConfig | None, attempt: int, failover: bool = False
+    ) -> None:
         self._reader = reader
         self._config = config
         self._attempt = attempt
+        self._failover = failover
         self._failed = False
 
     def __aiter__(self) -> _RetryMarker:
@@ -196,7 +207,7 @@ class _RetryMarker:
             raise StopAsyncIteration from None
         except Exception as exc:
             self._failed = True
-            if self._config.will_retry(exc, self._attempt):
+            if self._failover or (self._config is not None and self._config.will_retry(exc, self._attempt)):
                 raise WillRetryError(str(exc), self._attempt) from exc
             raise
 

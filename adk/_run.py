@@ -42,6 +42,7 @@ class RunContext:
     emit_internal_events: bool = False  # agent tools forward their inner agent's events (ToolsConfig)
     tools_node: Any = None  # the ToolsNode of this run when before_agent middlewares ran (adk.chat_model_agent)
     structured: tuple[str, Any] | None = None  # (call id or "", parsed answer) once a structured answer is valid
+    failover_model: Any = None  # the model that last answered under model failover (None: the agent's own)
 
     @property
     def step(self) -> int:

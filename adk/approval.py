@@ -74,12 +74,17 @@ class ApprovalRequest(BaseModel):
 
 class ApprovalDecision(BaseModel):
     """Resume data deciding an :class:`ApprovalRequest`: ``approved``, and optionally why (shown to the model
-    on a rejection). A mapping with the same fields is accepted too (e.g. decoded from an HTTP request)."""
+    on a rejection). A mapping with the same fields is accepted too (e.g. decoded from an HTTP request).
+
+    ``arguments`` (JSON text) approves with edits: the tool runs with these arguments instead of the model's
+    (a full replacement, not a merge; the model's call stays as it was in the conversation).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     approved: bool
     reason: str | None = None
+    arguments: str | None = None
 
 
 def rejection_message(tool_name: str, reason: str | None) -> str:
@@ -105,8 +110,8 @@ def _decision(data: Any) -> ApprovalDecision:
         return ApprovalDecision.model_validate(data)
     except ValidationError as e:
         raise TypeError(
-            f"resume data for an approval request must be an ApprovalDecision (or a mapping with 'approved' and "
-            f"'reason'), got {data!r}"
+            f"resume data for an approval request must be an ApprovalDecision (or a mapping with 'approved', "
+            f"'reason' and 'arguments'), got {data!r}"
         ) from e
 
 
@@ -123,6 +128,13 @@ def _decide(needs_approval: ApprovalPredicate, inp: ToolInput) -> ApprovalDecisi
     interrupt_id = saved if was_interrupted and has_state and isinstance(saved, str) else str(uuid.uuid4())
     request = ApprovalRequest(tool_name=inp.name, arguments=inp.arguments, call_id=inp.call_id)
     raise InterruptSignal(request, state=interrupt_id, has_state=True, id=interrupt_id)
+
+
+def _edited(inp: ToolInput, decision: ApprovalDecision | None) -> ToolInput:
+    """The call as approved: with the decision's replacement arguments, if it has any."""
+    if decision is None or decision.arguments is None:
+        return inp
+    return ToolInput(inp.name, decision.arguments, inp.call_id)
 
 
 class ApprovalMiddleware(AgentMiddleware):
@@ -142,7 +154,7 @@ class ApprovalMiddleware(AgentMiddleware):
         async def endpoint(inp: ToolInput) -> ToolOutput:
             decision = _decide(needs_approval, inp)
             if decision is None or decision.approved:
-                return await next(inp)
+                return await next(_edited(inp, decision))
             return ToolOutput(rejection_message(inp.name, decision.reason))
 
         return endpoint
@@ -153,7 +165,7 @@ class ApprovalMiddleware(AgentMiddleware):
         async def endpoint(inp: ToolInput) -> StreamToolOutput:
             decision = _decide(needs_approval, inp)
             if decision is None or decision.approved:
-                return await next(inp)
+                return await next(_edited(inp, decision))
             return StreamToolOutput(StreamReader.from_iterable((rejection_message(inp.name, decision.reason),)))
 
         return endpoint

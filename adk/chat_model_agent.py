@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from adk._model import EventModel, OptionsModel, ToolBinder
 from adk._react_run import ReactRun, load_resume_state
@@ -27,6 +27,7 @@ from adk.actions import send_tool_gen_action
 from adk.agent import AgentContext, ResumeInfo
 from adk.approval import ApprovalMiddleware, ApprovalPredicate
 from adk.events import AgentAction, AgentInput, checked_messages
+from adk.failover import FailoverChatModel, FailoverProxy, ModelFailoverConfig
 from adk.instruction import (
     TRANSFER_TO_AGENT_TOOL_DESCRIPTION,
     TRANSFER_TO_AGENT_TOOL_NAME,
@@ -46,7 +47,15 @@ from adk.react import (
     tool_result_collector,
 )
 from adk.retry import ModelRetryConfig, RetryChatModel
-from adk.structured_output import FinalAnswerTool, OutputMode, OutputSchema, StructuredOutputCheck, pick_mode
+from adk.structured_output import (
+    FINAL_ANSWER_TOOL_NAME,
+    FinalAnswerTool,
+    OutputMode,
+    OutputSchema,
+    ResponseFormatFallback,
+    StructuredOutputCheck,
+    pick_mode,
+)
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.models.base import ChatModel, ToolChoice
 from compose.runnable import Runnable
@@ -178,6 +187,8 @@ class ChatModelAgent:
         tools: a ``ToolsConfig`` or a plain list of tools; none makes the agent a single model call.
         max_iterations: the most model calls per run (default 20); one more raises ``ExceedMaxIterationsError``.
         model_retry: retry failed model calls (``ModelRetryConfig``).
+        model_failover: send a failed model call (after its retries) to other models
+            (``ModelFailoverConfig``, ``adk.failover``); each later call starts with the model that answered last.
         before_chat_model: hooks ``(ChatModelAgentState) -> None`` run before each model call; they may change
             the messages the model sees (and keeps).
         after_chat_model: hooks run after each model call; the last message is what flows on.
@@ -208,13 +219,19 @@ class ChatModelAgent:
         output_retries: how many times an invalid structured answer is sent back to the model with the errors
             before the run fails with ``StructuredOutputError``.
         output_mode: ``"native"`` (``response_format`` on every call), ``"tool"`` (a ``final_answer`` tool), or
-            ``"auto"``: native for models with ``supports_response_format = True`` (``OpenAIChatModel``).
+            ``"auto"``: native for models with ``supports_response_format = True`` (``OpenAIChatModel``), falling
+            back to the tool mode for good when the server refuses ``response_format``
+            (``ResponseFormatUnsupportedError``; see :mod:`adk.structured_output`).
 
     Raises:
         ValueError: a required field is missing or a return-directly tool is unknown.
         TypeError: ``output_type`` is not a pydantic model, dataclass or TypedDict, or a middleware is not an
             ``AgentMiddleware``.
     """
+
+    fills_instruction: ClassVar[bool] = True
+    """Whether the instruction's ``{key}`` placeholders are filled from session values (a subclass may say no:
+    the deep agent's instruction is used as it is, as Eino's ``deep`` does)."""
 
     def __init__(
         self,
@@ -226,6 +243,7 @@ class ChatModelAgent:
         *,
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         model_retry: ModelRetryConfig | None = None,
+        model_failover: ModelFailoverConfig | None = None,
         before_chat_model: Sequence[ChatModelHook] = (),
         after_chat_model: Sequence[ChatModelHook] = (),
         exit_tool: bool = False,
@@ -273,6 +291,9 @@ class ChatModelAgent:
         self.tools_config = tools
         self.max_iterations = max_iterations if max_iterations > 0 else DEFAULT_MAX_ITERATIONS
         self.model_retry = model_retry
+        if model_failover is not None and not isinstance(model_failover, ModelFailoverConfig):
+            raise TypeError(f"agent '{name}': model_failover must be a ModelFailoverConfig")
+        self.model_failover = model_failover
         self.before_chat_model = tuple(before_chat_model)
         self.after_chat_model = tuple(after_chat_model)
         self.exit_tool = exit_tool
@@ -302,7 +323,9 @@ class ChatModelAgent:
         self._output: StructuredOutputCheck | None = None
         if output_type is not None:
             mode = pick_mode(output_mode, model)
-            self._output = StructuredOutputCheck(OutputSchema(output_type), output_retries, mode)
+            self._output = StructuredOutputCheck(
+                OutputSchema(output_type), output_retries, mode, fallback=output_mode == "auto"
+            )
         # the graph's own checkpoints, one per paused run, until the runner moves them to its store
         self._bridge = InMemoryCheckPointStore()
         self._runnable: Runnable[list[Message], Message] | None = None
@@ -359,6 +382,21 @@ class ChatModelAgent:
             )
         self._parent_agent = (parent.name, parent.description)
 
+    def add_middleware(self, middleware: AgentMiddleware) -> None:
+        """Add ``middleware`` after the agent's others, before its first run (``adk.serve`` adds the one that
+        offers a request's client tools and context this way).
+
+        Raises:
+            TypeError: ``middleware`` is not an ``AgentMiddleware``.
+            ValueError: the agent has run (its graph is built).
+        """
+        if not isinstance(middleware, AgentMiddleware):
+            raise TypeError(f"agent '{self.name}': {type(middleware).__qualname__} is not an AgentMiddleware")
+        if self._runnable is not None:
+            raise ValueError(f"agent '{self.name}' has been frozen after run: add middlewares before running it")
+        self.middlewares = (*self.middlewares, middleware)
+        self._before_agent = tuple(m for m in self.middlewares if overrides(m, "before_agent"))
+
     def on_disallow_transfer_to_parent(self) -> None:
         """The agent must not transfer back to its parent (workflow agents' children)."""
         self._check_not_frozen()
@@ -369,6 +407,10 @@ class ChatModelAgent:
         the agent middlewares' tool wrappers (Eino's order)."""
         cfg = self.tools_config
         middlewares = [tool_result_collector(), *cfg.middlewares, *tool_middlewares(self.middlewares)]
+        output = self._output
+        if output is not None and output.fallback and all(t.info().name != FINAL_ANSWER_TOOL_NAME for t in tools):
+            # the tool mode may take over mid-run (ResponseFormatFallback): its final_answer calls must run
+            tools = [*tools, FinalAnswerTool(output)]
 
         def node(sequential: bool) -> ToolsNode:
             return ToolsNode(
@@ -406,20 +448,26 @@ class ChatModelAgent:
             for m in mws
             for hook in ("before_agent", "before_model_rewrite_state", "after_model_rewrite_state")
         )
-        base: ChatModel
+        output = self._output
+        # with failover, the innermost model is a proxy calling the attempt's model
+        model: ChatModel = FailoverProxy(self.model) if self.model_failover is not None else self.model
+        if output is not None and output.fallback:
+            model = ResponseFormatFallback(model, output)
+        base: ChatModel = model
         if per_call_tools:
-            base = ToolBinder(self.model, infos)
-        else:
-            base = self.model.with_tools(infos) if tools else self.model
+            base = ToolBinder(model, infos)
+        elif tools:
+            base = model.with_tools(infos)
         for mw in reversed(mws):
             if overrides(mw, "wrap_model"):
                 base = mw.wrap_model(base)
-        output = self._output
         native = output is not None and output.mode == "native"
         retry = self.model_retry if self.model_retry is not None and self.model_retry.max_retries > 0 else None
         chain: Any = EventModel(base, retry, output.schema if output is not None else None)
         if retry is not None:
             chain = RetryChatModel(chain, retry)
+        if self.model_failover is not None:
+            chain = FailoverChatModel(chain, self.model_failover, self.model)
         options = {"response_format": output.schema.response_format()} if output is not None and native else {}
         first_call = {"tool_choice": self.tool_choice} if self.tool_choice is not None else {}
         if options or first_call:
@@ -428,7 +476,7 @@ class ChatModelAgent:
         if self._before_agent:
             # before_agent may add tools to an agent without any: the tools route is always built
             tools_node = _RunTools(self, self._tools_node(tools))
-        elif tools:
+        elif tools or (output is not None and output.fallback):
             tools_node = self._tools_node(tools)
         return build_react(
             ReactConfig(
@@ -441,7 +489,8 @@ class ChatModelAgent:
                 tool_infos=tuple(infos),
                 before_agent=self._before_agent_node if self._before_agent else None,
                 output=output,
-                dynamic_return_directly=bool(self._before_agent) or (output is not None and not native),
+                dynamic_return_directly=bool(self._before_agent)
+                or (output is not None and (not native or output.fallback)),
                 max_budget_tokens=self.max_budget_tokens,
                 stall_window=self.stall_window,
                 checkpoint_store=self._bridge,
@@ -481,7 +530,7 @@ class ChatModelAgent:
             return messages
         instruction = context.instruction
         values = run.session_values if run is not None else None
-        if values:
+        if values and self.fills_instruction:
             instruction = format_instruction(instruction, values, agent_name=self.name)
         return [system_message(instruction), *messages]
 
@@ -504,7 +553,7 @@ class ChatModelAgent:
         self.runnable  # noqa: B018  (built once: the instruction gains the transfer instruction then)
         if self._instruction:
             instruction = self._instruction
-            if session_values:
+            if session_values and self.fills_instruction:
                 instruction = format_instruction(instruction, session_values, agent_name=self.name)
             messages.insert(0, system_message(instruction))
         return messages

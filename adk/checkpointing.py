@@ -145,6 +145,9 @@ def agent_contexts(contexts: list[InterruptCtx], run_path: tuple[str, ...]) -> l
     return [c for c in map(convert, contexts) if c is not None and c.is_root_cause]
 
 
+_UNSET: Any = object()
+
+
 @dataclass(slots=True, eq=False)
 class CheckpointBinding:
     """One Runner run's link to the checkpoint store: where it saves when it pauses, what it resumes from.
@@ -159,6 +162,7 @@ class CheckpointBinding:
     owner: str = ""
     stale_after: float | None = None  # take over a claim older than this (its worker died mid-resume)
     unreleased: BaseException | None = None  # the reported error of a failure whose claim release failed
+    resume_all: Any = _UNSET  # resume data for every interrupt of the checkpoint that ``targets`` does not name
 
     def __post_init__(self) -> None:
         check_store(self.store, where="the agent's checkpoint store")
@@ -186,6 +190,8 @@ class CheckpointBinding:
             unknown = sorted(set(self.targets) - saved.interrupts.keys())
             if unknown:
                 raise InterruptNotFoundError(self.checkpoint_id, unknown, sorted(saved.interrupts))
+            if self.resume_all is not _UNSET:
+                self.targets = {**dict.fromkeys(saved.interrupts, self.resume_all), **self.targets}
         except BaseException as exc:
             await self.release(exc)
             raise

@@ -12,11 +12,25 @@
         ├── StructuredOutputError       no answer matched the agent's ``output_type`` within its retries; ``.raw``
         ├── WillRetryError              ends the event stream of a failed model attempt that will be retried
         ├── TransferError               a transfer named an agent that is neither a sub-agent nor the parent
+        ├── FailoverError               model failover could not pick a next model (``ModelFailoverConfig``)
+        ├── FilesystemError             a backend (``adk.middlewares.filesystem``) refused or failed an operation
+        │   ├── UnsafePathError         a path escapes the root, holds a NUL byte, is too long or a symlink
+        │   │                           points out of the root (also ValueError); ``.path``, ``.problem``
+        │   ├── BackendFileNotFoundError  no file at that path (also FileNotFoundError)
+        │   ├── FileTooLargeError       a file or a write is over the backend's size bound; ``.size``, ``.limit``
+        │   ├── EditError               ``old_string`` empty, missing or not unique (also ValueError)
+        │   └── GrepPatternError        a grep regex or a glob pattern does not compile (also ValueError)
+        ├── SkillError                  a skill (``SKILL.md``) is malformed or unknown; ``.skill``, ``.path``
+        ├── TaskListError               a plantask tool (``TaskCreate`` ...) refused its call (also ValueError)
+        ├── ServeError                  an AG-UI request the server (``adk.serve``) cannot run
+        │   └── InterruptPendingError   a run on a thread with open interrupts does not answer them all
         ├── DurableError                a durable run's failure (``adk.durable``, extra ``dbos``)
         │   ├── DurableBackendError     ``adk.durable`` called under trio (DBOS is asyncio-only; also RuntimeError)
         │   ├── DurableSerializationError  a value is not JSON, or a pickled row was refused (also TypeError)
         │   ├── DurableStepError        a step's failure replayed from the system database
         │   └── DurableRunError         ``DurableHandle.result()`` of a run that failed
+        ├── DatasetError                an evaluation dataset (``adk.evals``) is invalid: names the file, case,
+        │                               evaluator or field (also a ValueError)
         └── SessionError                a conversation (``adk.sessions``) cannot be run, read or stored
             ├── SessionBusyError        another run on the session is in flight; ``.session_id``, ``.holder``
             ├── SessionLeaseLostError   the run's lease on its session was lost (taken after expiry, or the
@@ -34,22 +48,34 @@ from compose.errors import CheckpointNotFoundError, ComposeError
 __all__ = [
     "AgentError",
     "AgentTimeoutError",
+    "BackendFileNotFoundError",
     "CheckpointNotFoundError",
+    "DatasetError",
     "DurableBackendError",
     "DurableError",
     "DurableRunError",
     "DurableSerializationError",
     "DurableStepError",
+    "EditError",
     "ExceedMaxIterationsError",
+    "FailoverError",
+    "FileTooLargeError",
+    "FilesystemError",
+    "GrepPatternError",
+    "InterruptPendingError",
     "RetryExhaustedError",
+    "ServeError",
     "SessionBusyError",
     "SessionError",
     "SessionLeaseLostError",
     "SessionStoreError",
+    "SkillError",
     "StallDetectedError",
     "StructuredOutputError",
+    "TaskListError",
     "TokenBudgetExceededError",
     "TransferError",
+    "UnsafePathError",
     "WillRetryError",
 ]
 
@@ -139,6 +165,27 @@ class TransferError(AgentError):
         self.source = source
 
 
+class ServeError(AgentError):
+    """An AG-UI request the server (``adk.serve``) cannot run; sent to the client as ``RUN_ERROR`` with the
+    class name as ``code``."""
+
+    reason = "serve"
+
+
+class InterruptPendingError(ServeError):
+    """A run on a thread whose last run paused does not answer every open interrupt in its ``resume`` entries
+    (AG-UI's interrupts: pending interrupts block new input, and a resume addresses all of them);
+    ``.thread_id`` and ``.pending`` (the unanswered interrupt ids) say which."""
+
+    def __init__(self, thread_id: str, pending: list[str]) -> None:
+        super().__init__(
+            f"thread {thread_id!r} has open interrupts {sorted(pending)}: send resume entries answering all of "
+            "them (status 'resolved' with a payload, or 'cancelled')"
+        )
+        self.thread_id = thread_id
+        self.pending = sorted(pending)
+
+
 class DurableError(AgentError):
     """Base of the failures of durable runs (``adk.durable``, extra ``dbos``)."""
 
@@ -207,6 +254,11 @@ class StructuredOutputError(AgentError):
         self.attempts = attempts
 
 
+class DatasetError(AgentError, ValueError):
+    """An evaluation dataset (``adk.evals``) cannot be built or loaded: the message names the file, the case, the
+    evaluator or the field at fault."""
+
+
 class SessionError(AgentError):
     """A conversation kept in a session store (``adk.sessions``) cannot be run, read or stored."""
 
@@ -242,3 +294,79 @@ class SessionLeaseLostError(SessionError):
 
 class SessionStoreError(SessionError):
     """A session store's database failed (unreachable, locked past its timeout, ...); cause in ``__cause__``."""
+
+
+class FailoverError(AgentError):
+    """Model failover (``ModelFailoverConfig``) could not pick the next model: ``get_failover_model`` returned
+    no model at ``attempt`` (Eino: "failover GetFailoverModel returned nil model at attempt N")."""
+
+    reason = "failover"
+
+    def __init__(self, attempt: int) -> None:
+        super().__init__(f"failover GetFailoverModel returned nil model at attempt {attempt}")
+        self.attempt = attempt
+
+
+class FilesystemError(AgentError):
+    """A filesystem backend (``adk.middlewares.filesystem``) refused or failed an operation on ``path`` (a
+    virtual path, never a host path)."""
+
+    reason = "filesystem"
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class UnsafePathError(FilesystemError, ValueError):
+    """A path the backend refuses: ``..`` climbing above the root, a NUL byte, too long, or (``LocalBackend``)
+    resolving through a symlink to outside the root. ``problem`` says which."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"unsafe path {path!r}: {problem}", path)
+        self.problem = problem
+
+
+class BackendFileNotFoundError(FilesystemError, FileNotFoundError):
+    """No file at the path (Eino's "file not found: /path")."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"file not found: {path}", path)
+
+
+class FileTooLargeError(FilesystemError):
+    """A file (or a write's content) is over the backend's size bound: ``size`` and ``limit`` in bytes."""
+
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(f"file {path} is too large: {size} bytes, the limit is {limit} bytes", path)
+        self.size = size
+        self.limit = limit
+
+
+class EditError(FilesystemError, ValueError):
+    """An ``edit`` that cannot apply: ``old_string`` empty, not found, or found more than once without
+    ``replace_all`` (Eino's messages)."""
+
+
+class GrepPatternError(FilesystemError, ValueError):
+    """A grep regular expression or a glob pattern that does not compile."""
+
+
+class SkillError(AgentError, ValueError):
+    """A skill (``adk.middlewares.SkillMiddleware``) that is malformed (its ``SKILL.md`` front matter is not a
+    safe YAML mapping with a name and a description, or names an unknown agent or model) or unknown.
+    ``skill`` is its name (or directory), ``path`` its ``SKILL.md``."""
+
+    reason = "skill"
+
+    def __init__(self, message: str, *, skill: str = "", path: str = "") -> None:
+        super().__init__(message)
+        self.skill = skill
+        self.path = path
+
+
+class TaskListError(AgentError, ValueError):
+    """A plantask tool (``TaskCreate``, ``TaskGet``, ``TaskUpdate``, ``TaskList``) refused its call: an invalid
+    task id, a missing task, a cyclic dependency, a task file that is not a task (Eino's messages)."""
+
+    reason = "task_list"

@@ -52,6 +52,7 @@ from compose.runnable import Runnable
 from compose.schema import Message, ToolInfo, tool_message
 from compose.state import is_awaitable, process_state
 from compose.stream import SKIP, SkipType, StreamReader, concat
+from compose.tool_middleware import named_tool_stream
 from compose.tool_node import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
@@ -537,8 +538,10 @@ def tool_result_collector() -> ToolMiddleware:
 
     Invokable tool: after the call, pop its action and send a tool event (tool name, call id, result, action).
     Streamable tool: pop the action, copy the result in two, send one copy as a streaming tool event and
-    return the other to the node. A failing call sends no event (the node fails); with telemetry handlers it
-    reports ``tool.call.started`` / ``tool.call.completed`` / ``tool.call.failed``.
+    return the other to the node; a failure inside the stream (the tool raised, a chunk is not a string) is
+    the same ``ToolExecutionError`` (``streaming=True``) for both readers. A failing call sends no event (the
+    node fails); with telemetry handlers it reports ``tool.call.started`` / ``tool.call.completed`` /
+    ``tool.call.failed``.
     """
 
     def invokable(next_: InvokableToolEndpoint) -> InvokableToolEndpoint:
@@ -566,7 +569,9 @@ def tool_result_collector() -> ToolMiddleware:
             action, held = await _pop_action(run, inp.name)
             if run.telemetry:
                 run.emit("tool.call.completed", tool=inp.name, call_id=inp.call_id, streaming=True)
-            event_copy, keep = out.result.copy(2)
+            # named before the copy: the event's reader and the node's see the same ToolExecutionError
+            named = named_tool_stream(out.result, inp.name, inp.call_id)
+            event_copy, keep = named.copy(2)
             stream = event_copy.map(partial(_tool_chunk, inp.call_id, inp.name))
             variant = MessageVariant(True, message_stream=stream, role="tool", tool_name=inp.name)
             _deliver(run, AgentEvent(output=AgentOutput(variant), action=action), held, inp.call_id)

@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 
 from adk.errors import AgentTimeoutError, RetryExhaustedError
-from compose.errors import ModelAuthError, ModelBadRequestError
+from compose.errors import CassetteError, ModelAuthError, ModelBadRequestError
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo
 from compose.stream import StreamReader
@@ -53,15 +53,16 @@ def default_is_retryable(error: BaseException) -> bool:
     """The retry policy when ``is_retryable`` is None: everything but what a retry cannot fix.
 
     False for ``ModelAuthError`` (HTTP 401/403), ``ModelBadRequestError`` (HTTP 400/404/422, a request that
-    cannot be encoded) and ``AgentTimeoutError`` (the run's deadline has passed); True for every other error,
-    as Eino retries all errors.
+    cannot be encoded), ``AgentTimeoutError`` (the run's deadline has passed) and ``CassetteError`` (a replayed
+    call that matches no recording: asking again gives the same answer); True for every other error, as Eino
+    retries all errors.
 
     Example:
         >>> from compose.errors import ModelAuthError, ModelServerError
         >>> default_is_retryable(ModelServerError("503")), default_is_retryable(ModelAuthError("401"))
         (True, False)
     """
-    return not isinstance(error, ModelAuthError | ModelBadRequestError | AgentTimeoutError)
+    return not isinstance(error, ModelAuthError | ModelBadRequestError | AgentTimeoutError | CassetteError)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,11 +26,11 @@ import anyio.lowlevel
 from adk._run import current_session
 from adk.agent import Agent, AgentContext, AgentEvents, ResumableAgent, ResumeInfo, RunSession, check_agent
 from adk.agents.history import RecordedEvent
-from adk.checkpointing import AgentCheckpoint, CheckpointBinding, SavedEvent
+from adk.checkpointing import _UNSET, AgentCheckpoint, CheckpointBinding, SavedEvent
 from adk.errors import AgentError
 from adk.events import AgentEvent, AgentInput, checked_messages
 from adk.sessions import SessionRun, SessionStore
-from adk.sessions.base import check_session_id
+from adk.sessions.base import SessionHistory, Turn, check_session_id
 from adk.telemetry import TelemetryHandler
 from compose.callbacks import CallbackHandler
 from compose.checkpoint import CheckPointStore, check_store
@@ -411,6 +411,33 @@ class Runner:
             session_id=session_id,
         )
 
+    async def history(self, session_id: str) -> list[Turn]:
+        """The turns of session ``session_id``, oldest first: each with its messages, the session values as they
+        were after it, the checkpoint ids it paused under, and when it was appended.
+
+        Raises:
+            ValueError: the runner has no session store. TypeError: the store keeps no per-turn history.
+        """
+        return await self._history_store("history").turns(check_session_id(session_id))
+
+    async def fork(self, session_id: str, *, at_turn: int, new_session_id: str) -> None:
+        """Copy the first ``at_turn`` turns of ``session_id`` (messages and session values as of then) to a new
+        session ``new_session_id``: "edit message k and regenerate" is ``fork(..., at_turn=k)`` then a query on
+        the new session.
+
+        Raises:
+            SessionError: ``new_session_id`` exists, or ``at_turn`` is outside 0..the number of turns.
+        """
+        await self._history_store("fork").fork(
+            check_session_id(session_id), at_turn=at_turn, new_session_id=new_session_id
+        )
+
+    def _history_store(self, what: str) -> SessionHistory:
+        store = self._sessions()
+        if not isinstance(store, SessionHistory):
+            raise TypeError(f"{what}: {type(store).__qualname__} keeps no per-turn history (turns() and fork())")
+        return store
+
     def _session(self, values: Mapping[str, Any] | None, stored: Mapping[str, Any] | None = None) -> RunSession:
         """A new run's session: the runner's defaults, then the session's stored values, then the call's."""
         session = dict(self.session_values)
@@ -424,13 +451,17 @@ class Runner:
             values=session, enable_streaming=self.enable_streaming, telemetry=self.telemetry, callbacks=self.callbacks
         )
 
-    def resume(self, checkpoint_id: str, targets: Mapping[str, Any] | None = None) -> AgentRun | SessionRun:
+    def resume(
+        self, checkpoint_id: str, targets: Mapping[str, Any] | None = None, *, resume_all: Any = _UNSET
+    ) -> AgentRun | SessionRun:
         """Continue the run paused under ``checkpoint_id``; iterate the result for the rest of its events.
 
         Args:
             checkpoint_id: the id the run was saved under.
             targets: resume data by interrupt id (e.g. ``{id: ApprovalDecision(approved=True)}``); interrupts
                 not named stay pending (they pause the run again). The streaming mode is the checkpoint's.
+            resume_all: resume data for every interrupt of the checkpoint that ``targets`` does not name
+                ("approve all": ``resume_all=ApprovalDecision(approved=True)``).
 
         Raises:
             ValueError: the runner has no checkpoint store (here). From the first ``__anext__``:
@@ -444,7 +475,12 @@ class Runner:
 
         def resume() -> AgentRun:
             binding = CheckpointBinding(
-                store, checkpoint_id, resuming=True, targets=dict(targets or {}), stale_after=self.claim_stale_after
+                store,
+                checkpoint_id,
+                resuming=True,
+                targets=dict(targets or {}),
+                stale_after=self.claim_stale_after,
+                resume_all=resume_all,
             )
             session = self._session(None)
             session.resumable = True

@@ -12,6 +12,12 @@ asked for, in one of two ways (``output_mode``):
   schema; a valid call ends the run with the tool's result (the canonical JSON) as the answer, like a
   return-directly tool. A text answer that happens to be valid JSON of the schema is accepted too.
 
+With ``output_mode="auto"`` a native agent falls back to the tool mode when the server refuses
+``response_format`` (:class:`~compose.errors.ResponseFormatUnsupportedError`, e.g. llama.cpp's server, which takes
+only ``text`` and ``json_object``): the refused call is made again at once without it, offering ``final_answer``
+(forced with ``tool_choice="final_answer"`` when the agent has no other tools), and the agent stays in the tool
+mode from then on. An explicit ``output_mode="native"`` fails with the error instead.
+
 Every answer is validated with pydantic. An invalid one is answered with the validation errors (a user message,
 or the ``final_answer`` call's tool result) and the model is asked again, at most ``output_retries`` times; then
 the run fails with :class:`~adk.errors.StructuredOutputError` carrying the last raw answer. The valid answer's
@@ -35,6 +41,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError
@@ -42,7 +49,10 @@ from typing_extensions import is_typeddict
 
 from adk._run import current_run
 from adk.errors import StructuredOutputError
+from compose.errors import ResponseFormatUnsupportedError
+from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo, user_message
+from compose.stream import StreamReader
 from compose.tool_node import get_tool_call_id
 
 __all__ = [
@@ -50,6 +60,7 @@ __all__ = [
     "FinalAnswerTool",
     "OutputMode",
     "OutputSchema",
+    "ResponseFormatFallback",
     "StructuredOutputCheck",
     "strict_json_schema",
 ]
@@ -201,14 +212,21 @@ def describe_errors(exc: ValidationError) -> str:
 
 class StructuredOutputCheck:
     """The graph's ``OutputCheck`` (``adk.react``) and the ``final_answer`` tool's validation, sharing one count
-    of invalid answers per run (``State.output_failures``)."""
+    of invalid answers per run (``State.output_failures``).
 
-    def __init__(self, schema: OutputSchema, retries: int, mode: Literal["native", "tool"]) -> None:
+    ``fallback``: the native mode may turn into the tool mode (``output_mode="auto"``; see the module docstring);
+    ``mode`` is then changed once, for every later call of the agent.
+    """
+
+    def __init__(
+        self, schema: OutputSchema, retries: int, mode: Literal["native", "tool"], *, fallback: bool = False
+    ) -> None:
         if retries < 0:
             raise ValueError(f"output_retries must be 0 or more, got {retries}")
         self.schema = schema
         self.retries = retries
         self.mode = mode
+        self.fallback = fallback and mode == "native"
 
     def __repr__(self) -> str:
         return f"StructuredOutputCheck({self.schema.name}, mode={self.mode!r}, retries={self.retries})"
@@ -277,6 +295,53 @@ class FinalAnswerTool:
         st.has_return_directly = True
         st.return_directly_tool_call_id = call_id
         return self.check.schema.dump(value)
+
+
+class ResponseFormatFallback:
+    """The user's model under an ``output_mode="auto"`` agent whose model takes ``response_format``: in the
+    native mode calls go through as they are; a call the server refuses for its ``response_format`` switches
+    the agent to the tool mode and is made again at once, and every tool-mode call drops ``response_format``
+    and is offered ``final_answer`` (forced when it is the only tool and the call names no ``tool_choice``).
+    """
+
+    def __init__(self, model: ChatModel, check: StructuredOutputCheck, tools: Sequence[ToolInfo] = ()) -> None:
+        self.model = model
+        self.check = check
+        self.tools = tuple(tools)
+        self._native = model.with_tools(self.tools) if self.tools else model
+        final = check.schema.tool_info()
+        self._with_final = model.with_tools(
+            [*self.tools, final] if all(t.name != final.name for t in self.tools) else self.tools
+        )
+        self._forced = all(t.name == final.name for t in self.tools)
+
+    def __repr__(self) -> str:
+        return f"ResponseFormatFallback({self.model!r}, mode={self.check.mode!r})"
+
+    def with_tools(self, tools: Sequence[ToolInfo]) -> ResponseFormatFallback:
+        return ResponseFormatFallback(self.model, self.check, tools)
+
+    def _tool_opts(self, opts: dict[str, Any]) -> dict[str, Any]:
+        opts = {k: v for k, v in opts.items() if k != "response_format"}
+        if self._forced and opts.get("tool_choice") is None:
+            opts["tool_choice"] = FINAL_ANSWER_TOOL_NAME
+        return opts
+
+    async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        if self.check.mode == "native":
+            try:
+                return await self._native.generate(messages, **opts)
+            except ResponseFormatUnsupportedError:
+                self.check.mode = "tool"
+        return await self._with_final.generate(messages, **self._tool_opts(opts))
+
+    async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        if self.check.mode == "native":
+            try:
+                return await self._native.stream(messages, **opts)
+            except ResponseFormatUnsupportedError:
+                self.check.mode = "tool"
+        return await self._with_final.stream(messages, **self._tool_opts(opts))
 
 
 def pick_mode(mode: OutputMode, model: Any) -> Literal["native", "tool"]:

@@ -8,8 +8,14 @@ are scheduler overhead.
 "loop, stepped" drives the same loop one superstep at a time (``start_run``/``step``, as the agent runner does):
 the general path, without the fused loop ``invoke`` uses for stretches of one-node steps over plain nodes.
 
+History (``compile(keep_history=True)``) is off by default: ``--opcodes`` counts the Python bytecodes one run
+executes (a deterministic measure of the hot path, unlike time on a shared machine), to compare two checkouts
+(``PYTHONPATH=/work/main python benchmarks/bench_graph.py --opcodes``); the last rows time the chain with history
+kept on SQLite (one snapshot written per step) against the same chain without.
+
     python benchmarks/bench_graph.py            # pyeino, LangGraph (if installed) and the baseline
     python benchmarks/bench_graph.py --quick    # fewer repetitions
+    python benchmarks/bench_graph.py --opcodes  # bytecodes per run of each shape, no timing
 """
 
 from __future__ import annotations
@@ -270,7 +276,78 @@ async def stepped(runnable: Any, x: Any) -> Any:
     return handle.result
 
 
-async def main(quick: bool, backend: str) -> None:
+async def opcodes(fn: Callable[[], Awaitable[Any]]) -> int:
+    """The number of Python bytecodes one call of ``fn`` executes (after a warm-up call)."""
+    await fn()
+    count = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        if event == "call":
+            frame.f_trace_opcodes = True
+        elif event == "opcode":
+            count += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        await fn()
+    finally:
+        sys.settrace(None)
+    return count
+
+
+async def opcode_rows() -> None:
+    chain, loop, dag = pyeino_chain(), pyeino_loop(), pyeino_dag_chain()
+    shapes: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+        ("chain-100", lambda: chain.invoke(0)),
+        ("loop-2x1000", lambda: loop.invoke(0)),
+        ("chain, stream", lambda: _read(chain.stream(0))),
+        ("loop, stepped", lambda: stepped(loop, 0)),
+        ("dag dict-100", lambda: dag.invoke({"x": 0})),
+        ("dag, stream", lambda: _read(dag.stream({"x": 0}))),
+    ]
+    for name, fn in shapes:
+        print(f"{name:<14}{await opcodes(fn):>12} bytecodes per run")
+
+
+async def history_rows(repeat: int) -> None:
+    """The chain with its history kept on SQLite (a snapshot per step) against the same chain without."""
+    import tempfile
+    from pathlib import Path
+
+    from compose.checkpoint import SQLiteCheckPointStore
+
+    async def inc(x: int) -> int:
+        return x + 1
+
+    def chain(store: Any, keep: bool) -> Any:
+        g = Graph[int, int]()
+        prev = START
+        for i in range(N_CHAIN):
+            g.add_lambda_node(f"n{i}", inc)
+            g.add_edge(prev, f"n{i}")
+            prev = f"n{i}"
+        g.add_edge(prev, END)
+        return g.compile(checkpoint_store=store, keep_history=keep)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        async with SQLiteCheckPointStore(Path(tmp) / "history.db") as store:
+            plain, kept = chain(store, False), chain(store, True)
+            runs = iter(range(1_000_000))
+            t_plain = await timeit(lambda: plain.invoke(0, checkpoint_id="plain"), repeat)
+            t_kept = await timeit(lambda: kept.invoke(0, checkpoint_id=f"run-{next(runs)}"), max(3, repeat // 4))
+    steps = N_CHAIN + 1  # step 0 and one per node (the last is the final snapshot)
+    print(
+        f"history on SQLite, chain-100: {t_plain * 1e3:.2f} ms without, {t_kept * 1e3:.2f} ms with "
+        f"({(t_kept - t_plain) / steps * 1e6:.0f} us per step recorded)"
+    )
+
+
+async def main(quick: bool, backend: str, count_opcodes: bool = False) -> None:
+    if count_opcodes:
+        await opcode_rows()
+        return
     repeat = 5 if quick else 20
     rows: list[tuple[str, int, float, float | None, float]] = []
 
@@ -337,12 +414,14 @@ async def main(quick: bool, backend: str) -> None:
             lg_chain()
         line += f", LangGraph {(time.perf_counter() - t0) / repeat * 1e3:.2f} ms"
     print(line)
+    await history_rows(repeat)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    parser.add_argument("--opcodes", action="store_true", help="count bytecodes per run instead of timing")
     args = parser.parse_args()
     sys.setrecursionlimit(10_000)
-    anyio.run(main, args.quick, args.backend, backend=args.backend)
+    anyio.run(main, args.quick, args.backend, args.opcodes, backend=args.backend)

@@ -24,8 +24,8 @@ from functools import partial
 from types import UnionType
 from typing import Any, Protocol, Union, get_args, get_origin, get_type_hints, is_typeddict
 
-from compose._types import type_name, zero_value
-from compose.errors import FieldMappingError, GraphBuildError
+from compose._types import ClassInfo, type_name, zero_value
+from compose.errors import FieldMappingError, FieldMappingTypeError, GraphBuildError
 from compose.stream._concat import concat_items
 from compose.stream._copy import SKIP, MapReader
 from compose.stream._core import _EMPTY, _END, StreamReader, _Signal, closed_signal
@@ -110,7 +110,8 @@ def field_type(tp: Any, name: str, *, side: str) -> Any:
         if len(members) == 1:
             tp = members[0]
     origin = get_origin(tp) or tp
-    if isinstance(origin, type) and issubclass(origin, Mapping):
+    # a TypedDict is a dict subclass: its keys and their types are its fields, checked like a dataclass's
+    if not is_typeddict(tp) and isinstance(origin, type) and issubclass(origin, Mapping):
         args = get_args(tp)
         if args and args[0] is not str and not _is_open(args[0]):
             raise GraphBuildError(f"type[{type_name(tp)}] is not a map with string or string alias key")
@@ -163,18 +164,35 @@ class RunMapping(Protocol):
     def stream(self, reader: StreamReader[Any], path: NodePath) -> StreamReader[Any]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class FieldCheck:
+    """A run-time check of one mapping whose types only may fit (Eino's request-time field checker): the value
+    must be an instance of ``cls`` (the target field's type ``expected``, shallowly)."""
+
+    mapping: FieldMapping
+    cls: ClassInfo
+    expected: Any
+
+
 class EdgeMap:
-    """The mapping of one (predecessor, node) edge: the predecessor's output as ``{to_path: value}``."""
+    """The mapping of one (predecessor, node) edge: the predecessor's output as ``{to_path: value}``; ``checks``
+    are the run-time checks of its mappings whose types only may fit."""
 
-    __slots__ = ("dst", "mappings", "src")
+    __slots__ = ("checks", "dst", "mappings", "src")
 
-    def __init__(self, src: str, dst: str, mappings: Sequence[FieldMapping]) -> None:
+    def __init__(
+        self, src: str, dst: str, mappings: Sequence[FieldMapping], checks: Sequence[FieldCheck] = ()
+    ) -> None:
         self.src = src
         self.dst = dst
         self.mappings = tuple(mappings)
+        self.checks = tuple(checks)
 
     def invoke(self, value: Any, path: NodePath) -> dict[Path, Any]:
-        return {m.to_path: self._take(m, value, path, lenient=False) for m in self.mappings}
+        out = {m.to_path: self._take(m, value, path, lenient=False) for m in self.mappings}
+        if self.checks:
+            self._check(out, path)
+        return out
 
     def stream(self, reader: StreamReader[Any], path: NodePath) -> StreamReader[Any]:
         return _EdgeReader(reader, partial(self._chunk, path))
@@ -185,7 +203,24 @@ class EdgeMap:
             v = self._take(m, chunk, path, lenient=True)
             if v is not _MISSING:
                 out[m.to_path] = v
+        if self.checks and out:
+            self._check(out, path)
         return out or SKIP
+
+    def _check(self, out: Mapping[Path, Any], path: NodePath) -> None:
+        for c in self.checks:
+            m = c.mapping
+            v = out.get(m.to_path, _MISSING)
+            if v is not _MISSING and not isinstance(v, c.cls):
+                raise FieldMappingTypeError(
+                    f"runtime check failed for mapping {m}, field[{type(v).__qualname__}]-"
+                    f"[{type_name(c.expected)}] is absolutely not assignable",
+                    node_path=(*path, self.dst),
+                    predecessor=self.src,
+                    field_path=m.from_path,
+                    expected=c.expected,
+                    actual=type(v),
+                )
 
     def _take(self, m: FieldMapping, value: Any, path: NodePath, *, lenient: bool) -> Any:
         def fail(problem: str, field_path: Path) -> FieldMappingError:

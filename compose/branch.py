@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from compose._types import stream_item_type
-from compose.errors import BranchError, RuntimeTypeError
+from compose.errors import BranchError, NodeRunError, RuntimeTypeError
 from compose.lambdas import _hints
 from compose.state import is_async_callable, is_awaitable
 from compose.stream import StreamReader, concat
@@ -84,7 +84,9 @@ class _Branch(Generic[T]):
             if (self._is_async and condition is None) or is_awaitable(chosen):
                 chosen = await chosen
             return chosen
-        except (BranchError, RuntimeTypeError):  # a runtime type check on the condition's input stream failed
+        except (BranchError, RuntimeTypeError, NodeRunError):
+            # a runtime type check on the condition's input stream failed, or the stream it read broke: the node
+            # that produced it is named already (compose._engine.blame)
             raise
         except Exception as exc:
             raise self.failed(exc, node) from exc

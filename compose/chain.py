@@ -434,6 +434,7 @@ class Chain(Generic[I, O]):
         checkpoint_store: Any = None,
         fan_in_merge_config: Mapping[str, FanInMergeConfig] | None = None,
         compile_callbacks: Iterable[CompileCallback] | None = None,
+        keep_history: bool | int = False,
     ) -> Runnable[I, O]:
         """Join the tails to END and compile the chain's graph (Pregel mode) into a ``Runnable``; the chain is
         frozen afterwards. Options as ``Graph.compile``'s; ``trigger_mode`` is refused, as in Eino.
@@ -453,6 +454,7 @@ class Chain(Generic[I, O]):
             "checkpoint_store": checkpoint_store,
             "fan_in_merge_config": fan_in_merge_config,
             "compile_callbacks": compile_callbacks,
+            "keep_history": keep_history,
         }
         if self._has_end:  # compiled before: the graph is complete
             return self._graph.compile(**options)

@@ -17,7 +17,9 @@ derive from :class:`ComposeError`::
     │   │   ├── RuntimeTypeError          a value crossing an ``Any`` edge had the wrong type
     │   │   ├── FanInMergeError           values arriving at one node could not be merged
     │   │   ├── FieldMappingError(LookupError)  a Workflow field mapping failed (missing map key, None on the path)
-    │   │   └── StateError                ``process_state`` found no state of the asked type
+    │   │   │   └── FieldMappingTypeError(RuntimeTypeError)  a mapped value is not of the target field's type
+    │   │   ├── StateError                ``process_state`` found no state of the asked type
+    │   │   └── StateUpdateError(ValueError)  ``update_state`` names a node or gives an output/state that does not fit
     │   ├── StreamError                   misuse of a stream or an impossible concat
     │   │   ├── EmptyStreamError          concat of a stream with no chunk
     │   │   └── ConcatError               chunks that cannot be concatenated (conflicting values, no rule)
@@ -35,6 +37,7 @@ derive from :class:`ComposeError`::
     │   │   ├── ModelTimeoutError         the request timed out (retryable)
     │   │   ├── ModelServerError          HTTP 5xx or a broken/truncated stream (retryable)
     │   │   ├── ModelBadRequestError      HTTP 400/404/422, or a request that cannot be encoded (not retryable)
+    │   │   │   └── ResponseFormatUnsupportedError  the server refused ``response_format`` (HTTP 4xx or 5xx)
     │   │   ├── ModelAuthError            HTTP 401/403 (not retryable)
     │   │   ├── ModelResponseError        an answer that cannot be understood (wrong shape, not a JSON action, ...)
     │   │   └── ScriptExhaustedError      a ScriptedChatModel was called past its script
@@ -46,8 +49,11 @@ derive from :class:`ComposeError`::
     │   │   ├── TemplateFormatError       a message's content cannot be rendered (syntax, missing variable, ...)
     │   │   │   └── TemplateSandboxError  a Jinja2 template tried to read a file or reach an unsafe attribute
     │   │   └── MessagesPlaceholderError  a placeholder's variable is missing or is not a list of messages
-    │   └── LoaderError                   a document loader could not read its source; cause in ``__cause__``
-    │       └── PathOutsideRootError(PermissionError)  a FileLoader source escapes its root directory
+    │   ├── LoaderError                   a document loader could not read its source; cause in ``__cause__``
+    │   │   └── PathOutsideRootError(PermissionError)  a FileLoader source escapes its root directory
+    │   └── CassetteError                 a record/replay cassette cannot be used (compose.testing.cassette)
+    │       ├── CassetteNotFoundError(FileNotFoundError)  replay-only mode and no cassette file
+    │       └── CassetteMismatchError(LookupError)  a replayed call matches no recorded one; ``.field`` differs
     ├── StreamEnd(EOFError)               the end of a stream; raised by ``recv()`` again on every later call
     └── GraphInterrupt                    a run paused at an interrupt (not a failure); ``.info``, ``.checkpoint_id``
 """
@@ -61,6 +67,9 @@ from compose._types import type_name
 
 __all__ = [
     "BranchError",
+    "CassetteError",
+    "CassetteMismatchError",
+    "CassetteNotFoundError",
     "ChatModelError",
     "CheckpointError",
     "CheckpointNotFoundError",
@@ -71,6 +80,7 @@ __all__ = [
     "EmptyStreamError",
     "FanInMergeError",
     "FieldMappingError",
+    "FieldMappingTypeError",
     "GraphBuildError",
     "GraphCompiledError",
     "GraphInterrupt",
@@ -92,9 +102,11 @@ __all__ = [
     "NodeRunError",
     "PathOutsideRootError",
     "PromptError",
+    "ResponseFormatUnsupportedError",
     "RuntimeTypeError",
     "ScriptExhaustedError",
     "StateError",
+    "StateUpdateError",
     "StreamEnd",
     "StreamError",
     "TemplateFormatError",
@@ -176,8 +188,14 @@ class NodeRunError(GraphRunError):
     """Raised when a node, its state handler or its input conversion fails.
 
     ``node_path`` lists node keys from the outermost graph down to the failing node; the original exception is
-    ``__cause__``.
+    ``__cause__``. ``phase`` says what failed: ``""`` (the node), ``"pre handler"``, ``"post handler"``,
+    ``"output"`` (:class:`NodeOutputTypeError`) or ``"stream"``: an error inside the node's output stream in a
+    streaming run (the model's connection broke, a tool failed mid-stream), named once after the node that
+    produced the stream and raised as it is wherever the stream is read (by the next node, a handler, a branch,
+    the caller).
     """
+
+    _origin: object = None  # the run whose stream named it (compose._engine.blame); None for other errors
 
     def __init__(self, node_path: Sequence[str], cause: BaseException, *, phase: str = "") -> None:
         self.node_path = list(node_path)
@@ -270,8 +288,36 @@ class FieldMappingError(GraphRunError, LookupError):
         )
 
 
+class FieldMappingTypeError(FieldMappingError, RuntimeTypeError):
+    """Raised when a Workflow field mapping whose types only may fit (from ``Any``, a ``dict[str, Any]`` value, a
+    base class to a subclass, a union) carries a value that is not of the target field's type: a ``None`` or a
+    ``str`` mapped into an ``int``, an ``Animal`` that is not the ``Dog`` the node takes (Eino's "runtime check
+    failed for mapping ..., field[X]-[Y] is absolutely not assignable"). In a streaming run it is an error item
+    of the mapped stream. ``expected`` is the field's type, ``actual`` the value's."""
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        node_path: Sequence[str],
+        predecessor: str,
+        field_path: Sequence[str],
+        expected: Any,
+        actual: type,
+    ) -> None:
+        super().__init__(problem, node_path=node_path, predecessor=predecessor, field_path=field_path)
+        self.expected = expected
+        self.actual = actual
+
+
 class StateError(GraphRunError, LookupError):
     """Raised by ``process_state`` when the run has no state, or no state of the requested type."""
+
+
+class StateUpdateError(GraphRunError, ValueError):
+    """``Runnable.update_state`` was given a node the graph does not have or that does not run from that step, an
+    output that is not of the node's output type, or a state patch that does not fit the state type; the message
+    names which."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -425,6 +471,13 @@ class ModelServerError(ChatModelError):
 class ModelBadRequestError(ChatModelError):
     """The provider rejected the request (HTTP 400, 404, 422), or it cannot be sent (a request message with a
     lone surrogate, which UTF-8 cannot encode). Not retryable."""
+
+
+class ResponseFormatUnsupportedError(ModelBadRequestError):
+    """The server refused the request's ``response_format`` (structured output by JSON schema): an HTTP 4xx, or a
+    5xx, whose error names ``response_format``, ``json_schema`` or ``json_object``, such as llama.cpp's server's
+    HTTP 500 "Input should be 'text' or 'json_object'". Not retryable: the same request is refused again. An agent
+    with ``output_mode="auto"`` falls back to its ``final_answer`` tool on it."""
 
 
 class ModelAuthError(ChatModelError):
@@ -597,3 +650,46 @@ class GraphInterrupt(Exception):
         super().__init__("graph interrupted")
         self.info = info
         self.checkpoint_id = checkpoint_id
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cassettes (compose.testing.cassette)
+
+
+class CassetteError(ComposeError):
+    """A record/replay cassette cannot be used: not open, unreadable, or asked for something it cannot give."""
+
+
+class CassetteNotFoundError(CassetteError, FileNotFoundError):
+    """A cassette in replay-only mode (``"none"``) has no file to replay."""
+
+
+class CassetteMismatchError(CassetteError, LookupError):
+    """A call made during replay matches no recorded call.
+
+    Attributes:
+        kind: ``"model"`` or ``"tool"``.
+        field: the path of the first field where the call differs from the nearest recorded one
+            (``"messages[2].content"``, ``"options.temperature"``, ``"arguments"``), or None when nothing of that
+            kind was recorded.
+        request: the call's request, as it would be recorded.
+        nearest: the nearest recorded request (None when there is none).
+        diff: a unified diff from the nearest recorded request to this one (``""`` when there is none).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        field: str | None,
+        request: Any,
+        nearest: Any,
+        diff: str,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.field = field
+        self.request = request
+        self.nearest = nearest
+        self.diff = diff

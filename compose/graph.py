@@ -288,7 +288,9 @@ class Graph(Generic[I, O]):
         **options: Unpack[NodeOptions],
     ) -> None:
         """Add a chat template node: ``dict[str, Any] -> list[Message]`` (``format`` to invoke; a stream is the
-        one formatted list). Callbacks see the variables as input and the messages as output."""
+        one formatted list). Callbacks see a ``PromptCallbackInput`` (the variables and the template's
+        ``templates``) as input and a ``PromptCallbackOutput`` (the messages and the templates) as output, as
+        Eino's prompt components report."""
         if not callable(getattr(template, "format", None)):
             raise GraphBuildError(f"node '{key}': a chat template needs an async format(variables) method")
         fmt = template.format
@@ -296,7 +298,9 @@ class Graph(Generic[I, O]):
         async def invoke(variables: Any, **_o: Any) -> Any:
             return await fmt(variables)
 
-        paradigms = dataclasses.replace(derive(invoke=invoke), invoke1=fmt)
+        from compose.prompt._callbacks import prompt_report
+
+        paradigms = dataclasses.replace(derive(invoke=invoke), invoke1=fmt, report=prompt_report(template))
         node = _NodeDef(
             key, "ChatTemplate", type(template).__name__, template, paradigms, dict[str, Any], list[Message]
         )
@@ -510,8 +514,13 @@ class Graph(Generic[I, O]):
         checkpoint_store: Any = None,
         fan_in_merge_config: Mapping[str, FanInMergeConfig] | None = None,
         compile_callbacks: Iterable[CompileCallback] | None = None,
+        keep_history: bool | int = False,
     ) -> Runnable[I, O]:
         """Check the whole graph and return a ``Runnable``; the graph is frozen afterwards.
+
+        ``keep_history``: keep the snapshots of every run given a ``checkpoint_id`` in ``checkpoint_store``, one
+        per step, after the run ends (``True``; ``N``: the last N per id): ``Runnable.get_state_history``,
+        replay with ``from_step=``, ``update_state``.
 
         ``compile_callbacks``: each is called once, when compilation has finished, with the graph's ``GraphInfo``
         (a callable, or an object with ``on_finish(info)``); a sub-graph's go in its node's ``compile_options``.
@@ -531,6 +540,7 @@ class Graph(Generic[I, O]):
             checkpoint_store=checkpoint_store,
             fan_in_merge_config=fan_in_merge_config,
             compile_callbacks=compile_callbacks,
+            keep_history=keep_history,
         )
 
     def _successors(self, key: str) -> list[str]:

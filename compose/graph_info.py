@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from compose._field_mapping import EdgeMap
 from compose._types import type_name
 from compose.errors import GraphBuildError
 
@@ -88,8 +89,11 @@ class GraphInfo:
 
     ``nodes`` in the order they were added; ``edges``: ``(start, end)`` pairs that carry data and control,
     grouped by start node (START first, then the nodes in order); ``data_edges`` and ``control_edges``: edges
-    carrying only data or only control (a Workflow's; empty for a Graph); ``branches`` grouped by start node, in
-    registration order.
+    carrying only data or only control (a Workflow's ``add_input(..., direct_dependency=False)`` and
+    ``add_dependency``; empty for a Graph); ``branches`` grouped by start node, in registration order. Eino's
+    ``GraphInfo`` lists the control edges (``Edges``) and the data edges (``DataEdges``), an edge carrying both
+    in both lists; here the three lists partition the edges, so ``edges + control_edges`` are Eino's ``Edges``
+    and ``edges + data_edges`` its ``DataEdges``.
     """
 
     name: str
@@ -128,7 +132,8 @@ class GraphInfo:
     def to_mermaid(self) -> str:
         """A Mermaid flowchart of the graph, to paste into a ```` ```mermaid ```` block of a Markdown file.
 
-        START and END are round nodes, every node is labelled with its key and kind, edges are arrows, branches
+        START and END are round nodes, every node is labelled with its key and kind, edges are arrows (a
+        data-only edge labelled ``data``, a control-only edge a thick arrow labelled ``control``), branches
         dashed arrows labelled ``branch``, sub-graphs ``subgraph`` blocks holding their own nodes. Node ids are
         generated (``n0``, ``n2_n1`` inside sub-graph ``n2``), so any key renders; labels are escaped.
         """
@@ -183,7 +188,11 @@ def build_graph_info(tables: Tables) -> GraphInfo:
         )
         for nd in tables.nodes
     )
-    edges = tuple((keys[s], keys[e]) for s, succ in _sources(tables) for e in succ)
+    all_edges = [(s, e) for s, succ in _sources(tables) for e in succ]
+    kinds = [_edge_kind(tables, s, e) for s, e in all_edges]
+    edges = tuple((keys[s], keys[e]) for (s, e), k in zip(all_edges, kinds, strict=True) if k == "both")
+    data_edges = tuple((keys[s], keys[e]) for (s, e), k in zip(all_edges, kinds, strict=True) if k == "data")
+    control_edges = tuple((keys[s], keys[e]) for (s, e), k in zip(all_edges, kinds, strict=True) if k == "control")
     branches = tuple(
         BranchInfo(
             start=keys[s],
@@ -205,7 +214,20 @@ def build_graph_info(tables: Tables) -> GraphInfo:
         output_type=tables.output_type,
         trigger_mode="all_predecessor" if tables.dag else "any_predecessor",
         state_type=tables.state_type,
+        data_edges=data_edges,
+        control_edges=control_edges,
     )
+
+
+def _edge_kind(tables: Tables, s: int, e: int) -> Literal["both", "data", "control"]:
+    """What edge ``s -> e`` carries: a Workflow's data-only edge (``direct_dependency=False``) no control, its
+    control-only edge (``add_dependency``: a mapping of nothing) no data; a Graph's edges carry both."""
+    if (s, e) in tables.data_edges:
+        return "data"
+    mapping = tables.edge_maps.get((s, e)) if tables.edge_maps else None
+    if isinstance(mapping, EdgeMap) and not mapping.mappings:
+        return "control"
+    return "both"
 
 
 def _source_order(tables: Tables) -> list[int]:

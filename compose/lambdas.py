@@ -48,6 +48,9 @@ class Paradigms:
     implemented: frozenset[str]
     # the cheapest way to invoke with a value and no options (the component's own async function), if any
     invoke1: Callable[[Any], Awaitable[Any]] | None = None
+    # what callback handlers see of an invoke: ``report[0](input)`` at the start, ``report[1](input, output)`` at
+    # the end (a component's own callback types, as Eino's prompt ``CallbackInput``); None: the values themselves
+    report: tuple[Callable[[Any], Any], Callable[[Any, Any], Any]] | None = None
 
 
 def derive(

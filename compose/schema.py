@@ -1,25 +1,43 @@
 """Messages and tool descriptions: the data that flows between chat models, tools and graphs.
 
 Pydantic models at the data boundary (DESIGN.md section 2, eino-semantics 3.4).
+
+**Content parts.** A message may carry typed ``parts`` besides its ``content`` text: :class:`TextPart`,
+:class:`ImagePart`, :class:`AudioPart`, :class:`VideoPart` and :class:`FilePart` (the :data:`ContentPart` union,
+told apart by ``type``). Eino keeps the user's input parts (``UserInputMultiContent``) and the model's output parts
+(``AssistantGenMultiContent``) in two fields; here one list serves both, the role says which direction. A media
+part holds a ``url`` or inline base64 ``data`` with its ``mime_type`` (Eino's ``URL`` / ``Base64Data`` /
+``MIMEType``). Where a model takes a list of parts (``OpenAIChatModel``), a non-empty ``content`` goes first, as
+a text part. A message without parts serialises exactly as before the field existed (``parts`` is left out of its
+JSON when empty), so stored checkpoints and sessions read and write the same JSON either way.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from compose.errors import ConcatError
 
 __all__ = [
+    "AudioPart",
+    "ContentPart",
+    "FilePart",
     "FunctionCall",
+    "ImageDetail",
+    "ImagePart",
     "Message",
     "ResponseMeta",
     "Role",
+    "TextPart",
     "ToolCall",
     "ToolInfo",
     "Usage",
+    "VideoPart",
+    "approx_part_tokens",
     "assistant_message",
     "concat_message_lists",
     "concat_messages",
@@ -82,8 +100,129 @@ class ToolInfo(_Model):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
+ImageDetail = Literal["auto", "low", "high"]
+"""How closely a model looks at an image (OpenAI's ``detail``; Eino's ``ImageURLDetail``)."""
+
+
+class TextPart(_Model):
+    """A text part of a message (Eino's part of type ``text``)."""
+
+    type: Literal["text"] = "text"
+    text: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class _MediaPart(_Model):
+    """A media part: a ``url`` or inline base64 ``data`` (with its ``mime_type``), exactly one of the two."""
+
+    type: str
+    url: str | None = None
+    data: str | None = None
+    mime_type: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> _MediaPart:
+        sources = [name for name in self._sources() if getattr(self, name) is not None]
+        kind = type(self).__name__
+        if len(sources) != 1:
+            given = " and ".join(sources) if sources else "neither"
+            raise ValueError(f"{kind} takes exactly one of {', '.join(self._sources())} (given: {given})")
+        if self.data is not None and not self.mime_type:
+            raise ValueError(f"{kind} with inline data needs its mime_type (such as 'image/png')")
+        return self
+
+    def _sources(self) -> tuple[str, ...]:
+        return ("url", "data")
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, mime_type: str, **fields: Any) -> Self:
+        """The part holding ``raw`` inline (base64-encoded), e.g. ``ImagePart.from_bytes(png, "image/png")``."""
+        return cls(data=base64.b64encode(raw).decode("ascii"), mime_type=mime_type, **fields)
+
+    @property
+    def data_url(self) -> str:
+        """The ``url``, or the inline data as an RFC 2397 ``data:`` URL (``""`` for a file given by its id)."""
+        if self.url is not None:
+            return self.url
+        if self.data is None:
+            return ""
+        return f"data:{self.mime_type};base64,{self.data}"
+
+
+class ImagePart(_MediaPart):
+    """An image (Eino's ``image_url`` part, ``MessageInputImage``); ``detail`` is sent where a model takes it."""
+
+    type: Literal["image"] = "image"
+    detail: ImageDetail | None = None
+
+
+class AudioPart(_MediaPart):
+    """Audio (Eino's ``audio_url`` part). OpenAI's chat API takes inline ``data`` in wav or mp3 only."""
+
+    type: Literal["audio"] = "audio"
+
+
+class VideoPart(_MediaPart):
+    """A video (Eino's ``video_url`` part); sent as a ``video_url`` part, which vLLM-style servers take."""
+
+    type: Literal["video"] = "video"
+
+
+class FilePart(_MediaPart):
+    """A file such as a PDF (Eino's ``file_url`` part): inline ``data``, a ``url``, or a provider's ``file_id``
+    (an OpenAI upload), exactly one; ``name`` is its file name."""
+
+    type: Literal["file"] = "file"
+    file_id: str | None = None
+    name: str = ""
+
+    def _sources(self) -> tuple[str, ...]:
+        return ("url", "data", "file_id")
+
+
+ContentPart = Annotated[TextPart | ImagePart | AudioPart | VideoPart | FilePart, Field(discriminator="type")]
+"""One part of a message's content, told apart by its ``type``."""
+
+_IMAGE_TOKENS = {"low": 85}
+_DEFAULT_IMAGE_TOKENS = 765  # OpenAI's count for a 1024x1024 image at high detail
+
+
+def approx_part_tokens(part: ContentPart) -> int:
+    """An estimate of the tokens of one content part, for the token estimators.
+
+    A text part: a quarter of its characters, rounded up (as content is counted). An image: 765 tokens (85 with
+    ``detail="low"``), what OpenAI counts for a 1024x1024 image. Audio, video and files: a quarter of their inline
+    data's characters (or of their URL or file id), so large inline media weigh heavily, as they do in a context.
+
+    Example:
+        >>> approx_part_tokens(TextPart(text="Hello, world!")), approx_part_tokens(ImagePart(url="https://x/y.png"))
+        (4, 765)
+    """
+    if isinstance(part, TextPart):
+        return (len(part.text) + 3) // 4
+    if isinstance(part, ImagePart):
+        return _IMAGE_TOKENS.get(part.detail or "", _DEFAULT_IMAGE_TOKENS)
+    source = part.data if part.data is not None else part.url
+    if source is None and isinstance(part, FilePart):
+        source = part.file_id
+    return (len(source or "") + 3) // 4
+
+
+def _no_parts(parts: list[Any]) -> bool:
+    return not parts
+
+
 class Message(_Model):
-    """A chat message (or a chunk of one, in a stream)."""
+    """A chat message (or a chunk of one, in a stream).
+
+    ``content`` is its text; ``parts`` its typed content parts (images, audio, files, more text), empty for a
+    plain text message (see the module docstring).
+
+    Example:
+        >>> Message(role="user", content="What is in it?", parts=[ImagePart(url="https://example.com/cat.png")])
+        Message(role='user', content='What is in it?', parts=[image])
+    """
 
     role: Role
     content: str = ""
@@ -94,12 +233,16 @@ class Message(_Model):
     response_meta: ResponseMeta | None = None
     reasoning_content: str = ""
     extra: dict[str, Any] = Field(default_factory=dict)
+    # left out of the JSON when empty: a message without parts serialises as before the field existed
+    parts: list[ContentPart] = Field(default_factory=list, exclude_if=_no_parts)
 
     def __repr__(self) -> str:
         parts = [f"role={self.role!r}"]
         if self.content:
             text = self.content if len(self.content) <= 60 else self.content[:57] + "..."
             parts.append(f"content={text!r}")
+        if self.parts:
+            parts.append(f"parts=[{', '.join(p.type for p in self.parts)}]")
         if self.reasoning_content:
             parts.append(f"reasoning_content={len(self.reasoning_content)} chars")
         if self.tool_calls:
@@ -117,8 +260,10 @@ def system_message(content: str) -> Message:
     return Message(role="system", content=content)
 
 
-def user_message(content: str) -> Message:
-    """A user message."""
+def user_message(content: str, *, parts: Sequence[ContentPart] = ()) -> Message:
+    """A user message, optionally with content ``parts`` after its text (an image, a file, ...)."""
+    if parts:
+        return Message(role="user", content=content, parts=list(parts))
     return Message(role="user", content=content)
 
 
@@ -142,6 +287,9 @@ def concat_messages(msgs: Sequence[Message | None]) -> Message:
     - role, name, tool_call_id, tool_name: the first non-empty value wins; a different non-empty value later
       is an error naming both values.
     - content and reasoning_content are concatenated in order.
+    - parts are appended in order, with a run of adjacent text parts merged into one (Eino's rule for input
+      and output parts); in an assistant message a run of adjacent inline audio parts (a streamed audio answer)
+      is merged into one too, its data concatenated. Other parts are kept as they are.
     - response_meta exists if any chunk has one: ``finish_reason`` is the last non-empty one, each usage
       counter is the maximum over the chunks, ``model`` the last non-empty one.
     - extra maps are merged key-wise: strings are concatenated, any other value is replaced by the later one.
@@ -178,6 +326,7 @@ def concat_messages(msgs: Sequence[Message | None]) -> Message:
     reasoning: list[str] = []
     tool_calls: list[ToolCall] = []
     extras: list[dict[str, Any]] = []
+    parts: list[TextPart | _MediaPart] = []
     meta_seen = False
     finish_reason = ""
     model = ""
@@ -198,6 +347,8 @@ def concat_messages(msgs: Sequence[Message | None]) -> Message:
             tool_calls.extend(msg.tool_calls)
         if msg.extra:
             extras.append(msg.extra)
+        if msg.parts:
+            parts.extend(msg.parts)
         meta = msg.response_meta
         if meta is not None:
             meta_seen = True
@@ -236,6 +387,7 @@ def concat_messages(msgs: Sequence[Message | None]) -> Message:
         response_meta=response_meta,
         reasoning_content="".join(reasoning),
         extra=_concat_extra(extras),
+        parts=_concat_parts(parts, role) if parts else [],
     )
 
 
@@ -326,6 +478,58 @@ def _merge_call_field(current: str, value: str, what: str) -> str:
     if current != value:
         raise ConcatError(f"cannot concat ToolCalls with different tool {what}: '{current}' '{value}'")
     return current
+
+
+def _concat_parts(parts: list[TextPart | _MediaPart], role: Role) -> list[TextPart | _MediaPart]:
+    merged: list[TextPart | _MediaPart] = []
+    run: list[Any] = []  # adjacent parts that merge into one
+
+    def flush() -> None:
+        if len(run) <= 1:
+            merged.extend(run)
+        elif isinstance(run[0], TextPart):
+            merged.append(
+                TextPart.model_construct(
+                    type="text",
+                    text="".join(p.text for p in run),
+                    extra=_concat_extra([p.extra for p in run if p.extra]),
+                )
+            )
+        else:
+            first = run[0]
+            merged.append(
+                first.model_copy(
+                    update={
+                        "data": "".join(p.data for p in run),
+                        "mime_type": next((p.mime_type for p in run if p.mime_type), ""),
+                        "extra": _concat_extra([p.extra for p in run if p.extra]),
+                    }
+                )
+            )
+        run.clear()
+
+    for part in parts:
+        if run and not _merges(run[0], part, role):
+            flush()
+        if _merges(part, part, role):
+            run.append(part)
+        else:
+            flush()
+            merged.append(part)
+    flush()
+    return merged
+
+
+def _merges(first: TextPart | _MediaPart, part: TextPart | _MediaPart, role: Role) -> bool:
+    if isinstance(part, TextPart):
+        return isinstance(first, TextPart)
+    return (
+        role == "assistant"
+        and isinstance(part, AudioPart)
+        and isinstance(first, AudioPart)
+        and part.data is not None
+        and first.data is not None
+    )
 
 
 def _concat_extra(extras: list[dict[str, Any]]) -> dict[str, Any]:

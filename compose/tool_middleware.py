@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import anyio
@@ -25,9 +26,11 @@ from compose.callbacks import (
     fire_failure,
     fire_start,
 )
-from compose.errors import GraphInterrupt, StreamEnd, ToolTimeoutError
+from compose.errors import GraphInterrupt, StreamEnd, ToolExecutionError, ToolTimeoutError
 from compose.stream import StreamReader
+from compose.stream._copy import MapReader
 from compose.stream._core import _EMPTY, _END, _Signal
+from compose.stream._merge import SourceEOF
 from compose.tools import BaseTool, InvokableTool, StreamableTool, tool_timeout
 
 __all__ = [
@@ -300,14 +303,60 @@ class _ReaderIterator(AsyncIterator[T]):
 
 
 def _invoke_from_stream(stream: StreamableToolEndpoint) -> InvokableToolEndpoint:
+    """The invoke endpoint of a stream-only tool: its stream's text. A failure while the stream is read (the
+    tool raised mid-stream, a chunk is not a string) is the ``ToolExecutionError`` (``streaming=True``) that a
+    reader of the stream sees, so an invoke run reports it as a streaming one does."""
+
     async def endpoint(inp: ToolInput) -> ToolOutput:
         reader = (await stream(inp)).result
+        chunks: list[str] = []
         try:
-            return ToolOutput("".join([chunk async for chunk in reader]))
+            while True:
+                try:
+                    chunk = await reader.recv()
+                except StreamEnd:
+                    return ToolOutput("".join(chunks))
+                except Exception as exc:
+                    named = stream_call_error(inp.name, inp.call_id, exc)
+                    if named is exc:
+                        raise
+                    raise named from exc
+                chunks.append(tool_chunk_text(inp.name, inp.call_id, chunk))
         finally:
             await _close(reader)
 
     return endpoint
+
+
+def tool_chunk_text(name: str, call_id: str, chunk: object) -> str:
+    """``chunk`` of the stream of tool call ``call_id``, which must be a ``str``: else the call's
+    ``ToolExecutionError`` (``streaming=True``) with a ``TypeError`` cause saying what it was."""
+    if type(chunk) is str:
+        return chunk
+    problem = TypeError(f"a tool stream chunk must be a str, got {type(chunk).__qualname__}: {chunk!r:.80}")
+    raise ToolExecutionError(name, call_id, problem, streaming=True) from problem
+
+
+def stream_call_error(name: str, call_id: str, exc: Exception) -> Exception:
+    """The error a reader of tool call ``call_id``'s stream sees for the error item ``exc``: the call's
+    ``ToolExecutionError`` (``streaming=True``, ``exc`` its cause), made once where the item is first read
+    (the collector, the node's slot, the derived invoke) and passed on as it is from then on. Interrupts and
+    the end of a merged source are left as they are."""
+    if isinstance(exc, GraphInterrupt | StreamEnd | SourceEOF):
+        return exc
+    if isinstance(exc, ToolExecutionError) and exc.tool_name == name and exc.call_id == call_id:
+        return exc
+    return ToolExecutionError(name, call_id, exc, streaming=True)  # its __cause__ is exc
+
+
+def named_tool_stream(reader: StreamReader[Any], name: str, call_id: str) -> StreamReader[str]:
+    """``reader`` (tool call ``call_id``'s stream) with every chunk checked to be a ``str`` and every error item
+    the call's ``ToolExecutionError`` (see :func:`stream_call_error`): what every reader of it sees."""
+
+    def on_error(exc: BaseException) -> BaseException:
+        return stream_call_error(name, call_id, exc) if isinstance(exc, Exception) else exc
+
+    return MapReader(reader, partial(tool_chunk_text, name, call_id), on_error, is_async=False)
 
 
 def _stream_from_invoke(invoke: InvokableToolEndpoint) -> StreamableToolEndpoint:

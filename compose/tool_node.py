@@ -31,7 +31,10 @@ all are closed with the node's stream. As in Eino, a tool stream that ends witho
 empty, and an error inside a tool stream reaches the reader as an error item (the stream goes on after it);
 unlike Eino, that item is a ``ToolExecutionError`` (``streaming=True``) naming the tool and call id with the
 tool's error as its cause, as a failure to start is, so the next node that concatenates the messages reports
-which tool broke. Middlewares see the tool's own error, before the node wraps it.
+which tool broke. The same holds in :meth:`ToolsNode.invoke` for a stream-only tool: its stream failing (or
+yielding a chunk that is not a ``str``) is that ``ToolExecutionError`` with ``streaming=True``. The error is made
+once, where the call's stream is first read (an agent's tool-result collector, outermost, already names it),
+and passed on as it is. Middlewares see the tool's own error, before the node wraps it.
 """
 
 from __future__ import annotations
@@ -45,7 +48,6 @@ import anyio
 from compose._engine.resume import resumed_for
 from compose.errors import (
     GraphInterrupt,
-    StreamEnd,
     ToolArgumentsHandlerError,
     ToolExecutionError,
     ToolInputError,
@@ -70,6 +72,8 @@ from compose.tool_middleware import (
     _Endpoints,
     _tool_call_id,
     get_tool_call_id,
+    stream_call_error,
+    tool_chunk_text,
     tool_errors_as_results,
 )
 from compose.tools import _TOOL_NAME_RULE, BaseTool, _valid_tool_name
@@ -375,24 +379,27 @@ async def _read_finished(call: _Call, reader: StreamReader[str]) -> str:
     stream broke, or a chunk is not a string) fails the node as the call's failure would have. An empty stream
     is ``""``, as for :meth:`ToolsNode.invoke`."""
     try:
-        return "".join([_chunk_text(chunk) async for chunk in reader])
+        return "".join([tool_chunk_text(call.name, call.call_id, chunk) async for chunk in reader])
     except GraphInterrupt:
         raise
     except Exception as exc:
-        raise ToolExecutionError(call.name, call.call_id, exc, streaming=True) from exc
-
-
-def _chunk_text(chunk: object) -> str:
-    if type(chunk) is not str:
-        raise TypeError(f"a tool stream chunk must be a str, got {type(chunk).__qualname__}: {chunk!r:.80}")
-    return chunk
+        named = stream_call_error(call.name, call.call_id, exc)
+        if named is exc:
+            raise
+        raise named from exc
 
 
 def _raise_first_failure(calls: Sequence[_Call], results: Sequence[object], *, streaming: bool) -> None:
     """A real failure (first in call order) fails the node, even when other calls interrupted."""
     for call, result in zip(calls, results, strict=True):
         if isinstance(result, Exception) and not isinstance(result, GraphInterrupt):
+            if isinstance(result, ToolExecutionError) and _names(result, call):
+                raise result  # the call's stream failed (read by the derived invoke): named already
             raise ToolExecutionError(call.name, call.call_id, result, streaming=streaming) from result
+
+
+def _names(err: ToolExecutionError, call: _Call) -> bool:
+    return err.tool_name == call.name and err.call_id == call.call_id
 
 
 _RERUN_KIND = "pyeino.tools_node"
@@ -470,13 +477,14 @@ class _SlotReader(StreamReader[list[Message | None]]):
             if exc is None:
                 self._done = True
                 return x
-            if not isinstance(exc, Exception) or isinstance(exc, GraphInterrupt | StreamEnd):
+            if not isinstance(exc, Exception):
                 return x
-            return _Signal(ToolExecutionError(call.name, call.call_id, exc, streaming=True))
+            named = stream_call_error(call.name, call.call_id, exc)
+            return x if named is exc else _Signal(named)
         try:
-            text = _chunk_text(x)
-        except TypeError as exc:
-            return _Signal(ToolExecutionError(call.name, call.call_id, exc, streaming=True))
+            text = tool_chunk_text(call.name, call.call_id, x)
+        except ToolExecutionError as exc:
+            return _Signal(exc)
         return [*self._before, tool_message(text, call.call_id, tool_name=call.name), *self._after]
 
     def _poll(self) -> object:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import re
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -110,6 +111,7 @@ def tool_timeout(t: BaseTool) -> float | None:
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what the OpenAI API (and most others) accept
 _TOOL_NAME_RULE = "letters, digits, '_' and '-', at most 64"
 _EXTRA_ARGUMENTS = ("forbid", "ignore")
+_INTERNAL_KEY = re.compile(r'"p\d+"\s*:')
 
 
 def _valid_tool_name(name: str) -> bool:
@@ -179,6 +181,8 @@ class _FunctionToolBase:
             validated = self._model.model_validate_json(arguments if arguments.strip() else "{}")
         except ValidationError as exc:
             raise _arguments_error(self.name, exc, [param for _, param, _ in self._binding]) from exc
+        if self.extra_arguments == "forbid" and _INTERNAL_KEY.search(arguments):
+            self._refuse_internal_names(arguments)
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
         for field, param, positional in self._binding:
@@ -188,6 +192,22 @@ class _FunctionToolBase:
             else:
                 kwargs[param] = value
         return args, kwargs
+
+    def _refuse_internal_names(self, arguments: str) -> None:
+        # pydantic (2.13) ignores a key that is a field's own name when the field has an alias, even with
+        # extra="forbid": the neutral names (p0, p1...) must not be a way in, so they are refused here
+        # (the cheap regex above keeps this off the common path)
+        params = [param for _, param, _ in self._binding]
+        keys = json.loads(arguments)
+        unknown = [key for key, _ in self._model.model_fields.items() if key in keys and key not in params]
+        if unknown:
+            takes = f"which takes {', '.join(params)}" if params else "which takes no arguments"
+            reason = (
+                f"not a parameter of the tool, {takes}"
+                if len(unknown) == 1
+                else f"{', '.join(repr(k) for k in unknown)} are not parameters of the tool, {takes}"
+            )
+            raise ToolArgumentsError(self.name, reason, field=unknown[0])
 
     def __repr__(self) -> str:
         timeout = "" if self.timeout is None else f", timeout={self.timeout}"
@@ -498,7 +518,8 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 
 
 def _arguments_error(tool_name: str, exc: ValidationError, params: Sequence[str]) -> ToolArgumentsError:
-    errors = exc.errors(include_url=False)
+    # the errors of the fields the tool takes come before unknown keys (pydantic's own order varies by version)
+    errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] == "extra_forbidden")
     first = errors[0]
     if all(e["type"] == "extra_forbidden" and len(e["loc"]) == 1 for e in errors):
         takes = f"which takes {', '.join(params)}" if params else "which takes no arguments"

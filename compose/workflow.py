@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, Unpack, get_args
 
-from compose._field_mapping import EdgeMap, FieldMapping, InputBuild, check_conflicts, path_type
-from compose._types import Assignable, assignable, type_name
+from compose._field_mapping import EdgeMap, FieldCheck, FieldMapping, InputBuild, check_conflicts, path_type
+from compose._types import Assignable, assignable, instance_check, type_name
 from compose.branch import _Branch
 from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
 from compose.graph import END, START, FanInMergeConfig, Graph, NodeOptions
@@ -189,6 +189,7 @@ class Workflow(Generic[I, O]):
         checkpoint_store: Any = None,
         fan_in_merge_config: Mapping[str, FanInMergeConfig] | None = None,
         compile_callbacks: Sequence[CompileCallback] | None = None,
+        keep_history: bool | int = False,
     ) -> Runnable[I, O]:
         """Check every mapping and compile to a DAG ``Runnable``; the workflow is frozen afterwards.
 
@@ -227,6 +228,7 @@ class Workflow(Generic[I, O]):
                 checkpoint_store=checkpoint_store,
                 fan_in_merge_config=fan_in_merge_config,
                 compile_callbacks=compile_callbacks,
+                keep_history=keep_history,
             )
 
     def _wire(self, node: WorkflowNode) -> None:
@@ -240,19 +242,25 @@ class Workflow(Generic[I, O]):
         for src, items in by_src.items():
             out_t = g._out_type(src)
             mappings = [m for it in items if it.data for m in it.mappings]
+            checks: list[FieldCheck] = []
             for m in mappings:
                 to_t = path_type(in_t, m.to_path, side="successor input")
+                # a custom extractor's value is not checked, at compile or run time (as in Eino)
                 if m.extractor is None:
                     from_t = path_type(out_t, m.from_path, side="predecessor output")
-                    if from_t is not Any and to_t is not Any and assignable(from_t, to_t) is Assignable.NO:
+                    fits = assignable(from_t, to_t)
+                    if fits is Assignable.NO:
                         raise TypeMismatchError(
                             f"field mapping {m} from node[{src}] to node[{key}]: type[{type_name(from_t)}] "
                             f"cannot be assigned to type[{type_name(to_t)}]",
                             start=src, end=key, output_type=from_t, input_type=to_t,
                         )
+                    cls = instance_check(to_t) if fits is Assignable.MAY else None
+                    if cls is not None:  # only may fit (from Any, a base class, a union): checked at run time
+                        checks.append(FieldCheck(m, cls, to_t))
                 paths.append(m.to_path)
             control = any(it.control for it in items)
-            g._add_mapped_edge(src, key, EdgeMap(src, key, mappings), control=control)
+            g._add_mapped_edge(src, key, EdgeMap(src, key, mappings, checks), control=control)
         check_conflicts(key, paths)
         for p in node._static:
             path_type(in_t, p, side="successor input")

@@ -2,9 +2,12 @@
 
 ``ChatModelAgent(..., middlewares=[A, B, C])``; the first wraps the others. Built-ins: summarization
 (:class:`SummarizationMiddleware`), the dangling tool-call patch (:class:`PatchToolCallsMiddleware`) and tool-result
-reduction (:class:`ToolResultReductionMiddleware`). The approval guard is ``adk.ApprovalMiddleware``.
+reduction (:class:`ToolResultReductionMiddleware`), the filesystem (:class:`FilesystemMiddleware` over a
+:class:`Backend`: :class:`InMemoryBackend`, :class:`LocalBackend`; :class:`LocalShell`). The approval guard is
+``adk.ApprovalMiddleware``.
 """
 
+from adk.middlewares.agentsmd import AgentsMDMiddleware
 from adk.middlewares.base import (
     AgentMiddleware,
     ChatModelAgentContext,
@@ -13,24 +16,52 @@ from adk.middlewares.base import (
     send_event,
 )
 from adk.middlewares.dangling import PatchToolCallsMiddleware, patch_dangling_tool_calls
+from adk.middlewares.filesystem import (
+    Backend,
+    ExecuteResponse,
+    FileInfo,
+    FilesystemMiddleware,
+    GrepMatch,
+    InMemoryBackend,
+    LocalBackend,
+    LocalShell,
+    Shell,
+)
+from adk.middlewares.plantask import PlanTaskMiddleware
 from adk.middlewares.reduction import ToolResultReductionMiddleware
+from adk.middlewares.skill import Skill, SkillMiddleware
 from adk.middlewares.summarization import (
     SummarizationMiddleware,
     Summarized,
     TokenCounter,
     approx_token_count,
 )
+from adk.middlewares.toolsearch import ToolSearchMiddleware
 
 __all__ = [
     "AgentMiddleware",
+    "AgentsMDMiddleware",
+    "Backend",
     "ChatModelAgentContext",
     "ChatModelAgentState",
+    "ExecuteResponse",
+    "FileInfo",
+    "FilesystemMiddleware",
+    "GrepMatch",
+    "InMemoryBackend",
+    "LocalBackend",
+    "LocalShell",
     "ModelWrapper",
     "PatchToolCallsMiddleware",
+    "PlanTaskMiddleware",
+    "Shell",
+    "Skill",
+    "SkillMiddleware",
     "SummarizationMiddleware",
     "Summarized",
     "TokenCounter",
     "ToolResultReductionMiddleware",
+    "ToolSearchMiddleware",
     "approx_token_count",
     "patch_dangling_tool_calls",
     "send_event",

@@ -23,7 +23,17 @@ from dataclasses import dataclass
 from adk.events import AgentAction, AgentEvent
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentState, send_event
 from compose.models.base import ChatModel
-from compose.schema import Message, system_message, user_message
+from compose.schema import (
+    AudioPart,
+    FilePart,
+    ImagePart,
+    Message,
+    TextPart,
+    VideoPart,
+    approx_part_tokens,
+    system_message,
+    user_message,
+)
 
 __all__ = [
     "DEFAULT_SUMMARY_INSTRUCTION",
@@ -48,13 +58,17 @@ _PER_MESSAGE = 4  # role and separators
 
 def approx_token_count(messages: Sequence[Message]) -> int:
     """An estimate of the tokens of ``messages``: 4 characters a token (content, reasoning, tool calls' names
-    and arguments), plus 4 per message."""
+    and arguments), plus each content part's :func:`~compose.schema.approx_part_tokens` (an image is 765), plus
+    4 per message."""
     chars = 0
+    parts = 0
     for m in messages:
         chars += len(m.content) + len(m.reasoning_content)
         for call in m.tool_calls:
             chars += len(call.function.name) + len(call.function.arguments) + len(call.id)
-    return (chars + 3) // 4 + _PER_MESSAGE * len(messages)
+        if m.parts:
+            parts += sum(approx_part_tokens(p) for p in m.parts)
+    return (chars + 3) // 4 + parts + _PER_MESSAGE * len(messages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +96,21 @@ def _transcript(messages: Sequence[Message]) -> str:
             continue
         if m.content:
             lines.append(f"[{m.role}]: {m.content}")
+        for part in m.parts:
+            if isinstance(part, TextPart):
+                lines.append(f"[{m.role}]: {part.text}")
+            else:
+                lines.append(f"[{m.role} sent {_media(part)}]")
         for call in m.tool_calls:
             lines.append(f"[{m.role} called tool `{call.function.name}` ({call.id})]: {call.function.arguments}")
     return "\n".join(lines)
+
+
+def _media(part: ImagePart | AudioPart | VideoPart | FilePart) -> str:
+    """A media part as the summarizing model reads it: its kind and its name or URL (never its inline data)."""
+    article = "an" if part.type in ("image", "audio") else "a"
+    label = part.name if isinstance(part, FilePart) and part.name else (part.url or "")
+    return f"{article} {part.type}" + (f" ({label})" if label else "")
 
 
 class SummarizationMiddleware(AgentMiddleware):

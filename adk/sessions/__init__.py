@@ -13,9 +13,11 @@ from adk.sessions.base import (
     HistoryLimit,
     PendingTurn,
     Session,
+    SessionHistory,
     SessionLease,
     SessionStore,
     TokenCounter,
+    Turn,
     approximate_tokens,
 )
 from adk.sessions.memory import InMemorySessionStore
@@ -30,9 +32,11 @@ __all__ = [
     "PostgresSessionStore",
     "SQLiteSessionStore",
     "Session",
+    "SessionHistory",
     "SessionLease",
     "SessionRun",
     "SessionStore",
     "TokenCounter",
+    "Turn",
     "approximate_tokens",
 ]

@@ -23,6 +23,8 @@ in the same transaction (so a turn is appended once, however often the run pause
 from __future__ import annotations
 
 import builtins
+import datetime
+import json
 import math
 import os
 import socket
@@ -35,15 +37,17 @@ from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from adk.errors import SessionBusyError, SessionError
-from compose.schema import Message
+from compose.schema import Message, approx_part_tokens
 
 __all__ = [
     "HistoryLimit",
     "PendingTurn",
     "Session",
+    "SessionHistory",
     "SessionLease",
     "SessionStore",
     "TokenCounter",
+    "Turn",
     "approximate_tokens",
 ]
 
@@ -53,7 +57,8 @@ TokenCounter = Callable[[Message], int]
 
 def approximate_tokens(message: Message) -> int:
     """About how many tokens ``message`` takes in a model's context: a quarter of its characters (content,
-    reasoning, tool names and arguments), rounded up, plus 4 for the message's framing.
+    reasoning, tool names and arguments), rounded up, plus its content parts'
+    (:func:`~compose.schema.approx_part_tokens`: an image is 765), plus 4 for the message's framing.
 
     The default counter of the stores: no tokenizer, stable across models, within tens of percent of
     OpenAI's tokenizers for English text and JSON; give the store your model's own counter to be exact.
@@ -66,7 +71,8 @@ def approximate_tokens(message: Message) -> int:
     chars = len(message.content) + len(message.reasoning_content)
     for call in message.tool_calls:
         chars += len(call.function.name) + len(call.function.arguments)
-    return 4 + math.ceil(chars / 4)
+    parts = sum(approx_part_tokens(p) for p in message.parts) if message.parts else 0
+    return 4 + math.ceil(chars / 4) + parts
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +149,70 @@ class PendingTurn:
     checkpoint_id: str
     session_id: str
     messages: list[Message]
+
+
+@dataclass(slots=True)
+class Turn:
+    """One turn of a session (``Runner.history``): what one run appended.
+
+    Attributes:
+        index: 0 for the session's first turn.
+        messages: the messages it appended (those still stored: a store's ``keep`` trims the oldest).
+        values: the session values as they were after it (JSON data).
+        checkpoint_ids: the checkpoint ids the run paused under before it completed.
+        created_at: when it was appended (UTC; None for a turn stored before turns kept their time).
+    """
+
+    index: int
+    messages: list[Message]
+    values: dict[str, Any]
+    checkpoint_ids: list[str]
+    created_at: datetime.datetime | None
+
+
+@runtime_checkable
+class SessionHistory(Protocol):
+    """A session store that keeps each turn's session values and lists and forks turns (the built-in ones)."""
+
+    async def turns(self, session_id: str) -> builtins.list[Turn]:
+        """The session's turns, oldest first (empty for an unknown session)."""
+        ...
+
+    async def fork(self, session_id: str, *, at_turn: int, new_session_id: str) -> None:
+        """Copy the first ``at_turn`` turns (messages, per-turn values, their pauses) to ``new_session_id``,
+        whose session values become those after turn ``at_turn - 1``.
+
+        Raises:
+            SessionError: ``new_session_id`` exists already, or ``at_turn`` is not between 0 and the number of
+                turns.
+        """
+        ...
+
+
+def check_fork(session_id: str, at_turn: int, turns: int, new_session_id: str, new_exists: bool) -> None:
+    """The checks of ``SessionHistory.fork``, shared by the stores."""
+    check_session_id(new_session_id)
+    if isinstance(at_turn, bool) or not isinstance(at_turn, int) or not 0 <= at_turn <= turns:
+        raise SessionError(
+            f"cannot fork session {session_id!r} at turn {at_turn!r}: it has {turns} turn(s) (at_turn: 0..{turns})"
+        )
+    if new_exists:
+        raise SessionError(f"cannot fork session {session_id!r} into {new_session_id!r}: that session exists already")
+
+
+def turn_time(seconds: float | None) -> datetime.datetime | None:
+    return None if seconds is None else datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+
+
+def turn_of(
+    index: int, count: int, last_vals: str, messages: list[Message], meta: tuple[str, str, float] | None
+) -> Turn:
+    """A SQL store's turn from its rows (``meta``: its row of the turns table: values, pauses as a JSON list, time;
+    None for a turn stored before that table existed, which shows the session's values on its last turn only)."""
+    if meta is None:
+        return Turn(index, messages, decode_values(last_vals) if index == count - 1 else {}, [], None)
+    vals, pauses, created_at = meta
+    return Turn(index, messages, decode_values(vals), list(json.loads(pauses)), turn_time(created_at))
 
 
 @runtime_checkable

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import builtins
+import dataclasses
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,8 +19,10 @@ from adk.sessions.base import (
     Session,
     SessionLease,
     TokenCounter,
+    Turn,
     acquire_waiting,
     approximate_tokens,
+    check_fork,
     check_session_id,
     decode_message,
     decode_messages,
@@ -26,6 +30,7 @@ from adk.sessions.base import (
     encode_message,
     encode_messages,
     encode_values,
+    turn_time,
 )
 from compose._db.store import ClosingStore
 from compose.schema import Message
@@ -39,6 +44,14 @@ class _Row:
     role: str
     tokens: int
     data: str  # the message as JSON: what a caller later does to a loaded message does not touch the store
+    turn: int = 0
+
+
+@dataclass(slots=True)
+class _TurnMeta:
+    values: str  # the session values after the turn, as JSON
+    pauses: list[str]
+    created_at: float
 
 
 @dataclass(slots=True)
@@ -49,6 +62,7 @@ class _Session:
     turns: int = 0
     owner: str | None = None
     updated: int = 0
+    meta: list[_TurnMeta] = field(default_factory=list)  # per turn
 
 
 class InMemorySessionStore(ClosingStore):
@@ -133,13 +147,15 @@ class InMemorySessionStore(ClosingStore):
         session = self._owned(lease)
         encoded_values = encode_values(lease.session_id, values)
         rows = [
-            _Row(session.next_seq + i, m.role, self.token_counter(m), encode_message(m)) for i, m in enumerate(messages)
+            _Row(session.next_seq + i, m.role, self.token_counter(m), encode_message(m), session.turns)
+            for i, m in enumerate(messages)
         ]
         # everything that can fail is done: the rest cannot, so the turn is appended whole or not at all
         session.rows.extend(rows)
         session.next_seq += len(rows)
         session.turns += 1
         session.values = encoded_values
+        session.meta.append(_TurnMeta(encoded_values, [pending] if pending is not None else [], time.time()))
         session.owner = None
         self._clock += 1
         session.updated = self._clock
@@ -177,6 +193,42 @@ class InMemorySessionStore(ClosingStore):
         self._sessions.pop(session_id, None)
         for checkpoint_id in [c for c, (s, _) in self._pending.items() if s == session_id]:
             del self._pending[checkpoint_id]
+
+    async def turns(self, session_id: str) -> builtins.list[Turn]:
+        """The session's turns, oldest first (see ``SessionHistory.turns``)."""
+        await anyio.lowlevel.checkpoint()
+        session = self._sessions.get(session_id)
+        if session is None:
+            return []
+        return [
+            Turn(
+                t,
+                [decode_message(r.data) for r in session.rows if r.turn == t],
+                decode_values(m.values),
+                list(m.pauses),
+                turn_time(m.created_at),
+            )
+            for t, m in enumerate(session.meta)
+        ]
+
+    async def fork(self, session_id: str, *, at_turn: int, new_session_id: str) -> None:
+        """Copy the first ``at_turn`` turns to ``new_session_id`` (see ``SessionHistory.fork``)."""
+        await anyio.lowlevel.checkpoint()
+        source = self._sessions.get(session_id) or _Session()
+        check_fork(session_id, at_turn, source.turns, new_session_id, new_session_id in self._sessions)
+        if at_turn == 0:
+            return
+        rows = [dataclasses.replace(r) for r in source.rows if r.turn < at_turn]
+        meta = [dataclasses.replace(m, pauses=list(m.pauses)) for m in source.meta[:at_turn]]
+        self._clock += 1
+        self._sessions[new_session_id] = _Session(
+            rows=rows,
+            values=meta[-1].values,
+            next_seq=max((r.seq for r in rows), default=-1) + 1,
+            turns=at_turn,
+            updated=self._clock,
+            meta=meta,
+        )
 
     def _owned(self, lease: SessionLease) -> _Session:
         session = self._sessions.get(lease.session_id)

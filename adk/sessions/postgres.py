@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import builtins
+import json
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -17,8 +19,10 @@ from adk.sessions.base import (
     Session,
     SessionLease,
     TokenCounter,
+    Turn,
     acquire_waiting,
     approximate_tokens,
+    check_fork,
     check_session_id,
     decode_message,
     decode_messages,
@@ -27,6 +31,7 @@ from adk.sessions.base import (
     encode_messages,
     encode_values,
     holder_name,
+    turn_of,
 )
 from compose._db.postgres import PostgresDatabase, require_psycopg
 from compose._db.store import ClosingStore, check_table_name
@@ -193,6 +198,14 @@ class PostgresSessionStore(ClosingStore):
                     ),
                     (encoded_values, first + len(rows), turn + 1, lease.owner, sid),
                 )
+                conn.execute(
+                    self._sql(
+                        "INSERT INTO {u} (session_id, turn, vals, pauses, created_at) VALUES (%s, %s, %s, %s, %s) "
+                        "ON CONFLICT (session_id, turn) DO UPDATE SET vals = EXCLUDED.vals, pauses = EXCLUDED.pauses, "
+                        "created_at = EXCLUDED.created_at"
+                    ),
+                    (sid, turn, encoded_values, json.dumps([pending] if pending is not None else []), time.time()),
+                )
                 if pending is not None:
                     conn.execute(self._sql("DELETE FROM {p} WHERE checkpoint_id = %s"), (pending,))
                 if self.keep is not None:
@@ -250,11 +263,70 @@ class PostgresSessionStore(ClosingStore):
 
         return await self._db.run(op)
 
+    async def turns(self, session_id: str) -> builtins.list[Turn]:
+        """The session's turns, oldest first (see ``SessionHistory.turns``)."""
+
+        def op(conn: psycopg.Connection[Any]) -> builtins.list[Turn]:
+            with conn.transaction():
+                row = conn.execute(self._sql("SELECT vals, turns FROM {t} WHERE id = %s"), (session_id,)).fetchone()
+                if row is None:
+                    return []
+                q = self._sql("SELECT turn, vals, pauses, created_at FROM {u} WHERE session_id = %s")
+                meta = {int(t): (str(v), str(p), float(c)) for t, v, p, c in conn.execute(q, (session_id,))}
+                messages: dict[int, builtins.list[Message]] = {}
+                q = self._sql("SELECT turn, data FROM {m} WHERE session_id = %s ORDER BY seq")
+                for t, data in conn.execute(q, (session_id,)):
+                    messages.setdefault(int(t), []).append(decode_message(data))
+                count = int(row[1])
+                return [turn_of(t, count, str(row[0]), messages.get(t, []), meta.get(t)) for t in range(count)]
+
+        return await self._db.run(op)
+
+    async def fork(self, session_id: str, *, at_turn: int, new_session_id: str) -> None:
+        """Copy the first ``at_turn`` turns to ``new_session_id`` in one transaction (see ``SessionHistory.fork``)."""
+
+        def op(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction():
+                row = conn.execute(self._sql("SELECT turns, vals FROM {t} WHERE id = %s"), (session_id,)).fetchone()
+                exists = conn.execute(self._sql("SELECT 1 FROM {t} WHERE id = %s"), (new_session_id,)).fetchone()
+                check_fork(session_id, at_turn, int(row[0]) if row else 0, new_session_id, exists is not None)
+                if at_turn == 0 or row is None:
+                    return
+                q = self._sql("SELECT vals FROM {u} WHERE session_id = %s AND turn = %s")
+                kept = conn.execute(q, (session_id, at_turn - 1)).fetchone()
+                vals = str(kept[0]) if kept else str(row[1]) if int(row[0]) == at_turn else "{}"
+                conn.execute(
+                    self._sql(
+                        "INSERT INTO {m} (session_id, seq, turn, role, tokens, data) SELECT %s, seq, turn, role, "
+                        "tokens, data FROM {m} WHERE session_id = %s AND turn < %s"
+                    ),
+                    (new_session_id, session_id, at_turn),
+                )
+                conn.execute(
+                    self._sql(
+                        "INSERT INTO {u} (session_id, turn, vals, pauses, created_at) SELECT %s, turn, vals, pauses, "
+                        "created_at FROM {u} WHERE session_id = %s AND turn < %s"
+                    ),
+                    (new_session_id, session_id, at_turn),
+                )
+                q = self._sql("SELECT COALESCE(MAX(seq) + 1, 0) FROM {m} WHERE session_id = %s")
+                (next_seq,) = conn.execute(q, (new_session_id,)).fetchone() or (0,)
+                conn.execute(
+                    self._sql(
+                        "INSERT INTO {t} (id, vals, next_seq, turns, updated) "
+                        "VALUES (%s, %s, %s, %s, clock_timestamp())"
+                    ),
+                    (new_session_id, vals, int(next_seq), at_turn),
+                )
+
+        await self._db.run(op)
+
     async def delete(self, session_id: str) -> None:
         """Delete the session, its messages, values and pending turns (one transaction)."""
 
         def op(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():
+                conn.execute(self._sql("DELETE FROM {u} WHERE session_id = %s"), (session_id,))
                 conn.execute(self._sql("DELETE FROM {m} WHERE session_id = %s"), (session_id,))
                 conn.execute(self._sql("DELETE FROM {p} WHERE session_id = %s"), (session_id,))
                 conn.execute(self._sql("DELETE FROM {t} WHERE id = %s"), (session_id,))
@@ -276,6 +348,7 @@ class PostgresSessionStore(ClosingStore):
             m=sql.Identifier(f"{self.table}_messages"),
             p=sql.Identifier(f"{self.table}_pending"),
             p_index=sql.Identifier(f"{self.table}_pending_session"),
+            u=sql.Identifier(f"{self.table}_turns"),
         )
 
     def _start(self, conn: psycopg.Connection[Any], session_id: str, limit: HistoryLimit) -> int | None:
@@ -332,3 +405,10 @@ class PostgresSessionStore(ClosingStore):
             )
         )
         conn.execute(self._sql("CREATE INDEX IF NOT EXISTS {p_index} ON {p} (session_id)"))
+        conn.execute(  # per turn: the session values after it, its pauses, its time (see the SQLite store)
+            self._sql(
+                'CREATE TABLE IF NOT EXISTS {u} (session_id text COLLATE "C" NOT NULL, turn bigint NOT NULL, '
+                "vals text NOT NULL, pauses text NOT NULL, created_at double precision NOT NULL, "
+                "PRIMARY KEY (session_id, turn))"
+            )
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import json
 import os
 import time
 import uuid
@@ -19,8 +20,10 @@ from adk.sessions.base import (
     Session,
     SessionLease,
     TokenCounter,
+    Turn,
     acquire_waiting,
     approximate_tokens,
+    check_fork,
     check_session_id,
     decode_message,
     decode_messages,
@@ -29,6 +32,7 @@ from adk.sessions.base import (
     encode_messages,
     encode_values,
     holder_name,
+    turn_of,
 )
 from compose._db.sqlite import SQLiteDatabase
 from compose._db.store import ClosingStore, check_table_name
@@ -93,6 +97,7 @@ class SQLiteSessionStore(ClosingStore):
         self.lease_ttl = lease_ttl
         self._messages = f"{self.table}_messages"
         self._pending = f"{self.table}_pending"
+        self._turns = f"{self.table}_turns"
         self._db = SQLiteDatabase(
             self.path,
             busy_timeout=busy_timeout,
@@ -207,6 +212,11 @@ class SQLiteSessionStore(ClosingStore):
                 "expires = NULL, last_commit = ?, updated = ? WHERE id = ?",
                 (encoded_values, first + len(rows), turn + 1, lease.owner, time.time(), sid),
             )
+            db.execute(
+                f"INSERT OR REPLACE INTO {self._turns} (session_id, turn, vals, pauses, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (sid, turn, encoded_values, json.dumps([pending] if pending is not None else []), time.time()),
+            )
             if pending is not None:
                 db.execute(f"DELETE FROM {self._pending} WHERE checkpoint_id = ?", (pending,))
             if self.keep is not None:
@@ -267,10 +277,71 @@ class SQLiteSessionStore(ClosingStore):
 
         return await self._db.run(op)
 
+    async def turns(self, session_id: str) -> builtins.list[Turn]:
+        """The session's turns, oldest first (see ``SessionHistory.turns``)."""
+
+        def op(db: sqlite3.Connection) -> builtins.list[Turn]:
+            db.execute("BEGIN")
+            try:
+                row = db.execute(f"SELECT vals, turns FROM {self.table} WHERE id = ?", (session_id,)).fetchone()
+                if row is None:
+                    return []
+                meta = {
+                    int(t): (str(v), str(p), float(c))
+                    for t, v, p, c in db.execute(
+                        f"SELECT turn, vals, pauses, created_at FROM {self._turns} WHERE session_id = ?", (session_id,)
+                    )
+                }
+                messages: dict[int, builtins.list[Message]] = {}
+                for t, data in db.execute(
+                    f"SELECT turn, data FROM {self._messages} WHERE session_id = ? ORDER BY seq", (session_id,)
+                ):
+                    messages.setdefault(int(t), []).append(decode_message(data))
+                count = int(row[1])
+                return [turn_of(t, count, str(row[0]), messages.get(t, []), meta.get(t)) for t in range(count)]
+            finally:
+                db.execute("COMMIT")
+
+        return await self._db.run(op)
+
+    async def fork(self, session_id: str, *, at_turn: int, new_session_id: str) -> None:
+        """Copy the first ``at_turn`` turns to ``new_session_id`` in one transaction (see ``SessionHistory.fork``)."""
+
+        def op(db: sqlite3.Connection) -> None:
+            row = db.execute(f"SELECT turns, vals FROM {self.table} WHERE id = ?", (session_id,)).fetchone()
+            exists = db.execute(f"SELECT 1 FROM {self.table} WHERE id = ?", (new_session_id,)).fetchone() is not None
+            check_fork(session_id, at_turn, int(row[0]) if row else 0, new_session_id, exists)
+            if at_turn == 0:
+                return
+            kept = db.execute(
+                f"SELECT vals FROM {self._turns} WHERE session_id = ? AND turn = ?", (session_id, at_turn - 1)
+            ).fetchone()
+            vals = str(kept[0]) if kept else str(row[1]) if int(row[0]) == at_turn else "{}"
+            db.execute(
+                f"INSERT INTO {self._messages} (session_id, seq, turn, role, tokens, data) SELECT ?, seq, turn, role, "
+                f"tokens, data FROM {self._messages} WHERE session_id = ? AND turn < ?",
+                (new_session_id, session_id, at_turn),
+            )
+            db.execute(
+                f"INSERT INTO {self._turns} (session_id, turn, vals, pauses, created_at) SELECT ?, turn, vals, pauses, "
+                f"created_at FROM {self._turns} WHERE session_id = ? AND turn < ?",
+                (new_session_id, session_id, at_turn),
+            )
+            (next_seq,) = db.execute(
+                f"SELECT COALESCE(MAX(seq) + 1, 0) FROM {self._messages} WHERE session_id = ?", (new_session_id,)
+            ).fetchone()
+            db.execute(
+                f"INSERT INTO {self.table} (id, vals, next_seq, turns, updated) VALUES (?, ?, ?, ?, ?)",
+                (new_session_id, vals, int(next_seq), at_turn, time.time()),
+            )
+
+        await self._db.run(lambda db: self._transaction(db, lambda: op(db)))
+
     async def delete(self, session_id: str) -> None:
         """Delete the session, its messages, values and pending turns (one transaction)."""
 
         def op(db: sqlite3.Connection) -> None:
+            db.execute(f"DELETE FROM {self._turns} WHERE session_id = ?", (session_id,))
             db.execute(f"DELETE FROM {self._messages} WHERE session_id = ?", (session_id,))
             db.execute(f"DELETE FROM {self._pending} WHERE session_id = ?", (session_id,))
             db.execute(f"DELETE FROM {self.table} WHERE id = ?", (session_id,))
@@ -334,3 +405,10 @@ class SQLiteSessionStore(ClosingStore):
             "data TEXT NOT NULL)"
         )
         db.execute(f"CREATE INDEX IF NOT EXISTS {self._pending}_session ON {self._pending} (session_id)")
+        db.execute(  # per turn: the session values after it, its pauses, its time (databases of older versions
+            # get the table empty: their turns show the session's last values on the last turn only)
+            f"CREATE TABLE IF NOT EXISTS {self._turns} (session_id TEXT NOT NULL, turn INTEGER NOT NULL, "
+            "vals TEXT NOT NULL, pauses TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (session_id, turn)) "
+            "WITHOUT ROWID"
+        )
+

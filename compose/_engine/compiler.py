@@ -33,6 +33,7 @@ def compile_graph(
     checkpoint_store: Any,
     fan_in_merge_config: Mapping[str, FanInMergeConfig] | None,
     compile_callbacks: Iterable[CompileCallback] | None,
+    keep_history: bool | int = False,
 ) -> Runnable[Any, Any]:
     """``Graph.compile``: check the whole graph, build its tables, freeze it, report to the compile callbacks."""
     from compose.runnable import Runnable
@@ -53,6 +54,7 @@ def compile_graph(
         from compose.checkpoint import check_store
 
         check_store(checkpoint_store, where="compile(checkpoint_store=...)")
+    history = _keep_history(keep_history, checkpoint_store)
     starts = [e for s, e in graph._edges if s == START] + [
         e for b in graph._branches.get(START, []) for e in b.end_nodes
     ]
@@ -83,6 +85,7 @@ def compile_graph(
         interrupt_before=before,
         interrupt_after=after,
         checkpoint_store=checkpoint_store,
+        keep_history=history,
     )
     graph._compiled = True
     runnable: Runnable[Any, Any] = Runnable(tables)
@@ -91,6 +94,25 @@ def compile_graph(
         for call in on_finish:
             call(info)
     return runnable
+
+
+def _keep_history(keep: bool | int, store: Any) -> bool | int | None:
+    """``compile(keep_history=)`` checked: None (off), True (all) or a positive count."""
+    if keep is False or keep is None:
+        return None
+    if store is None:
+        raise GraphBuildError("keep_history needs a checkpoint_store: the history is kept in it")
+    if keep is True:
+        return True
+    if not isinstance(keep, int) or keep < 1:
+        raise GraphBuildError(f"keep_history must be True, False or a count >= 1, got {keep!r}")
+    lacking = [m + "()" for m in ("list", "delete") if not callable(getattr(store, m, None))]
+    if lacking:
+        raise GraphBuildError(
+            f"keep_history={keep} trims each history to its last {keep} snapshots: the checkpoint store "
+            f"{type(store).__qualname__} needs {' and '.join(lacking)} for that"
+        )
+    return keep
 
 
 def _check_structure(graph: Graph[Any, Any], *, dag: bool) -> None:
@@ -145,6 +167,7 @@ def build_tables(
     interrupt_before: Iterable[str] = (),
     interrupt_after: Iterable[str] = (),
     checkpoint_store: Any = None,
+    keep_history: bool | int | None = None,
 ) -> Tables:
     from compose.runnable import Runnable
 
@@ -280,6 +303,7 @@ def build_tables(
         interrupt_before=frozenset(index[k] for k in interrupt_before),
         interrupt_after=interrupt_after_idx,
         checkpoint_store=checkpoint_store,
+        keep_history=keep_history,
         fingerprint=fingerprint(
             tuple(keys),
             list(graph._edges) + [(s, e) for s, bs in graph._branches.items() for b in bs for e in sorted(b.end_nodes)],

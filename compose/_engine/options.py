@@ -10,12 +10,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from compose._engine.tables import NOTHING
 from compose.callbacks import CallbackHandler
 from compose.errors import GraphRunError
 from compose.interrupt import ExternalInterrupt
 
 if TYPE_CHECKING:
     from compose._engine.tables import NodeRT, Tables
+
+
+_UNSET: Any = NOTHING
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +37,13 @@ class CallOptions:
     external_interrupt: ExternalInterrupt | None = None
     # resuming: take over a claim on the checkpoint older than this many seconds (its worker died mid-resume)
     claim_stale_after: float | None = None
+    # history (compile(keep_history=...)): continue from this step of the history, of this branch ("main" when
+    # None), as a new branch, or under a new checkpoint id (fork_id)
+    from_step: int | None = None
+    branch: str | None = None
+    fork_id: str | None = None
+    # answer every open interrupt of the checkpoint with this value
+    resume_all: Any = _UNSET
 
     @classmethod
     def parse(cls, opts: Mapping[str, Any]) -> CallOptions:
@@ -41,7 +52,12 @@ class CallOptions:
         unknown = set(opts) - _OPTION_NAMES
         if unknown:
             raise TypeError(f"unknown run option(s) {sorted(unknown)}; expected one of {sorted(_OPTION_NAMES)}")
-        return cls(**opts)
+        options = cls(**opts)
+        if options.from_step is None and (options.branch is not None or options.fork_id is not None):
+            raise TypeError("branch= and fork_id= name where a replay continues: they need from_step=")
+        if options.from_step is not None and options.checkpoint_id is None:
+            raise TypeError("from_step= replays the history of a checkpoint id: it needs checkpoint_id=")
+        return options
 
     def check(self, tables: Tables, *, top: bool) -> None:
         """Raise ``GraphRunError`` for node options or callback designations that ``tables`` cannot take.

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
+from compose._engine.blame import named_upstream
 from compose._engine.resume import RERUN_SOURCE, pause
 from compose._engine.tables import NOTHING as _NOTHING
 from compose._engine.tables import WrongOutput
@@ -184,8 +185,8 @@ async def _fused(self: GraphRun, j: int, x: Any) -> Any:
                 await _close(wrong.value)
                 raise _wrong(self, j, wrong.value) from None
             except Exception as exc:
-                if self.streaming and isinstance(exc, NodeOutputTypeError):
-                    raise  # a wrong chunk of the upstream stream read first: it names its node (as _exec_general)
+                if named_upstream(exc, self.origin):
+                    raise  # an error item of the upstream stream read first: it names its node (as _exec_general)
                 raise NodeRunError([*self.path, keys[j]], exc) from exc
             cls = checks[j]
             if cls is not None and not isinstance(out, cls):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from compose._engine.tables import NOTHING
 from compose._types import type_name, zero_value
 from compose.checkpoint import claim_checkpoint, decode_checkpoint, read_checkpoint_header
 from compose.checkpoint._protocol import _release_claim_after
@@ -215,8 +216,9 @@ async def claim_snapshot(
     """Claim and check the checkpoint a run resumes from; None when there is none (a fresh run). Resume data for
     a checkpoint that does not exist is an error, never a fresh run (which would repeat the paused run's work)."""
     data = await claim_checkpoint(store, checkpoint_id, owner, stale_after=options.claim_stale_after)
+    answer_all = options.resume_all is not NOTHING
     if data is None:
-        if options.resume:
+        if options.resume or answer_all:
             raise CheckpointNotFoundError(
                 checkpoint_id,
                 f"resume data {sorted(options.resume)} needs the checkpoint its interrupts were saved in (a resumed "
@@ -230,7 +232,28 @@ async def claim_snapshot(
     except BaseException as exc:
         await _release_claim_after(exc, store, checkpoint_id, owner)
         raise
+    if answer_all:  # resume_all=value: every open interrupt not answered by resume= gets value
+        return snap, {**dict.fromkeys(open_interrupts(snap), options.resume_all), **options.resume}
     return snap, options.resume
+
+
+def open_interrupts(snap: RunSnapshot) -> list[str]:
+    """The ids of the interrupts a resume of ``snap`` answers (root causes, sub-graphs' included; not the
+    graph's own static interrupt, whose data would replace its state)."""
+    ids: list[str] = []
+
+    def leaves(rec: SignalRecord) -> None:
+        if not rec.subs:
+            ids.append(rec.id)
+        for s in rec.subs:
+            leaves(s)
+
+    for rr in snap.reruns:
+        if rr.signal is not None:
+            leaves(rr.signal)
+        if rr.sub is not None:
+            ids.extend(open_interrupts(rr.sub))
+    return ids
 
 
 def interrupt_ids(snap: RunSnapshot) -> set[str]:

@@ -14,8 +14,10 @@ closed when the run ends, whatever the way it ends.
 
 A node's output is checked against its declared type where ``NodeRT.out_check`` says how (one ``isinstance``):
 a wrong value raises ``NodeOutputTypeError`` naming the node before it is routed anywhere; in a streaming run a
-lazy ``map`` checks each chunk, so a wrong chunk becomes that error as an item of the stream, raised wherever
-the stream is read (a node reading it passes it on rather than taking the blame), with no task of its own.
+lazy ``map`` checks each chunk (a chat model's: a ``Message``), so a wrong chunk becomes that error as an item
+of the stream, raised wherever the stream is read, with no task of its own. The same map names every other
+error item of the stream after the node (``blame``): a node, handler or branch reading it passes it on rather
+than taking the blame.
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ from typing import Any
 
 import anyio
 
+from compose._engine.blame import OutputStream, named_upstream
 from compose._engine.dag import report, run_dag
 from compose._engine.options import CallOptions
 from compose._engine.pregel import pregel_step
 from compose._engine.resume import restore, resumed_for
 from compose._engine.tables import NOTHING as _NOTHING
 from compose._engine.tables import BranchRT, EdgeCheck, NodeRT, Tables, branch_targets
-from compose._types import ClassInfo, type_name
+from compose._types import type_name
 from compose.callbacks import (
     CallbackConfig,
     CallbackHandler,
@@ -85,15 +88,6 @@ def _wrap_key(key: str, chunk: Any) -> Any:
     return {key: chunk}
 
 
-def _check_output_chunk(path: tuple[str, ...], node: NodeRT, cls: ClassInfo, chunk: Any) -> Any:
-    """A chunk of ``node``'s output stream, checked (and wrapped into its output key): a wrong one becomes an
-    error item of the stream naming the node, raised where the stream is read."""
-    if not isinstance(chunk, cls):
-        raise NodeOutputTypeError(path, node.declared, type(chunk), chunk=True)
-    key = node.output_key
-    return chunk if key is None else {key: chunk}
-
-
 def _check_chunk(check: EdgeCheck, chunk: Any) -> Any:
     if not check.check(chunk):
         raise RuntimeTypeError(
@@ -116,12 +110,14 @@ def _check_condition_input(key: str, b: BranchRT, chunk: Any) -> Any:
 def _with_callbacks(p: Paradigms, handlers: tuple[CallbackHandler, ...], info: RunInfo) -> Paradigms:
     """Fire callbacks around what the component implements, then derive the rest (eino-semantics 1.8)."""
 
+    report = p.report
+
     def wrap(fn: Any, stream_in: bool, stream_out: bool) -> Any:
         async def run(x: Any, **o: Any) -> Any:
             if stream_in:
                 x = await fire_start_stream(handlers, info, x)
             else:
-                await fire_start(handlers, info, x)
+                await fire_start(handlers, info, x if report is None else report[0](x))
             token = _node_handlers.set(handlers)  # what the node runs (a ToolsNode's tools) reports to them
             try:
                 out = await fn(x, **o)
@@ -133,7 +129,7 @@ def _with_callbacks(p: Paradigms, handlers: tuple[CallbackHandler, ...], info: R
                 _node_handlers.reset(token)
             if stream_out:
                 return await fire_end_stream(handlers, info, out)
-            await fire_end(handlers, info, out)
+            await fire_end(handlers, info, out if report is None or stream_in else report[1](x, out))
             return out
 
         return run
@@ -190,6 +186,7 @@ class GraphRun:
         "live",
         "max_steps",
         "options",
+        "origin",
         "path",
         "pending",
         "ready",
@@ -216,8 +213,11 @@ class GraphRun:
         info: RunInfo,
         address: str = "",
         restore_from: tuple[RunSnapshot, Mapping[str, Any]] | None = None,
+        origin: object = None,
     ) -> None:
         self.t = tables
+        # shared by a root run and its sub-graph runs: marks the errors their streams named (``blame``)
+        self.origin = origin if origin is not None else object()
         self.address = address or f"runnable:{tables.name}"
         self.restore_from = restore_from
         self.resume_for: dict[int, tuple[RerunRecord, Mapping[str, Any]]] = {}
@@ -253,6 +253,10 @@ class GraphRun:
         # whether a step must pass _gate (interrupts before nodes, external interrupts, a restored run)
         self.gated = bool(tables.interrupt_before or options.external_interrupt is not None)
 
+    # one superstep (``pregel.pregel_step``); a method so that a recorded run (``history.RecordedRun``) can
+    # route and snapshot around it while a plain run pays nothing for that
+    _pregel = pregel_step
+
     def __repr__(self) -> str:
         waiting = [self.t.keys[i] for i in self.inbox]
         mode = "dag" if self.t.dag else "pregel"
@@ -274,26 +278,7 @@ class GraphRun:
         running supersteps until it returns True after one (the agent runner stops when there are events)."""
         tokens = self._enter()
         try:
-            if self.t.dag:
-                out = await run_dag(self)
-            else:
-                out = await pregel_step(self, to_end)
-                while out is _NOTHING and (to_end or (until is not None and not until())):
-                    out = await pregel_step(self, to_end)
-                if out is _NOTHING:
-                    return False
-            handlers = self._handlers()
-            if handlers:
-                self.live = False
-                if self.streaming:
-                    out = await fire_end_stream(handlers, self.info, out)
-                else:
-                    await fire_end(handlers, self.info, out)
-            self.result = out
-            return True
-        except BaseException as exc:
-            await self._fail(exc)
-            raise
+            return await self._step(to_end, until)
         finally:
             self._exit(tokens)
 
@@ -356,6 +341,29 @@ class GraphRun:
                 self.pending.append((self.t.start, value))
         except BaseException as exc:
             await _close(value)
+            await self._fail(exc)
+            raise
+
+    async def _step(self, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
+        try:
+            if self.t.dag:
+                out = await run_dag(self)
+            else:
+                out = await self._pregel(to_end)
+                while out is _NOTHING and (to_end or (until is not None and not until())):
+                    out = await self._pregel(to_end)
+                if out is _NOTHING:
+                    return False
+            handlers = self._handlers()
+            if handlers:
+                self.live = False
+                if self.streaming:
+                    out = await fire_end_stream(handlers, self.info, out)
+                else:
+                    await fire_end(handlers, self.info, out)
+            self.result = out
+            return True
+        except BaseException as exc:
             await self._fail(exc)
             raise
 
@@ -466,6 +474,7 @@ class GraphRun:
                     info=node.info,
                     address=f"{self.address};node:{node.key}",
                     restore=sub_restore,
+                    origin=self.origin,
                 )
             else:
                 p = node.paradigms
@@ -486,18 +495,21 @@ class GraphRun:
                     await _close(x)
             if isinstance(exc, GraphInterrupt) or not isinstance(exc, Exception):
                 raise
-            if isinstance(exc, FieldMappingError) or (
-                isinstance(exc, NodeRunError)
-                and (node.sub is not None or (self.streaming and isinstance(exc, NodeOutputTypeError)))
+            if (
+                isinstance(exc, FieldMappingError)
+                or (node.sub is not None and isinstance(exc, NodeRunError))
+                or named_upstream(exc, self.origin)
             ):
                 # named already: a node of the sub-graph, the upstream node whose stream this node read, or a
                 # Workflow mapping of the stream this node read
                 raise
             raise NodeRunError([*self.path, node.key], exc, phase=phase) from exc
         if not value_out:
-            if cls is not None:
-                return out.map(partial(_check_output_chunk, (*self.path, node.key), node, cls))
-            return out if key is None else out.map(partial(_wrap_key, key))
+            component = node.info.component
+            if node.sub is not None or component == "Passthrough":  # their streams' errors are named upstream
+                return out if key is None else out.map(partial(_wrap_key, key))
+            model = node.info.type if component == "ChatModel" else ""
+            return OutputStream((*self.path, node.key), self.origin, cls, node.declared, key, model).wrap(out)
         if cls is not None and not isinstance(out, cls):
             await _close(out)
             raise NodeOutputTypeError([*self.path, node.key], node.declared, type(out))
@@ -545,8 +557,8 @@ class GraphRun:
         except GraphInterrupt:
             raise
         except Exception as exc:
-            if self.streaming and isinstance(exc, NodeOutputTypeError):
-                raise  # a wrong chunk of the node's own output stream, which names the node already
+            if named_upstream(exc, self.origin):
+                raise  # an error item of the node's own output stream, which names the node already
             await _close(out)
             raise NodeRunError([*self.path, node.key], exc, phase="post handler") from exc
 

@@ -107,6 +107,8 @@ class Tables:
     interrupt_before: frozenset[int] = frozenset()
     interrupt_after: frozenset[int] = frozenset()
     checkpoint_store: Any = None
+    # compile(keep_history=): None (off), True (every snapshot) or N (the last N per checkpoint id)
+    keep_history: bool | int | None = None
     fingerprint: str = ""
     # per source (len n + 2): the one successor its output goes to when routing is trivial (a single plain edge,
     # no branch, no post handler, no runtime check), else -1: the Pregel hot path delivers these directly

@@ -26,6 +26,10 @@ by one owner; a second claimer gets ``False``. ``set`` clears the claim (a check
 resumable), ``delete`` removes it with the checkpoint, ``release`` gives it up. :func:`claim_checkpoint` is
 the engine's one call: claim, then read.
 
+**History.** A graph compiled with ``keep_history=True`` (or ``N``) also keeps a snapshot per step of every run
+with a checkpoint id (``~history/<id>/<branch>/<step>`` keys, envelopes of kind ``"graph-history"``), read as
+:class:`StateSnapshot` s; ``prune(older_than=...)`` removes whole histories older than a date.
+
 **Retention.** The engine deletes a resumed run's checkpoint when the run completes successfully (a store
 without ``delete`` keeps it, as Eino does), so storage does not grow with finished runs; :func:`prune` deletes
 old checkpoints under a prefix. A delete that fails is reported as the run's error (``CheckpointStoreError``)
@@ -46,6 +50,7 @@ from compose.checkpoint._envelope import (
     encode_checkpoint,
     read_checkpoint_header,
 )
+from compose.checkpoint._history import StateSnapshot
 from compose.checkpoint._memory import InMemoryCheckPointStore
 from compose.checkpoint._postgres import PostgresCheckPointStore
 from compose.checkpoint._protocol import (
@@ -78,6 +83,7 @@ __all__ = [
     "InterruptNotFoundError",
     "PostgresCheckPointStore",
     "SQLiteCheckPointStore",
+    "StateSnapshot",
     "check_store",
     "claim_checkpoint",
     "decode_checkpoint",

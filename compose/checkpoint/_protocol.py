@@ -5,11 +5,14 @@ it completes, releasing a claim on failure, and :func:`prune`."""
 from __future__ import annotations
 
 import builtins
+import datetime
 from typing import Protocol, cast, runtime_checkable
 
 import anyio
 
 from compose.errors import CheckpointError, CheckpointStoreError, GraphBuildError
+
+HISTORY_ROOT = "~history/"  # the keys of history records (compose.checkpoint._history) start with this
 
 __all__ = [
     "CheckPointDeleter",
@@ -213,12 +216,22 @@ async def claim_checkpoint(
     )
 
 
-async def prune(store: CheckPointStore, prefix: str = "", *, keep_latest: int = 0) -> int:
+async def prune(
+    store: CheckPointStore,
+    prefix: str = "",
+    *,
+    keep_latest: int = 0,
+    older_than: datetime.datetime | float | None = None,
+) -> int:
     """Delete the checkpoints under ``prefix`` except the ``keep_latest`` most recently written.
 
     The engine already deletes a run's checkpoint when the run completes; use this for runs that were
     interrupted and never resumed, e.g. ``await prune(store, "session-42/", keep_latest=1)``. Relies on
     ``store.list`` returning oldest first (true of the built-in stores). Returns how many were deleted.
+
+    With ``older_than`` (a datetime or a Unix time) only checkpoints written before it are deleted, and so
+    are the whole histories (``compile(keep_history=...)``) of ids under ``prefix`` whose newest snapshot is
+    older; without it histories are left alone.
 
     Raises:
         TypeError: the store lacks ``list`` or ``delete`` (a get/set-only store cannot be pruned).
@@ -231,8 +244,25 @@ async def prune(store: CheckPointStore, prefix: str = "", *, keep_latest: int = 
             f"prune() needs a store with list() and delete(); {type(store).__qualname__} lacks {', '.join(missing)}"
         )
     full = cast(ClaimableCheckPointStore, store)
-    ids = await full.list(prefix)
+    ids = [i for i in await full.list(prefix) if not i.startswith(HISTORY_ROOT)]
     doomed = ids[: max(len(ids) - keep_latest, 0)]
+    deleted = 0
+    if older_than is not None:
+        from compose.checkpoint._envelope import read_checkpoint_header
+        from compose.checkpoint._history import prune_history
+
+        limit = older_than.timestamp() if isinstance(older_than, datetime.datetime) else float(older_than)
+        old = []
+        for checkpoint_id in doomed:
+            data = await full.get(checkpoint_id)
+            try:
+                written = read_checkpoint_header(data).written_at if data is not None else 0.0
+            except CheckpointError:
+                written = 0.0  # not a checkpoint envelope: as old as can be
+            if written < limit:
+                old.append(checkpoint_id)
+        doomed = old
+        deleted += await prune_history(full, older_than=limit, prefix=prefix)
     for checkpoint_id in doomed:
         await full.delete(checkpoint_id)
-    return len(doomed)
+    return deleted + len(doomed)

@@ -56,6 +56,8 @@ class RunSnapshot(BaseModel):
     skipped: dict[str, list[str]] = Field(default_factory=dict)
     ready: list[str] = Field(default_factory=list)
     self_interrupt_id: str | None = None  # the id of a static interrupt (resuming it with data replaces the state)
+    # with keep_history: the (branch, step) of the run's history this snapshot was taken at
+    lineage: tuple[str, int] | None = None
 
 
 @lru_cache(maxsize=512)

@@ -26,14 +26,15 @@ from compose.errors import (
 __all__ = ["retry_after_seconds", "translate_openai_error", "translated_errors"]
 
 
-def translate_openai_error(exc: openai.OpenAIError) -> ChatModelError:
+def translate_openai_error(exc: openai.OpenAIError, *, base_url: object = None) -> ChatModelError:
     """The :class:`~compose.errors.ChatModelError` for an ``openai`` SDK error (its ``__cause__`` is set).
 
     429 → ``ModelRateLimitError``; timeouts and 408 → ``ModelTimeoutError``; 5xx, connection errors and errors
     sent inside a stream → ``ModelServerError`` (all retryable); 401/403 → ``ModelAuthError``; other 4xx →
     ``ModelBadRequestError``; a body the SDK cannot read → ``ModelResponseError`` (not retryable). A
     ``Retry-After`` header (``retry-after-ms``, or ``retry-after`` in seconds or as an HTTP date) becomes the
-    error's ``retry_after`` in seconds.
+    error's ``retry_after`` in seconds. A connection error names the server (``base_url``, else the request's
+    URL) and the innermost cause (``cannot connect to http://127.0.0.1:8080/v1/ (ConnectionRefusedError: ...)``).
     """
     status: int | None = getattr(exc, "status_code", None)
     detail = getattr(exc, "message", None) or str(exc)
@@ -41,7 +42,7 @@ def translate_openai_error(exc: openai.OpenAIError) -> ChatModelError:
     if isinstance(exc, openai.APITimeoutError):
         err = ModelTimeoutError(f"request timed out: {detail}")
     elif isinstance(exc, openai.APIConnectionError):
-        err = ModelServerError(f"connection error: {detail}")
+        err = ModelServerError(_connection_problem(exc, base_url))
     elif isinstance(exc, openai.APIResponseValidationError):
         err = ModelResponseError(f"unexpected response (HTTP {status}): {detail}", status_code=status)
     elif isinstance(exc, openai.APIStatusError):
@@ -53,6 +54,24 @@ def translate_openai_error(exc: openai.OpenAIError) -> ChatModelError:
         err = ChatModelError(f"{type(exc).__name__}: {detail}")
     err.__cause__ = exc
     return err
+
+
+def _connection_problem(exc: openai.APIConnectionError, base_url: object) -> str:
+    server = str(base_url) if base_url is not None else str(exc.request.url)
+    causes: list[BaseException] = []
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and cause not in causes:
+        causes.append(cause)
+        # trio reports a failed connect as a group of the attempts' errors: the first one says why
+        grouped = cause.exceptions[0] if isinstance(cause, BaseExceptionGroup) and cause.exceptions else None
+        cause = grouped or cause.__cause__ or cause.__context__
+    if not causes:
+        return f"connection error with {server}: {exc.message}"
+    innermost = causes[-1]
+    why = f"{type(innermost).__name__}: {innermost}" if str(innermost) else type(innermost).__name__
+    if any(isinstance(c, httpx2.ConnectError) for c in causes):
+        return f"cannot connect to {server} ({why})"
+    return f"connection error with {server} ({why})"
 
 
 def _status_error(status: int, detail: str) -> ChatModelError:
@@ -100,13 +119,14 @@ def _number(text: str) -> float | None:
 
 
 @contextmanager
-def translated_errors(request: httpx2.Request | None = None) -> Iterator[None]:
+def translated_errors(request: httpx2.Request | None = None, *, base_url: object = None) -> Iterator[None]:
     """Translate SDK errors raised inside the block; with ``request``, also the HTTP client's own errors (as
-    the SDK would: timeouts and broken connections while a body is read)."""
+    the SDK would: timeouts and broken connections while a body is read). ``base_url`` names the server in
+    connection errors."""
     try:
         yield
     except openai.OpenAIError as exc:
-        raise translate_openai_error(exc) from exc
+        raise translate_openai_error(exc, base_url=base_url) from exc
     except httpx2.TimeoutException as exc:
         if request is None:
             raise

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from compose.errors import ModelBadRequestError, ModelResponseError
-from compose.schema import FunctionCall, Message, ResponseMeta, ToolCall, Usage
+from compose.schema import ContentPart, FunctionCall, ImagePart, Message, ResponseMeta, ToolCall, Usage
 
 __all__ = ["chunk_message", "completion_message", "response_format_param", "usage_from"]
 
@@ -51,9 +51,11 @@ def completion_message(body: Any) -> Message:
         if call.get("type") in (None, "function")
     ]
     usage = top.get("usage")
+    content, parts = _content(msg.get("content"), "choices[0].message.content", where)
     return _message(
         where,
-        content=_text(msg.get("content"), "choices[0].message.content", where),
+        content=content,
+        parts=parts,
         reasoning_content=_reasoning(msg, "choices[0].message", where),
         tool_calls=calls,
         response_meta=ResponseMeta(
@@ -77,18 +79,20 @@ def chunk_message(chunk: dict[str, Any]) -> Message | None:
         return Message(role="assistant", response_meta=ResponseMeta(usage=usage, model=_model(chunk, where)))
     choice = _object(choices[0], "choices[0]", where)
     delta = _object(choice.get("delta"), "choices[0].delta", where)
-    content = _text(delta.get("content"), "choices[0].delta.content", where)
+    content, parts = _content(delta.get("content"), "choices[0].delta.content", where)
     reasoning = _reasoning(delta, "choices[0].delta", where)
     calls = [
         _fragment(tc, f"choices[0].delta.tool_calls[{i}]", where)
         for i, tc in _calls(delta.get("tool_calls"), "choices[0].delta.tool_calls", where)
     ]
     finish = _text(choice.get("finish_reason"), "choices[0].finish_reason", where)
-    if not (content or reasoning or calls or finish or usage):
+    if not (content or parts or reasoning or calls or finish or usage):
         return None
     # the answering model rides on the chunks that carry metadata anyway (the finish, the usage)
     meta = ResponseMeta(finish_reason=finish, usage=usage, model=_model(chunk, where)) if finish or usage else None
-    return _message(where, content=content, reasoning_content=reasoning, tool_calls=calls, response_meta=meta)
+    return _message(
+        where, content=content, parts=parts, reasoning_content=reasoning, tool_calls=calls, response_meta=meta
+    )
 
 
 def _model(chunk: dict[str, Any], where: str) -> str:
@@ -135,6 +139,25 @@ def _function(value: Any, path: str, where: str) -> FunctionCall:
 def _calls(value: Any, path: str, where: str) -> list[tuple[int, dict[str, Any]]]:
     items = _list(value, path, where)
     return [(i, _object(item, f"{path}[{i}]", where, required=True)) for i, item in enumerate(items)]
+
+
+def _content(value: Any, path: str, where: str) -> tuple[str, list[ContentPart]]:
+    """A content string, or a list of content parts (some servers answer so): its text parts joined into the
+    content, its images as ``ImagePart``s; parts of other types carry nothing we read."""
+    if not isinstance(value, list):
+        return _text(value, path, where), []
+    texts: list[str] = []
+    parts: list[ContentPart] = []
+    for i, item in enumerate(value):
+        part = _object(item, f"{path}[{i}]", where, required=True)
+        if part.get("type") == "text":
+            texts.append(_text(part.get("text"), f"{path}[{i}].text", where))
+        elif part.get("type") == "image_url":
+            image = _object(part.get("image_url"), f"{path}[{i}].image_url", where, required=True)
+            url = _text(image.get("url"), f"{path}[{i}].image_url.url", where)
+            if url:
+                parts.append(ImagePart(url=url))
+    return "".join(texts), parts
 
 
 def _reasoning(obj: dict[str, Any], path: str, where: str) -> str:

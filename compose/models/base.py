@@ -21,6 +21,7 @@ __all__ = [
     "ChatModel",
     "ChatModelOptions",
     "ToolChoice",
+    "checked_chunk",
     "checked_message",
     "checked_model_calls",
     "checked_stream",
@@ -125,10 +126,19 @@ def checked_message(value: Any, source: str) -> Message:
 
 def checked_stream(value: Any, source: str) -> StreamReader[Message]:
     """``value`` if it is a ``StreamReader``; else a :class:`~compose.errors.ModelResponseError` naming
-    ``source``. (Its chunks are not checked one by one: that would cost on every chunk.)"""
+    ``source``. (Its chunks are checked where it is read: a chat model node's output stream, an agent's model
+    event, with :func:`checked_chunk`.)"""
     if isinstance(value, StreamReader):
         return value
     raise ModelResponseError(f"{source} returned {_describe(value)}, not a StreamReader of Messages")
+
+
+def checked_chunk(source: str, chunk: Any) -> Message:
+    """``chunk`` of a model's stream if it is a ``Message``; else a :class:`~compose.errors.ModelResponseError`
+    naming ``source`` and what the stream yielded (for ``reader.map``: an error item of the stream)."""
+    if isinstance(chunk, Message):
+        return chunk
+    raise ModelResponseError(f"{source} yielded {_describe(chunk)}, not a Message")
 
 
 GenerateFn = Callable[..., Awaitable[Message]]

@@ -386,11 +386,13 @@ def _for_plain_model(messages: Sequence[Message]) -> list[Message]:
                 action = {"type": "tool", "tool": call.function.name, "args": args}
                 actions.append(json.dumps(action, ensure_ascii=False))
             text = "\n".join(actions)
-            out.append(Message(role="assistant", content=f"{msg.content}\n{text}" if msg.content else text))
+            content = f"{msg.content}\n{text}" if msg.content else text
+            out.append(Message(role="assistant", content=content, parts=list(msg.parts)))
         elif msg.role == "tool":
             label = msg.tool_name or names.get(msg.tool_call_id or "") or msg.name or "?"
             ref = f" (call {msg.tool_call_id})" if msg.tool_call_id else ""
-            out.append(Message(role="user", content=f"Observation from tool {label}{ref}:\n{msg.content}"))
+            observation = f"Observation from tool {label}{ref}:\n{msg.content}"
+            out.append(Message(role="user", content=observation, parts=list(msg.parts)))  # an image a tool made, ...
         else:
             out.append(msg)
     return out

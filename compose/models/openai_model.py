@@ -6,26 +6,30 @@ import copy
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
 import httpx2
 from openai import AsyncOpenAI
 
-from compose.errors import ModelBadRequestError, ModelResponseError
+from compose.errors import ChatModelError, ModelBadRequestError, ModelResponseError, ResponseFormatUnsupportedError
 from compose.models._openai_errors import translate_openai_error, translated_errors
 from compose.models._openai_stream import ChunkIterator
 from compose.models._openai_wire import completion_message, response_format_param
 from compose.models.base import ChatModelOptions, ToolChoice
-from compose.schema import Message, ToolInfo
+from compose.schema import AudioPart, FilePart, ImagePart, Message, TextPart, ToolInfo
 from compose.stream import StreamReader
 
 __all__ = ["DEFAULT_STREAM_IDLE_TIMEOUT", "OpenAIChatModel", "translate_openai_error"]
 
+_NOT_REFUSALS = (401, 403, 408, 429)  # statuses that say something other than "this request is malformed"
+_RESPONSE_FORMAT_WORDS = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
 _SDK_OPTIONS = ("timeout", "extra_headers", "extra_query")  # extras that configure the request, not the body
 _CHOICE_KEYWORDS = ("auto", "none", "required")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_AUDIO_FORMATS = {"mpeg": "mp3", "mpeg3": "mp3", "x-mp3": "mp3", "x-wav": "wav", "wave": "wav", "vnd.wave": "wav"}
 DEFAULT_STREAM_IDLE_TIMEOUT = 120.0
 
 
@@ -63,7 +67,10 @@ class OpenAIChatModel:
 
     **Structured output.** A ``response_format`` option (``{"type": "json_schema", "json_schema": {"name":
     ..., "schema": {...}, "strict": true}}``, or ``json_object`` / ``text``) is checked and sent as the request's
-    ``response_format``; ``supports_response_format`` tells an agent with an ``output_type`` to use it.
+    ``response_format``; ``supports_response_format`` tells an agent with an ``output_type`` to use it. A server
+    that refuses it (an HTTP 4xx or 5xx whose error names ``response_format``, ``json_schema`` or
+    ``json_object``, as llama.cpp's does) raises :class:`~compose.errors.ResponseFormatUnsupportedError`, which
+    is not retryable.
 
     The client this model creates has ``max_retries=0``: the retry policy belongs to the caller (an agent's
     ``ModelRetryConfig``), so errors surface at once. A client you pass in is used as it is, and not closed by
@@ -149,7 +156,7 @@ class OpenAIChatModel:
             ChatModelError: a subclass saying what failed and whether a retry can help.
         """
         kwargs = self._request(messages, opts)
-        with translated_errors():
+        with self._refusals(kwargs), translated_errors(base_url=self.client.base_url):
             raw = await self.client.chat.completions.with_raw_response.create(**kwargs)
         data = raw.http_response.content
         try:
@@ -170,7 +177,7 @@ class OpenAIChatModel:
                 breaks off (``ModelServerError``).
         """
         kwargs = self._request(messages, opts, streaming=True)
-        with translated_errors():
+        with self._refusals(kwargs), translated_errors(base_url=self.client.base_url):
             response = await self.client.chat.completions.create(
                 **kwargs, stream=True, stream_options={"include_usage": True}
             )
@@ -225,6 +232,30 @@ class OpenAIChatModel:
             kwargs["timeout"] = self._stream_timeout(self.stream_idle_timeout)
         return kwargs
 
+    @contextmanager
+    def _refusals(self, kwargs: Mapping[str, Any]) -> Iterator[None]:
+        """A refusal of the request's ``response_format`` becomes ``ResponseFormatUnsupportedError``."""
+        try:
+            yield
+        except ChatModelError as error:
+            status = error.status_code
+            response_format = kwargs.get("response_format")
+            if (
+                response_format is None
+                or status is None
+                or not 400 <= status < 600
+                or status in _NOT_REFUSALS
+                or _RESPONSE_FORMAT_WORDS.search(str(error)) is None
+            ):
+                raise
+            kind = response_format.get("type", "?")
+            raise ResponseFormatUnsupportedError(
+                f"the server at {self.client.base_url} refused response_format {kind!r} ({error}): it does not "
+                "take structured output by JSON schema; an agent's output_mode='tool' asks for a final_answer "
+                "tool call instead (output_mode='auto' falls back to it)",
+                status_code=status,
+            ) from error
+
     def _stream_timeout(self, idle: float) -> httpx2.Timeout:
         """The client's timeout with its read timeout (the longest wait for data) cut to ``idle``."""
         base = self.client.timeout
@@ -243,11 +274,15 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The messages in the chat-completions request format.
 
     Raises:
-        ModelBadRequestError: a message holds a lone surrogate (UTF-8 cannot encode it); names the message.
+        ModelBadRequestError: a message holds a lone surrogate (UTF-8 cannot encode it), or a part the API
+            cannot take; names the message.
     """
     out = []
     for i, msg in enumerate(messages):
-        wire = message_to_openai(msg)
+        try:
+            wire = message_to_openai(msg)
+        except ModelBadRequestError as error:
+            raise ModelBadRequestError(f"request message {i}: {error}") from None
         _check_encodable(wire, i, msg.role)
         out.append(wire)
     return out
@@ -257,9 +292,13 @@ def message_to_openai(msg: Message) -> dict[str, Any]:
     """One message in the chat-completions request format.
 
     An assistant message with tool calls and no text gets ``"content": ""``: OpenAI accepts ``null`` there,
-    llama.cpp's server does not, and every common server accepts the empty string.
+    llama.cpp's server does not, and every common server accepts the empty string. A message with ``parts``
+    gets a list of content parts (see :func:`content_to_openai`).
+
+    Raises:
+        ModelBadRequestError: a part the chat-completions API cannot take (see :func:`content_to_openai`).
     """
-    out: dict[str, Any] = {"role": msg.role, "content": msg.content}
+    out: dict[str, Any] = {"role": msg.role, "content": content_to_openai(msg) if msg.parts else msg.content}
     if msg.name:
         out["name"] = msg.name
     if msg.role == "assistant" and msg.tool_calls:
@@ -276,6 +315,57 @@ def message_to_openai(msg: Message) -> dict[str, Any]:
     return out
 
 
+def content_to_openai(msg: Message) -> list[dict[str, Any]]:
+    """A message's ``content`` and ``parts`` as chat-completions content parts: the content first (as a text
+    part, when not empty), then each part.
+
+    ``TextPart`` → ``text``; ``ImagePart`` → ``image_url`` (its URL or a ``data:`` URL, and ``detail``);
+    ``AudioPart`` → ``input_audio`` (inline data; the format is the MIME subtype: ``audio/wav`` → ``wav``,
+    ``audio/mpeg`` → ``mp3``); ``FilePart`` → ``file`` (``file_data`` as a ``data:`` URL, or ``file_id``, with
+    ``filename``); ``VideoPart`` → ``video_url`` (not OpenAI's: vLLM-style servers take it).
+
+    Raises:
+        ModelBadRequestError: an audio part given by URL, or a file part given by URL (the API takes neither),
+            naming the part.
+    """
+    wire: list[dict[str, Any]] = [{"type": "text", "text": msg.content}] if msg.content else []
+    for n, part in enumerate(msg.parts):
+        if isinstance(part, TextPart):
+            wire.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            image: dict[str, Any] = {"url": part.data_url}
+            if part.detail is not None:
+                image["detail"] = part.detail
+            wire.append({"type": "image_url", "image_url": image})
+        elif isinstance(part, AudioPart):
+            if part.data is None:
+                raise ModelBadRequestError(
+                    f"{msg.role} message: parts[{n}] is audio by URL, which the chat-completions API does not "
+                    "take: give it inline (AudioPart.from_bytes(raw, 'audio/wav'))"
+                )
+            wire.append({"type": "input_audio", "input_audio": {"data": part.data, "format": _audio_format(part)}})
+        elif isinstance(part, FilePart):
+            if part.url is not None:
+                raise ModelBadRequestError(
+                    f"{msg.role} message: parts[{n}] is a file by URL, which the chat-completions API does not "
+                    "take: give it inline (FilePart.from_bytes(raw, 'application/pdf', name=...)) or by file_id"
+                )
+            file: dict[str, Any] = (
+                {"file_id": part.file_id} if part.file_id is not None else {"file_data": part.data_url}
+            )
+            if part.name:
+                file["filename"] = part.name
+            wire.append({"type": "file", "file": file})
+        else:
+            wire.append({"type": "video_url", "video_url": {"url": part.data_url}})
+    return wire
+
+
+def _audio_format(part: AudioPart) -> str:
+    subtype = part.mime_type.partition("/")[2].lower()
+    return _AUDIO_FORMATS.get(subtype, subtype)
+
+
 def _check_encodable(wire: dict[str, Any], index: int, role: str) -> None:
     def check(text: str, field: str) -> None:
         # isascii() is O(1) on CPython's compact strings: the search runs only for non-ASCII text
@@ -289,10 +379,23 @@ def _check_encodable(wire: dict[str, Any], index: int, role: str) -> None:
         value = wire.get(key)
         if isinstance(value, str):
             check(value, key)
+        elif isinstance(value, list):
+            for n, part in enumerate(value):
+                for field, text in _strings(part, f"content[{n}]"):
+                    check(text, field)
     for n, call in enumerate(wire.get("tool_calls", ())):
         check(call["id"], f"tool_calls[{n}].id")
         check(call["function"]["name"], f"tool_calls[{n}].function.name")
         check(call["function"]["arguments"], f"tool_calls[{n}].function.arguments")
+
+
+def _strings(value: dict[str, Any], path: str) -> Iterator[tuple[str, str]]:
+    """The strings of a content part and their paths (``content[1].image_url.url``)."""
+    for key, item in value.items():
+        if isinstance(item, str):
+            yield f"{path}.{key}", item
+        elif isinstance(item, dict):
+            yield from _strings(item, f"{path}.{key}")
 
 
 def tool_to_openai(tool: ToolInfo) -> dict[str, Any]:

@@ -63,9 +63,10 @@ class ScriptedChatModel:
     ``finish_reason`` is ``"tool_calls"`` or ``"stop"``, and usage is reported as configured.
 
     ``stream`` splits the answer into chunks as real servers do: reasoning, then content, each in pieces of
-    ``chunk_size`` characters, then each tool call's arguments in pieces of ``chunk_size``, every fragment
-    carrying the call's ``index`` and only the first one its id and name; the last chunk carries the
-    response meta. Concatenating the chunks with ``concat_messages`` gives exactly the ``generate`` answer.
+    ``chunk_size`` characters, then each content part in a chunk of its own, then each tool call's arguments in
+    pieces of ``chunk_size``, every fragment carrying the call's ``index`` and only the first one its id and
+    name; the last chunk carries the response meta. Concatenating the chunks with ``concat_messages`` gives
+    exactly the ``generate`` answer (adjacent text parts merged, as concatenation does).
 
     Failures are injected by call number ``k`` (0-based: the call recorded as ``calls[k]``):
     ``fail_at_call={k: exc}`` makes call ``k`` raise ``exc`` (``stream`` raises it before returning a
@@ -214,6 +215,7 @@ class ScriptedChatModel:
             Message(role=role, reasoning_content=part) for part in _pieces(answer.reasoning_content, size)
         ]
         chunks += [Message(role=role, content=part) for part in _pieces(answer.content, size)]
+        chunks += [Message(role=role, parts=[part]) for part in answer.parts]  # a chunk per part
         for call in answer.tool_calls:
             args = _pieces(call.function.arguments, size) or [""]
             for n, part in enumerate(args):

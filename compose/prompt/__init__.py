@@ -6,6 +6,7 @@ jinja2 (the ``jinja`` extra) is imported only when a Jinja2 template is built.
 """
 
 from compose.errors import MessagesPlaceholderError, PromptError, TemplateFormatError, TemplateSandboxError
+from compose.prompt._callbacks import PromptCallbackInput, PromptCallbackOutput
 from compose.prompt._formats import FormatType
 from compose.prompt.chat_template import ChatTemplate, MessagesPlaceholder, MessagesTemplate
 
@@ -15,6 +16,8 @@ __all__ = [
     "MessagesPlaceholder",
     "MessagesPlaceholderError",
     "MessagesTemplate",
+    "PromptCallbackInput",
+    "PromptCallbackOutput",
     "PromptError",
     "TemplateFormatError",
     "TemplateSandboxError",

@@ -11,21 +11,26 @@ Example::
     )
     messages = await template.format({"role": "travel agent", "question": "Where to go?", "history": []})
 
-Where pyeino differs from Eino: no Go templates; ``Message`` has no multi-part content, so only ``content`` is
-rendered; a content is compiled when the template is built, so a malformed one (or a disabled Jinja2 tag) fails
+A message's ``content`` and the text of its text parts (``TextPart``) are templates; its other parts (images,
+files, ...) are copied as they are.
+
+Where pyeino differs from Eino: no Go templates; only text is rendered, not the URLs of media parts; a content
+is compiled when the template is built, so a malformed one (or a disabled Jinja2 tag) fails
 there rather than at ``format``; an undefined Jinja2 variable is an error, not an empty string; the messages
 returned are deep copies of the templates (Eino's are shallow); ``format`` fires no callbacks of its own (a
-chat template node's callbacks, with the variables as input and the messages as output, come from the graph).
+chat template node's callbacks come from the graph, with Eino's callback input and output:
+:class:`~compose.prompt.PromptCallbackInput` (the variables and the templates) to ``on_start``,
+:class:`~compose.prompt.PromptCallbackOutput` (the messages and the templates) to ``on_end``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from compose.errors import MessagesPlaceholderError, TemplateFormatError
 from compose.prompt._formats import FormatType, Renderer, compile_text
-from compose.schema import Message
+from compose.schema import Message, TextPart
 
 __all__ = ["ChatTemplate", "MessagesPlaceholder", "MessagesTemplate"]
 
@@ -90,25 +95,44 @@ class MessagesPlaceholder:
 
 
 class _MessageTemplate:
-    """A ``Message`` whose content is a template, compiled once."""
+    """A ``Message`` whose content and text parts are templates, compiled once."""
 
-    __slots__ = ("message", "render")
+    __slots__ = ("message", "parts", "render")
 
     def __init__(self, message: Message, format_type: FormatType) -> None:
         self.message = message
         self.render: Renderer = compile_text(message.content, format_type)
+        self.parts: tuple[tuple[int, Renderer], ...] = tuple(
+            (n, _in_part(n, compile_text, part.text, format_type))
+            for n, part in enumerate(message.parts)
+            if isinstance(part, TextPart)
+        )
 
     def format_messages(self, variables: Mapping[str, Any], format_type: FormatType) -> list[Message]:
-        # deep: the result shares no tool call or extra dict with the template (or with an earlier result)
-        return [self.message.model_copy(update={"content": self.render(variables)}, deep=True)]
+        # deep: the result shares no tool call, part or extra dict with the template (or with an earlier result)
+        out = self.message.model_copy(update={"content": self.render(variables)}, deep=True)
+        for n, render in self.parts:
+            part = out.parts[n]
+            assert isinstance(part, TextPart)
+            part.text = _in_part(n, render, variables)
+        return [out]
+
+
+def _in_part(n: int, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, a template error located at ``parts[n]``."""
+    try:
+        return fn(*args)
+    except TemplateFormatError as error:
+        raise type(error)(f"parts[{n}]: {error.problem}", key=error.key) from error
 
 
 class ChatTemplate:
     """Messages rendered from variables: ``dict[str, Any] -> list[Message]`` (Eino's ``DefaultChatTemplate``).
 
-    Each ``Message``'s ``content`` is a template in the chat template's format; its role, name, tool calls and
-    other fields are copied as they are. A :class:`MessagesPlaceholder` (or any :class:`MessagesTemplate`)
-    contributes the messages it renders. Add it to a graph with ``Graph.add_chat_template_node``.
+    Each ``Message``'s ``content``, and the text of each of its text parts, is a template in the chat template's
+    format; its role, name, tool calls, other parts and other fields are copied as they are. A
+    :class:`MessagesPlaceholder` (or any :class:`MessagesTemplate`) contributes the messages it renders. Add it
+    to a graph with ``Graph.add_chat_template_node``.
 
     Example::
 

@@ -170,15 +170,28 @@ def _is_async_callable(fn: Callable[..., Any]) -> bool:
 
 
 class MapReader(StreamReader[Any]):
-    """``reader.map(fn)``: lazy; owns its source."""
+    """``reader.map(fn)``: lazy; owns its source.
+
+    ``on_error`` (Eino's ``WithErrWrapper``) replaces each error item of the source by what it returns; errors
+    raised by ``fn`` itself are not passed to it. The engine uses it to blame a node's output stream's errors
+    on that node. ``is_async`` says whether ``fn`` is async when the caller knows (saving the inspection).
+    """
 
     _kind = "map"
 
-    def __init__(self, src: StreamReader[Any], fn: Callable[[Any], Any]) -> None:
+    def __init__(
+        self,
+        src: StreamReader[Any],
+        fn: Callable[[Any], Any],
+        on_error: Callable[[BaseException], BaseException] | None = None,
+        *,
+        is_async: bool | None = None,
+    ) -> None:
         super().__init__()
         self._src = src
         self._fn = fn
-        self._async = _is_async_callable(fn)
+        self._on_error = on_error
+        self._async = _is_async_callable(fn) if is_async is None else is_async
         self._lost = False  # an async fn was cancelled while holding an item
         self._cancel_safe = src.cancel_safe and not self._async
 
@@ -193,13 +206,19 @@ class MapReader(StreamReader[Any]):
             if type(x) is _Signal:
                 if x is _END:
                     self._done = True
-                return x
+                    return x
+                return x if self._on_error is None else self._wrapped(x)
             try:
                 y = fn(x)
             except Exception as exc:
                 return _Signal(exc)
             if y is not SKIP:
                 return y
+
+    def _wrapped(self, x: _Signal) -> _Signal:
+        assert x.exc is not None and self._on_error is not None
+        exc = self._on_error(x.exc)
+        return x if exc is x.exc else _Signal(exc)
 
     async def _pull(self) -> object:
         src, fn = self._src, self._fn
@@ -215,7 +234,8 @@ class MapReader(StreamReader[Any]):
             if type(x) is _Signal:
                 if x is _END:
                     self._done = True
-                return x
+                    return x
+                return x if self._on_error is None else self._wrapped(x)
             try:
                 y = await fn(x) if self._async else fn(x)
             except Exception as exc:
@@ -232,3 +252,42 @@ class MapReader(StreamReader[Any]):
     def __repr__(self) -> str:
         name = getattr(self._fn, "__qualname__", None) or type(self._fn).__name__
         return f"<StreamReader map({name}) {self._state()} source={self._src!r}>"
+
+
+class WrapErrorsReader(StreamReader[Any]):
+    """Passes its source's values through and replaces each error item by ``on_error(exc)`` (a ``MapReader``
+    without a function); owns its source."""
+
+    _kind = "wrap-errors"
+
+    def __init__(self, src: StreamReader[Any], on_error: Callable[[BaseException], BaseException]) -> None:
+        super().__init__()
+        self._src = src
+        self._on_error = on_error
+        self._cancel_safe = src.cancel_safe
+
+    def _convert(self, x: object) -> object:
+        if type(x) is _Signal:
+            exc = x.exc
+            if exc is None:
+                self._done = True
+                return x
+            wrapped = self._on_error(exc)
+            return x if wrapped is exc else _Signal(wrapped)
+        return x
+
+    def _poll(self) -> object:
+        x = self._src._poll()
+        return x if x is _EMPTY else self._convert(x)
+
+    async def _pull(self) -> object:
+        x = self._src._poll()
+        if x is _EMPTY:
+            x = await self._src._pull()
+        return self._convert(x)
+
+    async def _aclose_owned(self) -> None:
+        await self._src.aclose()
+
+    def __repr__(self) -> str:
+        return f"<StreamReader wrap-errors {self._state()} source={self._src!r}>"

@@ -35,17 +35,23 @@ Example, a differential test of the engine (the package's own suite is ``tests/p
         assert result == expected.output, spec.to_python()
 
 ``assert_no_leaks()`` and ``ScriptedChatModel`` serve users' tests of their own graphs and agents;
-``chat_scripts()`` generates scripted model runs for agent properties.
+``chat_scripts()`` generates scripted model runs for agent properties. ``cassette(path)`` records a run's model and
+tool calls to a JSON file and replays them later (``compose.testing.cassette``; under pytest, the
+``pyeino_cassette`` fixture and ``--cassette-mode``).
 """
 
 from compose.models.scripted import ScriptedChatModel
 from compose.testing._reference import Trace, reference_run, reference_trace, same_outcome
 from compose.testing._spec import WINDOW, BranchSpec, GraphSpec, NodeSpec, branch, build, flat, node_fn, node_text
 from compose.testing._strategies import ChatScript, assert_no_leaks, chat_scripts, graph_inputs, graphs
+from compose.testing.cassette import Cassette, CassetteChatModel, CassetteMode, cassette
 
 __all__ = [
     "WINDOW",
     "BranchSpec",
+    "Cassette",
+    "CassetteChatModel",
+    "CassetteMode",
     "ChatScript",
     "GraphSpec",
     "NodeSpec",
@@ -54,6 +60,7 @@ __all__ = [
     "assert_no_leaks",
     "branch",
     "build",
+    "cassette",
     "chat_scripts",
     "flat",
     "graph_inputs",

@@ -28,6 +28,8 @@ class Trace:
     steps: int = 0
     executed: list[str] = field(default_factory=list)
     skipped: set[str] = field(default_factory=set)
+    # every node run (sub-graph nodes included) in order: (namespace, key, output before the output key wraps it)
+    outputs: list[tuple[tuple[str, ...], str, Any]] = field(default_factory=list)
 
     @property
     def error(self) -> GraphRunError | None:
@@ -63,28 +65,45 @@ def reference_trace(spec: GraphSpec, value: Any, *, max_run_steps: int | None = 
     return trace
 
 
-def _run_graph(spec: GraphSpec, value: Any, max_run_steps: int | None, trace: Trace, *, top: bool, once: bool) -> Any:
-    """``once``: this graph runs at most once in the top graph's run (its skips are recorded)."""
+def _run_graph(
+    spec: GraphSpec,
+    value: Any,
+    max_run_steps: int | None,
+    trace: Trace,
+    *,
+    top: bool,
+    once: bool,
+    ns: tuple[str, ...] = (),
+) -> Any:
+    """``once``: this graph runs at most once in the top graph's run (its skips are recorded); ``ns``: the
+    sub-graph node keys it runs in."""
     if spec.mode == "all_predecessor":
-        return _run_dag(spec, value, trace, once=once)
+        return _run_dag(spec, value, trace, once=once, ns=ns)
     limit = max_run_steps if max_run_steps is not None else spec.step_limit()
-    return _run_pregel(spec, value, limit, trace, top=top)
+    return _run_pregel(spec, value, limit, trace, top=top, ns=ns)
 
 
-def _run_node(node: NodeSpec, value: Any, trace: Trace, *, once: bool = False) -> dict[str, Any]:
+def _run_node(
+    node: NodeSpec, value: Any, trace: Trace, *, once: bool = False, ns: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """A node's output; raises ``_Failed`` with the errors it may fail with."""
     if node.sub is not None:
         try:
-            out = _run_graph(node.sub, value, node.sub.max_run_steps, trace, top=False, once=once)
+            out = _run_graph(
+                node.sub, value, node.sub.max_run_steps, trace, top=False, once=once, ns=(*ns, node.key)
+            )
         except (_Failed, GraphRunError) as exc:  # a node path grows as the error leaves the sub-graph
             errors = exc.errors if isinstance(exc, _Failed) else [exc]
             raise _Failed([e.with_parent(node.key) if isinstance(e, NodeRunError) else e for e in errors]) from None
+        trace.outputs.append((ns, node.key, out))
         return {node.out_key: out}
     trace.executed.append(node.key)
     try:
-        return {node.out_key: node_text(node, value)}
+        text = node_text(node, value)
     except ValueError as exc:
         raise _Failed([NodeRunError([node.key], exc)]) from None
+    trace.outputs.append((ns, node.key, text))
+    return {node.out_key: text}
 
 
 def _route(spec: GraphSpec, source: str, value: Any) -> tuple[list[str], set[str]]:
@@ -113,7 +132,7 @@ def _merge(node: str, values: list[Any]) -> Any:
     return merged
 
 
-def _run_pregel(spec: GraphSpec, value: Any, limit: int, trace: Trace, *, top: bool) -> Any:
+def _run_pregel(spec: GraphSpec, value: Any, limit: int, trace: Trace, *, top: bool, ns: tuple[str, ...] = ()) -> Any:
     """Supersteps: every node with a value runs; END wins as soon as it has a value."""
     inbox: dict[str, list[Any]] = {}  # node -> the values it received in the last step
     for target in _route(spec, START, value)[0]:
@@ -133,7 +152,7 @@ def _run_pregel(spec: GraphSpec, value: Any, limit: int, trace: Trace, *, top: b
         failures: list[GraphRunError] = []
         for key, v in inputs.items():  # the step's nodes run concurrently: any failure may surface first
             try:
-                outputs[key] = _run_node(spec.node(key), v, trace)
+                outputs[key] = _run_node(spec.node(key), v, trace, ns=ns)
             except _Failed as failed:
                 failures += failed.errors
         if failures:
@@ -146,7 +165,7 @@ def _run_pregel(spec: GraphSpec, value: Any, limit: int, trace: Trace, *, top: b
             trace.steps = step
 
 
-def _run_dag(spec: GraphSpec, value: Any, trace: Trace, *, once: bool) -> Any:
+def _run_dag(spec: GraphSpec, value: Any, trace: Trace, *, once: bool, ns: tuple[str, ...] = ()) -> Any:
     """All-predecessor mode: a node runs once every predecessor has delivered or been skipped, with at least
     one value; a node all of whose predecessors were skipped is skipped too (no step limit). Nodes run eagerly
     and concurrently, so after a failure the others go on: every failure they reach may surface first."""
@@ -191,7 +210,7 @@ def _run_dag(spec: GraphSpec, value: Any, trace: Trace, *, once: bool) -> Any:
         key = ready[0]
         resolved.add(key)
         try:
-            deliver(key, _run_node(spec.node(key), _merge(key, list(got[key].values())), trace, once=once))
+            deliver(key, _run_node(spec.node(key), _merge(key, list(got[key].values())), trace, once=once, ns=ns))
         except FanInMergeError as exc:
             failures.append(exc)
         except _Failed as failed:

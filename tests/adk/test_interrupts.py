@@ -641,3 +641,15 @@ async def test_runner_entry_points_in_a_cancelled_scope_run_nothing() -> None:
     # the checkpoint was not claimed: it resumes as usual
     seen, again = await drain(runner.resume("job", targets={paused.ids[0]: ApprovalDecision(approved=True)}))
     assert again is None and [s.content for s in seen] == ["paid 5", "All paid."]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_resume_all_approves_every_pending_call(streaming: bool) -> None:
+    script = [calling(call("pay", '{"amount": 5}', id="c2"), call("pay", '{"amount": 7}', id="c3")), "Done."]
+    runner, _, ledger = make(script, streaming=streaming)
+    _, paused = await drain(runner.query("settle", checkpoint_id="job"))
+    assert paused is not None and len(paused.interrupt_contexts) == 2
+    seen, paused = await drain(runner.resume("job", resume_all=ApprovalDecision(approved=True)))
+    assert paused is None
+    assert sorted(s.content for s in seen[:2]) == ["paid 5", "paid 7"] and seen[2].content == "Done."
+    assert sorted(ledger.ran) == ["pay 5", "pay 7"]  # the approved calls run in parallel

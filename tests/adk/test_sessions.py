@@ -37,7 +37,7 @@ def _drop_pg_tables(dsn: str, table: str) -> None:
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for t in (table, f"{table}_messages", f"{table}_pending"):
+        for t in (table, f"{table}_messages", f"{table}_pending", f"{table}_turns"):
             conn.execute(f"DROP TABLE IF EXISTS {t}")
 
 

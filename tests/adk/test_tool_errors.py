@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import pytest
 
 from adk.chat_model_agent import ChatModelAgent, ToolsConfig
 from adk.runner import Runner
-from compose.errors import NodeRunError, ToolExecutionError
+from compose.errors import ModelResponseError, ModelServerError, NodeRunError, ToolExecutionError
 from compose.models import ScriptedChatModel
-from compose.schema import ToolInfo
+from compose.schema import Message, ToolInfo
+from compose.stream import StreamReader
 from compose.tool_node import tool_errors_as_results
 from compose.tools import tool
 from tests.adk.helpers import call, calling, collect, kinds
@@ -99,3 +101,102 @@ async def test_an_agent_refuses_a_class_based_tool_with_an_invalid_name_when_it_
     assert str(info.value) == message
     with pytest.raises(ValueError, match=r"tools\[1\] \(Search\) is named 'web search'"):
         await collect(Runner(agent).query("hi"))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Issue 28, section 1: a failure inside a stream is blamed on its producer, and every reader sees the same error
+
+
+class Numbers:
+    """A class-based streaming tool whose stream yields ints, not strings."""
+
+    def info(self) -> ToolInfo:
+        return ToolInfo(name="numbers", description="numbers", parameters={"type": "object", "properties": {}})
+
+    async def stream(self, arguments: str) -> StreamReader[str]:
+        return StreamReader.from_iterable([1, 2])  # type: ignore[list-item]
+
+
+async def _events(agent: ChatModelAgent, streaming: bool) -> tuple[list[BaseException], dict[str, BaseException]]:
+    """The run's error events, and the error each event's own stream raised (by role/tool)."""
+    errors: list[BaseException] = []
+    stream_errors: dict[str, BaseException] = {}
+    async with Runner(agent, enable_streaming=streaming).query("go") as run:
+        async for event in run:
+            if event.error is not None:
+                errors.append(event.error)
+                continue
+            assert event.message is not None
+            try:
+                await event.message.get_message()
+            except Exception as exc:
+                stream_errors[event.message.tool_name or event.message.role] = exc
+    return errors, stream_errors
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["stream", "invoke"])
+@pytest.mark.parametrize("tool", [download, Numbers()], ids=["mid-stream", "non-str-chunk"])
+async def test_a_failing_tool_stream_is_one_tool_execution_error_for_every_reader(streaming: bool, tool: Any) -> None:
+    name = tool.info().name
+    model = ScriptedChatModel([calling(call(name, '{"url": "a.b"}', "d1")), "never"])
+    agent = ChatModelAgent("browser", "browses", "You browse.", model=model, tools=[tool])
+    errors, stream_errors = await _events(agent, streaming)
+    (error,) = errors
+    assert isinstance(error, NodeRunError)
+    assert error.node_path == ["ToolNode"]  # not the ChatModel node that read the tool messages
+    assert "handler failed" not in str(error)
+    cause = error.__cause__
+    assert isinstance(cause, ToolExecutionError)
+    assert (cause.tool_name, cause.call_id) == (name, "d1")
+    assert f"failed to stream tool call d1 (tool '{name}')" in str(cause)
+    assert "sequence item" not in str(error)
+    # the tool event's reader sees the very same error, not the tool's raw one nor a pydantic ValidationError
+    assert stream_errors[name] is cause
+    assert len(model.calls) == 1
+
+
+class BrokenStreamModel:
+    """A chat model whose stream breaks after one chunk (``ModelServerError``), or yields ``chunk``."""
+
+    def __init__(self, chunk: object = None, *, breaks: bool = True) -> None:
+        self.chunk = chunk
+        self.breaks = breaks
+
+    def with_tools(self, tools: Sequence[ToolInfo]) -> BrokenStreamModel:
+        return self
+
+    async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        return Message(role="assistant", content="whole")
+
+    async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        async def chunks() -> AsyncIterator[Any]:
+            if self.breaks:
+                yield Message(role="assistant", content="hel")
+                raise ModelServerError("server closed the connection mid-stream")
+            yield self.chunk
+
+        return StreamReader.from_async_iterator(chunks())
+
+
+@pytest.mark.parametrize("tools", [False, True], ids=["no-tools", "tools"])
+async def test_a_model_stream_breaking_is_an_error_naming_the_model_node(tools: bool) -> None:
+    agent = ChatModelAgent("a", "d", "i", model=BrokenStreamModel(), tools=[download] if tools else [])
+    errors, stream_errors = await _events(agent, True)
+    (error,) = errors
+    assert isinstance(error, NodeRunError)
+    assert error.node_path == ["ChatModel"] and error.phase == "stream"
+    assert "post handler failed" not in str(error)
+    assert isinstance(error.__cause__, ModelServerError)
+    assert stream_errors["assistant"] is error.__cause__
+
+
+@pytest.mark.parametrize("chunk", [None, "text", 3])
+async def test_a_model_streaming_non_messages_is_a_model_response_error_for_every_reader(chunk: object) -> None:
+    agent = ChatModelAgent("a", "d", "i", model=BrokenStreamModel(chunk, breaks=False))
+    errors, stream_errors = await _events(agent, True)
+    (error,) = errors
+    assert isinstance(error, NodeRunError) and error.node_path == ["ChatModel"]
+    cause = error.__cause__
+    assert isinstance(cause, ModelResponseError)
+    assert "agent 'a': chat model BrokenStreamModel: stream() yielded" in str(cause)
+    assert stream_errors["assistant"] is cause  # get_message() raises it, never returns the chunk

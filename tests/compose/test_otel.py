@@ -228,10 +228,11 @@ async def test_stream_read_to_its_end_reports_the_answer(tracing: Tracing) -> No
 async def test_a_failing_stream_marks_its_span(tracing: Tracing) -> None:
     model = ScriptedChatModel(["a long answer"], fail_at_chunk={(0, 1): RuntimeError("connection reset")})
     reader = await chat_graph(model).stream([user_message("hi")], callbacks=[tracing.handler()])
-    with pytest.raises(RuntimeError, match="connection reset"):
+    with pytest.raises(NodeRunError, match="connection reset") as info:  # named after the model node
         async with reader:
             async for _ in reader:
                 pass
+    assert info.value.node_path == ["model"] and isinstance(info.value.__cause__, RuntimeError)
     span = tracing.one("chat scripted")
     assert span.status.status_code is trace.StatusCode.ERROR
     assert span.attributes["error.type"] == "RuntimeError"

@@ -32,6 +32,7 @@ from compose import (
     system_message,
     user_message,
 )
+from compose.prompt import PromptCallbackInput, PromptCallbackOutput
 
 pytestmark = pytest.mark.anyio
 
@@ -343,9 +344,10 @@ async def test_graph_template_then_chat_model() -> None:
     expected = [system_message("You plan trips to Hangzhou."), user_message("What to see?")]
     assert model.calls[0].messages == expected
     prompt_events = [e for e in recorder.seen if e[1] == "prompt"]
-    assert prompt_events == [
-        ("start", "prompt", "ChatTemplate", variables),
-        ("end", "prompt", "ChatTemplate", expected),
+    templates = r.graph_info().node("prompt").instance.templates
+    assert prompt_events == [  # Eino's prompt callback input and output (issue 28)
+        ("start", "prompt", "ChatTemplate", PromptCallbackInput(variables, templates)),
+        ("end", "prompt", "ChatTemplate", PromptCallbackOutput(expected, templates)),
     ]
 
     out = await concat(await r.stream({**variables, "question": "And to drink?"}))

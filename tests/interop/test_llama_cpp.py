@@ -187,3 +187,38 @@ async def test_travel_agent_demo(monkeypatch: pytest.MonkeyPatch) -> None:
     assert result.answer.strip(), out.getvalue()
     assert set(result.tools) <= {"get_weather", "search_places", "estimate_route"}
     assert f"Final answer: {result.answer}" in out.getvalue()
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["invoke", "streaming"])
+async def test_a_run_recorded_on_the_server_replays_without_it(streaming: bool, tmp_path: Path) -> None:
+    """The two-round conversation recorded on a cassette against the server, then replayed against a URL where
+    nothing listens, in both paradigms: the same events and final answer; the tool does not run again."""
+    from compose.testing import cassette
+
+    async def run(url: str, mode: Any, streamed: bool) -> tuple[list[Any], Any]:
+        async with cassette(tmp_path / "llama.json", mode) as tape, OpenAIChatModel(
+            MODEL, base_url=url, api_key="not-needed", **SAMPLING
+        ) as m:
+            agent = ChatModelAgent(
+                "weather_agent",
+                "answers weather questions",
+                "You answer questions about the weather. Use the tool, then answer in one sentence.",
+                model=tape.wrap(m),
+                tools=[tape.wrap_tool(get_weather)],
+                tool_choice="get_weather",
+                max_iterations=4,
+                timeout=120,
+            )
+            seen = []
+            async with Runner(agent, enable_streaming=streamed).query("What is the weather in Paris?") as r:
+                async for event in r:
+                    assert event.error is None, f"the run failed: {event.error!r}"
+                    assert event.message is not None
+                    seen.append((await event.message.get_message()).model_dump())
+                return seen, r.final_message
+
+    recorded = await run(URL, "all", streaming)
+    WEATHER_CALLS.clear()
+    for streamed in (False, True):
+        assert await run("http://127.0.0.1:9/v1", "none", streamed) == recorded
+    assert WEATHER_CALLS == []

@@ -343,11 +343,14 @@ def llama_cpp_check(payload: Any) -> Reply | None:
     """Refuse what llama.cpp's server refuses (where OpenAI accepts it); None lets the request through.
 
     * an assistant message with ``"content": null`` (llama.cpp wants a string or an array of parts): HTTP 500;
-    * ``tool_choice: "required"``: HTTP 400 (a named function is accepted).
+    * ``tool_choice: "required"``: HTTP 400 (a named function is accepted);
+    * a ``response_format`` of type ``json_schema``: HTTP 500 (it takes ``text`` and ``json_object`` only).
     """
     for i, msg in enumerate(payload.get("messages") or ()):
         if "content" in msg and msg["content"] is None:
             return error_reply(500, f"messages[{i}]: 'content' must be a string or an array", type="server_error")
     if payload.get("tool_choice") == "required":
         return error_reply(400, "Invalid tool_choice: required", type="invalid_request_error")
+    if (payload.get("response_format") or {}).get("type") == "json_schema":
+        return error_reply(500, "Input should be 'text' or 'json_object'", type="internal_server_error")
     return None

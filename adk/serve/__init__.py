@@ -1,0 +1,39 @@
+"""Serve agents over HTTP with AG-UI 1.0 (extra ``pip install "pyeino[serve]"``: Starlette, uvicorn,
+ag-ui-protocol).
+
+``create_app(agents, ...)`` returns a Starlette app (run it on any ASGI server; ``python -m adk.serve
+module:build`` runs it on uvicorn). Routes:
+
+* ``POST /agents/{name}/agui``: body ``RunAgentInput``; answers ``text/event-stream`` AG-UI events
+  (``adk.serve._run`` says which, in which order);
+* ``GET /agents/{name}/threads/{thread_id}``: the thread's messages (AG-UI), its session values as ``state`` and
+  its pending interrupts; ``DELETE`` forgets it;
+* ``GET /agents``: name, description and Mermaid drawing of each agent's graph; ``GET /health``.
+
+The server is a client of the Runner: a thread is a session of the session store (one run at a time), a pause is
+the Runner's checkpoint and its resume ``runner.resume``; the server adds transport, identity and limits. The
+routes are assembled in one place (``adk.serve._app.routes``); the AG-UI mapping of a run's events is
+:class:`EventMapper`.
+
+Example::
+
+    from adk.serve import create_app
+
+    async def who(request):                      # a principal, or None for 401
+        return request.headers.get("x-user")
+
+    app = create_app({"travel": agent}, auth=who, cors_origins=["https://app.example"])
+    # uvicorn.run(app), or: python -m adk.serve myapp.agents:build --db postgresql://...
+"""
+
+try:
+    import ag_ui.core  # noqa: F401
+    import starlette  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError(f'adk.serve needs the serve extra: pip install "pyeino[serve]" ({exc})') from exc
+
+from adk.serve._app import Auth, RunTracker, create_app
+from adk.serve._client_tools import ClientToolCall, RequestExtras
+from adk.serve._mapping import EventMapper
+
+__all__ = ["Auth", "ClientToolCall", "EventMapper", "RequestExtras", "RunTracker", "create_app"]

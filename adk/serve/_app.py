@@ -1,0 +1,292 @@
+"""``create_app``: the Starlette application serving agents over AG-UI (routes assembled in :func:`routes`)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+from ag_ui.core import BaseEvent, RunAgentInput
+from ag_ui.encoder import EventEncoder
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from adk.agent import Agent, check_agent
+from adk.chat_model_agent import ChatModelAgent
+from adk.runner import Runner
+from adk.serve._client_tools import RequestExtras
+from adk.serve._messages import conversation
+from adk.serve._run import ServedAgent, _state, _thread_messages, agui_run
+from adk.serve._threads import ThreadRecord, delete_record, forget, load_record
+from adk.sessions import InMemorySessionStore, SessionStore
+from compose.checkpoint import CheckPointStore, InMemoryCheckPointStore
+
+__all__ = ["Auth", "RunTracker", "create_app", "routes"]
+
+logger = logging.getLogger("adk.serve")
+
+Auth = Callable[[Request], Awaitable[Any]]
+"""``async (request) -> principal | None``: who is asking (None: nobody, answered 401)."""
+
+
+class RunTracker:
+    """Counts the runs in flight (``GET /health`` shows it; tests wait for it to reach 0 from another thread)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self.in_flight = 0
+        self.started = 0
+
+    def enter(self) -> None:
+        with self._cond:
+            self.in_flight += 1
+            self.started += 1
+
+    def leave(self) -> None:
+        with self._cond:
+            self.in_flight -= 1
+            self._cond.notify_all()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until no run is in flight (True), or ``timeout`` seconds pass (False)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self.in_flight == 0, timeout)
+
+
+def _error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+def _served(
+    name: str, agent: Agent | Runner, session_store: SessionStore, checkpoint_store: CheckPointStore
+) -> ServedAgent:
+    if isinstance(agent, Runner):
+        runner = agent
+        if runner.session_store is None:
+            runner.session_store = session_store
+        if runner.checkpoint_store is None:
+            runner.checkpoint_store = checkpoint_store
+    else:
+        check_agent(agent, f"create_app(agents[{name!r}])")
+        runner = Runner(agent, enable_streaming=True, session_store=session_store, checkpoint_store=checkpoint_store)
+    root = runner.agent
+    if isinstance(root, ChatModelAgent) and not any(isinstance(m, RequestExtras) for m in root.middlewares):
+        try:
+            root.add_middleware(RequestExtras())
+        except ValueError:
+            logger.warning("agent %r has run before: requests' client tools and context are not offered to it", name)
+    assert runner.session_store is not None and runner.checkpoint_store is not None
+    return ServedAgent(name, getattr(root, "description", ""), runner, runner.session_store, runner.checkpoint_store)
+
+
+class _Server:
+    """The handlers, over the served agents and the app's settings."""
+
+    def __init__(self, agents: dict[str, ServedAgent], auth: Auth | None, max_body_bytes: int) -> None:
+        self.agents = agents
+        self.auth = auth
+        self.max_body_bytes = max_body_bytes
+        self.tracker = RunTracker()
+
+    async def principal(self, request: Request) -> tuple[bool, str | None]:
+        if self.auth is None:
+            return True, None
+        who = await self.auth(request)
+        return (who is not None), (str(who) if who is not None else None)
+
+    async def _thread(self, served: ServedAgent, thread_id: str, owner: str | None) -> ThreadRecord | None:
+        record = await load_record(served.checkpoints, thread_id)
+        if record is not None and (record.owner != owner or record.agent != served.name):
+            raise LookupError(thread_id)
+        return record
+
+    async def _body(self, request: Request) -> bytes | Response:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            return _error(413, f"request body over {self.max_body_bytes} bytes")
+        body = bytearray()
+        async for chunk in request.stream():
+            body.extend(chunk)
+            if len(body) > self.max_body_bytes:
+                return _error(413, f"request body over {self.max_body_bytes} bytes")
+        return bytes(body)
+
+    async def agui(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        served = self.agents.get(name)
+        if served is None:
+            return _error(404, f"no agent named {name!r}", agents=sorted(self.agents))
+        ok, owner = await self.principal(request)
+        if not ok:
+            return _error(401, "not authenticated")
+        accept = request.headers.get("accept", "")
+        if accept and not any(a in accept for a in ("text/event-stream", "*/*", "text/*")):
+            return _error(406, "this endpoint answers text/event-stream")
+        body = await self._body(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            input = RunAgentInput.model_validate_json(body)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "(body)"
+            return _error(422, f"invalid RunAgentInput: {field}: {first['msg']}", field=field)
+        try:
+            record = await self._thread(served, input.thread_id, owner)
+        except LookupError:
+            return _error(404, f"no thread {input.thread_id!r}")
+        encoder = EventEncoder(accept=accept)
+        return StreamingResponse(
+            self._stream(served, input, record, owner, encoder),
+            media_type=encoder.get_content_type(),
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def _stream(
+        self, served: ServedAgent, input: RunAgentInput, record: ThreadRecord | None, owner: str | None, encoder: Any
+    ) -> AsyncIterator[str]:
+        self.tracker.enter()
+        try:
+            event: BaseEvent
+            async for event in agui_run(served, input, record, owner):
+                if event.timestamp is None:
+                    event.timestamp = int(time.time() * 1000)
+                yield encoder.encode(event)
+        finally:
+            self.tracker.leave()
+
+    async def thread(self, request: Request) -> Response:
+        name, thread_id = request.path_params["name"], request.path_params["thread_id"]
+        served = self.agents.get(name)
+        if served is None:
+            return _error(404, f"no agent named {name!r}")
+        ok, owner = await self.principal(request)
+        if not ok:
+            return _error(401, "not authenticated")
+        try:
+            record = await self._thread(served, thread_id, owner)
+        except LookupError:
+            record = None
+        if record is None:
+            return _error(404, f"no thread {thread_id!r}")
+        if request.method == "DELETE":
+            await served.sessions.delete(thread_id)
+            if record.checkpoint_id is not None:
+                await forget(served.checkpoints, record.checkpoint_id)
+            await delete_record(served.checkpoints, thread_id)
+            return Response(status_code=204)
+        messages = await _thread_messages(served, thread_id, record.checkpoint_id)
+        session = await served.sessions.load(thread_id)
+        interrupts = [
+            {k: v for k, v in i.model_dump(mode="json", by_alias=True).items() if k in _INTERRUPT_FIELDS}
+            for i in record.pending()
+        ]
+        return JSONResponse(
+            {
+                "threadId": thread_id,
+                "messages": [m.model_dump(mode="json", by_alias=True) for m in conversation(thread_id, messages)],
+                "state": _state(session.values),
+                "interrupts": interrupts,
+            }
+        )
+
+    async def list_agents(self, request: Request) -> Response:
+        ok, _ = await self.principal(request)
+        if not ok:
+            return _error(401, "not authenticated")
+        return JSONResponse(
+            {
+                "agents": [
+                    {"name": s.name, "description": s.description, "graph": _mermaid(s)} for s in self.agents.values()
+                ]
+            }
+        )
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "runs": self.tracker.in_flight})
+
+
+_INTERRUPT_FIELDS = ("id", "reason", "message", "toolCallId")
+
+
+def _mermaid(served: ServedAgent) -> str | None:
+    runnable = getattr(served.agent, "runnable", None)
+    graph_info = getattr(runnable, "graph_info", None)
+    if graph_info is None:
+        return None
+    text: str = graph_info().to_mermaid()
+    return text
+
+
+def routes(server: _Server) -> list[Route]:
+    """Every route of the app, in one place (later front doors add theirs here)."""
+    return [
+        Route("/agents/{name}/agui", server.agui, methods=["POST"]),
+        Route("/agents/{name}/threads/{thread_id}", server.thread, methods=["GET", "DELETE"]),
+        Route("/agents", server.list_agents, methods=["GET"]),
+        Route("/health", server.health, methods=["GET"]),
+    ]
+
+
+def create_app(
+    agents: Agent | Runner | Mapping[str, Agent | Runner],
+    *,
+    session_store: SessionStore | None = None,
+    checkpoint_store: CheckPointStore | None = None,
+    auth: Auth | None = None,
+    cors_origins: tuple[str, ...] | list[str] = (),
+    max_body_bytes: int = 1_048_576,
+) -> Starlette:
+    """The Starlette app serving ``agents`` over AG-UI 1.0 (see the ``adk.serve`` docstring for the routes).
+
+    Args:
+        agents: one agent or Runner (served under its agent's name), or a mapping of names to them. An agent
+            gets a streaming Runner on the given stores; a Runner keeps its own stores (missing ones are the
+            given ones).
+        session_store: where threads are kept (default: in memory).
+        checkpoint_store: where paused runs and thread records are kept (default: in memory).
+        auth: ``async (request) -> principal | None``; None answers 401. Threads belong to the principal that
+            created them.
+        cors_origins: origins allowed by CORS (none: CORS is off).
+        max_body_bytes: a larger request body is answered 413.
+
+    Raises:
+        TypeError: an entry is neither an agent nor a Runner.
+        ValueError: no agents, or an empty name.
+    """
+    sessions = session_store if session_store is not None else InMemorySessionStore()
+    checkpoints = checkpoint_store if checkpoint_store is not None else InMemoryCheckPointStore()
+    if isinstance(agents, Mapping):
+        named = dict(agents)
+    else:
+        root = agents.agent if isinstance(agents, Runner) else agents
+        named = {root.name: agents}
+    if not named:
+        raise ValueError("create_app: no agents to serve")
+    served: dict[str, ServedAgent] = {}
+    for name, agent in named.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"create_app: agent names must be non-empty strings, got {name!r}")
+        served[name] = _served(name, agent, sessions, checkpoints)
+    server = _Server(served, auth, max_body_bytes)
+    middleware = []
+    if cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(cors_origins),
+                allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+                allow_headers=["*"],
+            )
+        )
+    app = Starlette(routes=routes(server), middleware=middleware)
+    app.state.server = server
+    app.state.tracker = server.tracker
+    return app

@@ -1,0 +1,238 @@
+"""One AG-UI run: a ``RunAgentInput`` in, the AG-UI events of the Runner run (or resume) it starts out.
+
+What a client sees, in order: ``RUN_STARTED``; on a resume a ``MESSAGES_SNAPSHOT`` of the thread holding the
+paused calls; ``STATE_SNAPSHOT`` of the session values; the mapped events of the run
+(``adk.serve._mapping``), with ``STATE_DELTA`` (JSON Patch) after an event that changed the session values;
+when the run pauses a ``MESSAGES_SNAPSHOT`` and ``RUN_FINISHED`` with the interrupt outcome; otherwise exactly
+one of ``RUN_FINISHED`` (``result``: the final text, or the structured answer) and ``RUN_ERROR{message, code}``
+(the error's class name as ``code``; no traceback).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ag_ui.core import (
+    BaseEvent,
+    MessagesSnapshotEvent,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+)
+
+from adk.agent import Agent
+from adk.events import AgentInterruptInfo
+from adk.runner import Runner
+from adk.serve._client_tools import ClientToolCall, Extras, request_extras
+from adk.serve._mapping import EventMapper
+from adk.serve._messages import conversation, jsonable, new_input
+from adk.serve._threads import (
+    ThreadRecord,
+    checkpoint_id_for,
+    describe,
+    forget,
+    resume_targets,
+    save_record,
+)
+from adk.sessions import SessionStore
+from compose.checkpoint import CheckPointStore
+from compose.errors import ComposeError, InterruptNotFoundError, NodeRunError
+from compose.schema import Message
+
+logger = logging.getLogger("adk.serve")
+
+
+@dataclass(slots=True, eq=False)
+class ServedAgent:
+    """An agent the app serves: its name and description, and the Runner (with its stores) that runs it."""
+
+    name: str
+    description: str
+    runner: Runner
+    sessions: SessionStore
+    checkpoints: CheckPointStore
+
+    @property
+    def agent(self) -> Agent:
+        return self.runner.agent
+
+
+def error_event(exc: BaseException) -> RunErrorEvent:
+    """``RUN_ERROR`` for ``exc``: pyeino's errors with their message (a node's error as the error it wraps, when
+    that is pyeino's too), anything else without its details."""
+    while isinstance(exc, NodeRunError) and isinstance(exc.__cause__, ComposeError):
+        exc = exc.__cause__
+    if isinstance(exc, (ComposeError, ValueError, TypeError)):
+        return RunErrorEvent(message=str(exc), code=type(exc).__name__)
+    return RunErrorEvent(message=f"internal error ({type(exc).__name__}); see the server log", code="InternalError")
+
+
+def _state(values: Mapping[str, Any]) -> dict[str, Any]:
+    state = jsonable(dict(values))
+    return state if isinstance(state, dict) else {}
+
+
+def _pointer(key: str) -> str:
+    return "/" + key.replace("~", "~0").replace("/", "~1")
+
+
+def state_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The RFC 6902 patch from ``old`` to ``new`` (top-level keys)."""
+    ops: list[dict[str, Any]] = []
+    for key in old:
+        if key not in new:
+            ops.append({"op": "remove", "path": _pointer(key)})
+    for key, value in new.items():
+        if key not in old:
+            ops.append({"op": "add", "path": _pointer(key), "value": value})
+        elif old[key] != value:
+            ops.append({"op": "replace", "path": _pointer(key), "value": value})
+    return ops
+
+
+async def _thread_messages(served: ServedAgent, thread_id: str, checkpoint_id: str | None) -> list[Message]:
+    """The thread's stored messages, then the turn of its paused run (if any)."""
+    session = await served.sessions.load(thread_id)
+    messages = list(session.messages)
+    if checkpoint_id is not None:
+        pending = await served.sessions.pending(checkpoint_id)
+        if pending is not None:
+            messages.extend(pending.messages)
+    return messages
+
+
+async def agui_run(
+    served: ServedAgent, input: RunAgentInput, record: ThreadRecord | None, owner: str | None
+) -> AsyncIterator[BaseEvent]:
+    """The AG-UI events of one run (see the module docstring); ``record`` is the thread's, if it exists."""
+    thread_id, run_id = input.thread_id, input.run_id
+    yield RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version="1.0")
+    mapper = EventMapper()
+    token = request_extras.set(Extras(tuple(input.tools or ()), tuple(input.context or ())))
+    try:
+        async for event in _run(served, input, record, owner, mapper):
+            yield event
+    except Exception as exc:
+        for event in mapper.abort():
+            yield event
+        for event in mapper.finish():
+            yield event
+        if not isinstance(exc, ComposeError):
+            logger.exception("agent %r: run %r on thread %r failed", served.name, run_id, thread_id)
+        yield error_event(exc)
+    finally:
+        request_extras.reset(token)
+
+
+async def _run(
+    served: ServedAgent, input: RunAgentInput, record: ThreadRecord | None, owner: str | None, mapper: EventMapper
+) -> AsyncIterator[BaseEvent]:
+    thread_id, run_id = input.thread_id, input.run_id
+    runner = served.runner
+    checkpoint_id = checkpoint_id_for(thread_id)
+    if record is None:
+        record = ThreadRecord(served.name, owner)
+        await save_record(served.checkpoints, thread_id, record)
+    state = _state((await served.sessions.load(thread_id)).values)
+    if record.checkpoint_id is not None and not await served.checkpoints.get(record.checkpoint_id):
+        # the paused run's checkpoint is gone (its resume completed but the process stopped before saying so
+        # here, or it was deleted): the thread is not paused any more
+        record.checkpoint_id, record.interrupts = None, []
+        await save_record(served.checkpoints, thread_id, record)
+    if record.checkpoint_id is not None:
+        pending = record.pending()
+        if not input.resume:
+            from adk.errors import InterruptPendingError
+
+            raise InterruptPendingError(thread_id, [i.id for i in pending])
+        targets = resume_targets(thread_id, pending, input.resume)
+        messages = await _thread_messages(served, thread_id, record.checkpoint_id)
+        yield MessagesSnapshotEvent(messages=conversation(thread_id, messages))
+        run: Any = runner.resume(record.checkpoint_id, targets)
+    else:
+        if input.resume:
+            raise InterruptNotFoundError(f"thread {thread_id!r}", [e.interrupt_id for e in input.resume], [])
+        stored = await served.sessions.load(thread_id)
+        turn = new_input(thread_id, stored.messages, input.messages)
+        values = dict(input.state) if isinstance(input.state, Mapping) else None
+        if values:
+            state = {**state, **_state(values)}
+        run = runner.run(turn, session_id=thread_id, checkpoint_id=checkpoint_id, session_values=values)
+    yield StateSnapshotEvent(snapshot=state)
+    paused: AgentInterruptInfo | None = None
+    seen: dict[str, Any] | None = None
+    async with run:
+        async for event in run:
+            if event.error is not None:
+                raise event.error
+            async for batch in mapper.map(event):
+                for out in batch:
+                    yield out
+            if event.action is not None and event.action.interrupted is not None:
+                paused = event.action.interrupted
+            if run.session_values != seen:  # values changed (cheap check first: most events change none)
+                seen = dict(run.session_values)
+                now = _state(seen)
+                if now != state:
+                    ops = state_patch(state, now)
+                    state = now
+                    yield StateDeltaEvent.model_validate({"delta": ops})
+        final = run.final_message
+        values = dict(run.session_values)
+    if paused is None:
+        if record.checkpoint_id is not None:
+            record.checkpoint_id, record.interrupts = None, []
+            await save_record(served.checkpoints, thread_id, record)
+        for out in mapper.finish():
+            yield out
+        result = mapper.structured if mapper.structured is not None else (final.content if final else None)
+        yield RunFinishedEvent(thread_id=thread_id, run_id=run_id, result=result, outcome=RunFinishedSuccessOutcome())
+        return
+    causes = [c for c in paused.interrupt_contexts if c.is_root_cause]
+    if causes and all(isinstance(c.info, ClientToolCall) for c in causes):
+        # only client tools are waited for: the run is complete as far as AG-UI goes; keep its turn in the thread
+        await _settle(served, thread_id, checkpoint_id, values)
+        if record.checkpoint_id is not None:
+            record.checkpoint_id, record.interrupts = None, []
+            await save_record(served.checkpoints, thread_id, record)
+        for out in mapper.finish():
+            yield out
+        pending_calls = [c.info.call_id for c in causes]
+        outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=pending_calls)
+        yield RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome)
+        return
+    interrupts = [describe(c, checkpoint_id) for c in causes]
+    record.checkpoint_id = checkpoint_id
+    record.interrupts = [i.model_dump(mode="json", by_alias=True) for i in interrupts]
+    await save_record(served.checkpoints, thread_id, record)
+    messages = await _thread_messages(served, thread_id, checkpoint_id)
+    yield MessagesSnapshotEvent(messages=conversation(thread_id, messages))
+    for out in mapper.finish(suspended=True):
+        yield out
+    yield RunFinishedEvent(
+        thread_id=thread_id, run_id=run_id, outcome=RunFinishedInterruptOutcome(interrupts=interrupts)
+    )
+
+
+async def _settle(served: ServedAgent, thread_id: str, checkpoint_id: str, values: Mapping[str, Any]) -> None:
+    """Append the paused run's turn to the thread as a completed one and drop its checkpoint (the run waits for
+    client tools only: the client's next run carries their results as its input)."""
+    sessions = served.sessions
+    pending = await sessions.pending(checkpoint_id)
+    if pending is None:
+        return
+    lease = await sessions.acquire(thread_id, wait=served.runner.session_wait)
+    try:
+        await sessions.commit(lease, pending.messages, values, pending=checkpoint_id)
+    except BaseException:
+        await sessions.release(lease)
+        raise
+    await forget(served.checkpoints, checkpoint_id)

@@ -1,0 +1,723 @@
+"""adk.serve over real HTTP (uvicorn on loopback, httpx): the event mapping, threads, interrupts and resume,
+client tools, errors and multi-agent runs, each stream checked by AG-UI's own validator (ag-ui-validate)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from ag_ui_validate.pytest_plugin import assert_valid_agui
+from pydantic import BaseModel
+
+from adk import AgentTool, ChatModelAgent, ToolsConfig, add_session_value, set_sub_agents
+from adk.serve import create_app
+from compose import get_resume_context, interrupt, tool
+from compose.schema import Message
+from tests.serve.helpers import Live, PolicyModel, calling, live_server, post_run, run_input, tool_results, types, user
+
+pytestmark = pytest.mark.anyio
+
+
+def valid(events: list[dict[str, Any]]) -> None:
+    """The protocol's validator finds no error and no warning."""
+    assert_valid_agui(events, max_warnings=0)
+
+
+def of(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == kind]
+
+
+ran: list[tuple[str, str]] = []
+
+
+@tool
+async def get_weather(city: str) -> str:
+    """Current weather.
+
+    Args:
+        city: the city
+    """
+    ran.append(("get_weather", city))
+    return f"sunny in {city}"
+
+
+@tool
+async def get_time(city: str) -> str:
+    """Local time.
+
+    Args:
+        city: the city
+    """
+    ran.append(("get_time", city))
+    return f"9:00 in {city}"
+
+
+@tool
+async def pay(invoice: int) -> str:
+    """Pay an invoice.
+
+    Args:
+        invoice: the invoice number
+    """
+    ran.append(("pay", str(invoice)))
+    return f"paid invoice {invoice}"
+
+
+@tool
+async def broken(city: str) -> str:
+    """Always fails.
+
+    Args:
+        city: the city
+    """
+    raise RuntimeError("the weather service is down")
+
+
+@tool
+async def remember(city: str) -> str:
+    """Remember a city in the session.
+
+    Args:
+        city: the city
+    """
+    add_session_value("city", city)
+    return "noted"
+
+
+@tool
+async def ask_date(city: str) -> str:
+    """Ask the user for the travel date.
+
+    Args:
+        city: the city
+    """
+    resume = get_resume_context()
+    if not resume.is_target:
+        raise interrupt({"message": f"When do you travel to {city}?", "responseSchema": {"type": "object"}})
+    return f"travelling on {resume.data['date']}"
+
+
+def one_round(call: tuple[str, str, str], answer: str, *more: tuple[str, str, str]) -> Any:
+    def policy(messages: list[Message]) -> Message | str:
+        if not tool_results(messages):
+            return calling(call, *more)
+        return answer
+
+    return policy
+
+
+@pytest.fixture(autouse=True)
+def _clear_ran() -> Iterator[None]:
+    ran.clear()
+    yield
+
+
+@pytest.fixture
+def agent_app() -> Iterator[Live]:
+    """A few agents on one server."""
+    agents: dict[str, Any] = {
+        "plain": ChatModelAgent("plain", "answers", "You answer.", PolicyModel(lambda m: "Hello there!")),
+        "weather": ChatModelAgent(
+            "weather",
+            "weather",
+            "You tell the weather.",
+            PolicyModel(one_round(("c1", "get_weather", '{"city": "Hangzhou"}'), "Sunny in Hangzhou.")),
+            tools=[get_weather],
+        ),
+        "parallel": ChatModelAgent(
+            "parallel",
+            "weather and time",
+            "You help.",
+            PolicyModel(
+                one_round(
+                    ("c1", "get_weather", '{"city": "Hangzhou"}'),
+                    "Sunny, 9:00.",
+                    ("c2", "get_time", '{"city": "Hangzhou"}'),
+                )
+            ),
+            tools=[get_weather, get_time],
+        ),
+        "payer": ChatModelAgent(
+            "payer",
+            "pays",
+            "You pay invoices.",
+            PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done.")),
+            tools=[pay],
+            approval=lambda name, _args: name == "pay",
+        ),
+        "broken": ChatModelAgent(
+            "broken",
+            "fails",
+            "You fail.",
+            PolicyModel(one_round(("b1", "broken", '{"city": "Hangzhou"}'), "never")),
+            tools=[broken],
+        ),
+        "stateful": ChatModelAgent(
+            "stateful",
+            "remembers",
+            "You remember.",
+            PolicyModel(one_round(("s1", "remember", '{"city": "Hangzhou"}'), "Noted Hangzhou.")),
+            tools=[remember],
+        ),
+        "asker": ChatModelAgent(
+            "asker",
+            "asks",
+            "You ask.",
+            PolicyModel(one_round(("a1", "ask_date", '{"city": "Hangzhou"}'), "Have a good trip.")),
+            tools=[ask_date],
+        ),
+    }
+    with live_server(create_app(agents)) as live:
+        yield live
+
+
+async def test_plain_answer(agent_app: Live) -> None:
+    async with httpx.AsyncClient() as client:
+        events = await post_run(client, agent_app.agui("plain"), run_input("t-plain", "r1", [user("u1", "Hi")]))
+    valid(events)
+    assert types(events)[:2] == ["RUN_STARTED", "STATE_SNAPSHOT"]
+    assert events[0]["threadId"] == "t-plain" and events[0]["runId"] == "r1"
+    deltas = of(events, "TEXT_MESSAGE_CONTENT")
+    assert "".join(d["delta"] for d in deltas) == "Hello there!" and len(deltas) > 1
+    assert all(d["delta"] for d in deltas)
+    assert events[-1] == {
+        "type": "RUN_FINISHED",
+        "threadId": "t-plain",
+        "runId": "r1",
+        "result": "Hello there!",
+        "outcome": {"type": "success"},
+        "timestamp": events[-1]["timestamp"],
+    }
+
+
+async def test_streamed_tool_round_and_thread(agent_app: Live) -> None:
+    async with httpx.AsyncClient() as client:
+        events = await post_run(client, agent_app.agui("weather"), run_input("t-w", "r1", [user("u1", "Weather?")]))
+        thread = (await client.get(f"{agent_app.url}/agents/weather/threads/t-w")).json()
+    valid(events)
+    kinds = types(events)
+    assert kinds.index("TOOL_CALL_START") < kinds.index("TOOL_CALL_END") < kinds.index("TOOL_CALL_RESULT")
+    start = of(events, "TOOL_CALL_START")[0]
+    assert start["toolCallId"] == "c1" and start["toolCallName"] == "get_weather"
+    args = of(events, "TOOL_CALL_ARGS")
+    assert len(args) > 1 and json.loads("".join(a["delta"] for a in args)) == {"city": "Hangzhou"}
+    result = of(events, "TOOL_CALL_RESULT")[0]
+    assert result["toolCallId"] == "c1" and result["content"] == "sunny in Hangzhou"
+    # the thread holds the turn under the ids the client saw
+    ids = [m["id"] for m in thread["messages"]]
+    assert ids == [
+        "u1",
+        start["parentMessageId"],
+        result["messageId"],
+        of(events, "TEXT_MESSAGE_START")[-1]["messageId"],
+    ]
+    assert thread["messages"][1]["toolCalls"][0]["id"] == "c1"
+    assert thread["interrupts"] == []
+
+
+async def test_parallel_tool_calls(agent_app: Live) -> None:
+    async with httpx.AsyncClient() as client:
+        events = await post_run(client, agent_app.agui("parallel"), run_input("t-p", "r1", [user("u1", "Both?")]))
+    valid(events)
+    assert [e["toolCallId"] for e in of(events, "TOOL_CALL_START")] == ["c1", "c2"]
+    assert sorted(e["toolCallId"] for e in of(events, "TOOL_CALL_RESULT")) == ["c1", "c2"]
+    assert sorted(ran) == [("get_time", "Hangzhou"), ("get_weather", "Hangzhou")]
+    assert events[-1]["result"] == "Sunny, 9:00."
+
+
+async def test_messages_are_not_appended_twice(agent_app: Live) -> None:
+    async with httpx.AsyncClient() as client:
+        first = await post_run(client, agent_app.agui("plain"), run_input("t-d", "r1", [user("u1", "Hi")]))
+        answer = {"id": of(first, "TEXT_MESSAGE_START")[0]["messageId"], "role": "assistant", "content": "Hello there!"}
+        again = [user("u1", "Hi"), answer, user("u2", "Again")]
+        await post_run(client, agent_app.agui("plain"), run_input("t-d", "r2", again))
+        thread = (await client.get(f"{agent_app.url}/agents/plain/threads/t-d")).json()
+    assert [(m["role"], m["content"]) for m in thread["messages"]] == [
+        ("user", "Hi"),
+        ("assistant", "Hello there!"),
+        ("user", "Again"),
+        ("assistant", "Hello there!"),
+    ]
+    assert [m["id"] for m in thread["messages"]][:3] == ["u1", answer["id"], "u2"]
+
+
+async def test_approval_pause_and_resume_with_edits(agent_app: Live) -> None:
+    url = agent_app.agui("payer")
+    async with httpx.AsyncClient() as client:
+        paused = await post_run(client, url, run_input("t-pay", "r1", [user("u1", "Pay invoice 7")]))
+        valid(paused)
+        assert ran == []
+        kinds = types(paused)
+        assert kinds[-2:] == ["STEP_FINISHED", "RUN_FINISHED"] and "MESSAGES_SNAPSHOT" in kinds
+        outcome = paused[-1]["outcome"]
+        assert outcome["type"] == "interrupt"
+        (pending,) = outcome["interrupts"]
+        assert pending["reason"] == "tool_call" and pending["toolCallId"] == "p1"
+        assert pending["responseSchema"]["properties"]["editedArgs"]["type"] == "object"
+        snapshot = of(paused, "MESSAGES_SNAPSHOT")[0]["messages"]
+        assert snapshot[-1]["toolCalls"][0]["id"] == "p1"
+        thread = (await client.get(f"{agent_app.url}/agents/payer/threads/t-pay")).json()
+        assert thread["interrupts"] == [
+            {"id": pending["id"], "reason": "tool_call", "message": pending["message"], "toolCallId": "p1"}
+        ]
+        # pending interrupts block new input
+        blocked = await post_run(client, url, run_input("t-pay", "r2", [user("u1", "Pay invoice 7")]))
+        assert blocked[-1]["type"] == "RUN_ERROR" and blocked[-1]["code"] == "InterruptPendingError"
+        resume = [
+            {
+                "interruptId": pending["id"],
+                "status": "resolved",
+                "payload": {"approved": True, "editedArgs": {"invoice": 8}},
+            }
+        ]
+        resumed = await post_run(client, url, run_input("t-pay", "r3", snapshot, resume=resume))
+        valid(resumed)
+        assert types(resumed)[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
+        assert of(resumed, "TOOL_CALL_START") == []  # the paused call is not streamed again
+        assert [(r["toolCallId"], r["content"]) for r in of(resumed, "TOOL_CALL_RESULT")] == [("p1", "paid invoice 8")]
+        assert resumed[-1]["type"] == "RUN_FINISHED" and resumed[-1]["outcome"] == {"type": "success"}
+        assert ran == [("pay", "8")]
+        # the interrupt is resolved: resuming it again is an error
+        again = await post_run(client, url, run_input("t-pay", "r4", snapshot, resume=resume))
+        assert again[-1]["code"] == "InterruptNotFoundError"
+        valid(again)
+        thread = (await client.get(f"{agent_app.url}/agents/payer/threads/t-pay")).json()
+    assert thread["interrupts"] == []
+    assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "tool", "assistant"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "content"),
+    [
+        ({"status": "resolved", "payload": {"approved": False, "reason": "too much"}}, "rejected by the user"),
+        ({"status": "cancelled"}, "rejected by the user"),
+    ],
+)
+async def test_approval_denied_or_cancelled(agent_app: Live, entry: dict[str, Any], content: str) -> None:
+    url = agent_app.agui("payer")
+    async with httpx.AsyncClient() as client:
+        paused = await post_run(client, url, run_input("t-deny", "r1", [user("u1", "Pay invoice 7")]))
+        (pending,) = paused[-1]["outcome"]["interrupts"]
+        resumed = await post_run(
+            client, url, run_input("t-deny", "r2", [], resume=[{"interruptId": pending["id"], **entry}])
+        )
+    valid(resumed)
+    (result,) = of(resumed, "TOOL_CALL_RESULT")
+    assert result["toolCallId"] == "p1" and content in result["content"]
+    assert ran == []
+
+
+async def test_unknown_interrupt_and_partial_resume(agent_app: Live) -> None:
+    url = agent_app.agui("payer")
+    async with httpx.AsyncClient() as client:
+        none_pending = await post_run(
+            client, url, run_input("t-x", "r1", [], resume=[{"interruptId": "nope", "status": "cancelled"}])
+        )
+        assert none_pending[-1]["code"] == "InterruptNotFoundError"
+        await post_run(client, url, run_input("t-y", "r1", [user("u1", "Pay")]))
+        wrong = await post_run(
+            client, url, run_input("t-y", "r2", [], resume=[{"interruptId": "nope", "status": "cancelled"}])
+        )
+    assert wrong[-1]["code"] == "InterruptNotFoundError"
+    valid(none_pending)
+    valid(wrong)
+
+
+async def test_input_required_interrupt(agent_app: Live) -> None:
+    url = agent_app.agui("asker")
+    async with httpx.AsyncClient() as client:
+        paused = await post_run(client, url, run_input("t-ask", "r1", [user("u1", "Trip")]))
+        (pending,) = paused[-1]["outcome"]["interrupts"]
+        assert pending["reason"] == "input_required" and pending["toolCallId"] == "a1"
+        assert pending["message"] == "When do you travel to Hangzhou?"
+        resume = [{"interruptId": pending["id"], "status": "resolved", "payload": {"date": "2026-12-02"}}]
+        resumed = await post_run(client, url, run_input("t-ask", "r2", [], resume=resume))
+    valid(paused)
+    valid(resumed)
+    assert of(resumed, "TOOL_CALL_RESULT")[0]["content"] == "travelling on 2026-12-02"
+
+
+async def test_error_is_run_error_without_traceback(agent_app: Live) -> None:
+    async with httpx.AsyncClient() as client:
+        events = await post_run(client, agent_app.agui("broken"), run_input("t-b", "r1", [user("u1", "Weather?")]))
+    valid(events)
+    error = events[-1]
+    assert error["type"] == "RUN_ERROR" and error["code"] == "ToolExecutionError"
+    assert "the weather service is down" in error["message"]
+    assert "Traceback" not in json.dumps(events) and "/" + "work" not in error["message"]
+    assert of(events, "RUN_FINISHED") == []
+
+
+async def test_state_snapshot_and_delta(agent_app: Live) -> None:
+    async with httpx.AsyncClient() as client:
+        body = run_input("t-s", "r1", [user("u1", "Remember")], state={"user": "alice"})
+        events = await post_run(client, agent_app.agui("stateful"), body)
+        thread = (await client.get(f"{agent_app.url}/agents/stateful/threads/t-s")).json()
+    valid(events)
+    assert of(events, "STATE_SNAPSHOT")[0]["snapshot"] == {"user": "alice"}
+    assert [d["delta"] for d in of(events, "STATE_DELTA")] == [[{"op": "add", "path": "/city", "value": "Hangzhou"}]]
+    assert thread["state"] == {"user": "alice", "city": "Hangzhou"}
+
+
+async def test_delete_thread(agent_app: Live) -> None:
+    async with httpx.AsyncClient() as client:
+        await post_run(client, agent_app.agui("plain"), run_input("t-del", "r1", [user("u1", "Hi")]))
+        assert (await client.delete(f"{agent_app.url}/agents/plain/threads/t-del")).status_code == 204
+        assert (await client.get(f"{agent_app.url}/agents/plain/threads/t-del")).status_code == 404
+
+
+async def test_agents_and_health(agent_app: Live) -> None:
+    async with httpx.AsyncClient() as client:
+        listed = (await client.get(f"{agent_app.url}/agents")).json()["agents"]
+        health = (await client.get(f"{agent_app.url}/health")).json()
+    weather = next(a for a in listed if a["name"] == "weather")
+    assert weather["description"] == "weather" and weather["graph"].startswith("flowchart TD")
+    assert health == {"status": "ok", "runs": 0}
+
+
+async def test_request_bounds_and_unknown_agent(agent_app: Live) -> None:
+    app = create_app(ChatModelAgent("a", "answers", model=PolicyModel(lambda m: "hi")), max_body_bytes=200)
+    with live_server(app) as small:
+        async with httpx.AsyncClient() as client:
+            big = run_input("t", "r", [user("u1", "x" * 500)])
+            assert (await client.post(small.agui("a"), json=big)).status_code == 413
+            bad = await client.post(small.agui("a"), json={"threadId": "t", "runId": "r"})
+            assert bad.status_code == 422 and bad.json()["field"] == "messages"
+            wrong = await client.post(small.agui("a"), json={"threadId": 3, "runId": "r", "messages": []})
+            assert wrong.status_code == 422 and wrong.json()["field"] == "threadId"
+            missing = await client.post(small.agui("nobody"), json=run_input("t", "r", []))
+            assert missing.status_code == 404 and missing.json()["agents"] == ["a"]
+            not_sse = await client.post(
+                small.agui("a"), json=run_input("t", "r", []), headers={"Accept": "application/json"}
+            )
+            assert not_sse.status_code == 406
+
+
+class Weather(BaseModel):
+    city: str
+    celsius: float
+
+
+async def test_structured_result() -> None:
+    agent = ChatModelAgent(
+        "typed",
+        "typed weather",
+        model=PolicyModel(lambda m: '{"city": "Hangzhou", "celsius": 21.5}'),
+        output_type=Weather,
+    )
+    with live_server(create_app(agent)) as live:
+        async with httpx.AsyncClient() as client:
+            events = await post_run(client, live.agui("typed"), run_input("t", "r", [user("u1", "Weather")]))
+    valid(events)
+    assert events[-1]["result"] == {"city": "Hangzhou", "celsius": 21.5}
+
+
+async def test_client_tool_round_and_context() -> None:
+    def policy(messages: list[Message]) -> Message | str:
+        results = tool_results(messages)
+        if not results:
+            return calling(("k1", "get_weather", '{"city": "Hangzhou"}'), ("k2", "confirm", '{"what": "trip"}'))
+        return f"The user said {results[-1].content}."
+
+    model = PolicyModel(policy)
+    agent = ChatModelAgent("planner", "plans", "You plan.", model, tools=[get_weather])
+    confirm = {
+        "name": "confirm",
+        "description": "Ask the user",
+        "parameters": {"type": "object", "properties": {"what": {"type": "string"}}},
+    }
+    context = [{"description": "the user's city", "value": "Hangzhou"}]
+    with live_server(create_app(agent)) as live:
+        url = live.agui("planner")
+        async with httpx.AsyncClient() as client:
+            first = await post_run(
+                client, url, run_input("t-c", "r1", [user("u1", "Plan")], tools=[confirm], context=context)
+            )
+            valid(first)
+            assert [e["toolCallName"] for e in of(first, "TOOL_CALL_START")] == ["get_weather", "confirm"]
+            assert [e["toolCallId"] for e in of(first, "TOOL_CALL_RESULT")] == ["k1"]  # the server's tool only
+            assert first[-1]["outcome"] == {"type": "success", "pendingToolCallIds": ["k2"]}
+            messages, offered = model.calls[0]
+            assert "confirm" in [t.name for t in offered] and "get_weather" in [t.name for t in offered]
+            assert "the user's city: Hangzhou" in messages[0].content and messages[0].role == "system"
+            thread = (await client.get(f"{live.url}/agents/planner/threads/t-c")).json()
+            history = thread["messages"]
+            assert [m["role"] for m in history] == ["user", "assistant", "tool"] and thread["interrupts"] == []
+            answer = {"id": "tool-k2", "role": "tool", "toolCallId": "k2", "content": "yes"}
+            second = await post_run(client, url, run_input("t-c", "r2", [*history, answer], tools=[confirm]))
+            thread = (await client.get(f"{live.url}/agents/planner/threads/t-c")).json()
+    valid(second)
+    assert second[-1]["result"] == "The user said yes."
+    assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert thread["messages"][3]["id"] == "tool-k2"
+    assert ran == [("get_weather", "Hangzhou")]
+
+
+async def test_transfer_and_steps() -> None:
+    def desk(messages: list[Message]) -> Message | str:
+        return calling(("x1", "transfer_to_agent", '{"agent_name": "weatherman"}'))
+
+    weatherman = ChatModelAgent(
+        "weatherman",
+        "tells the weather",
+        model=PolicyModel(one_round(("c1", "get_weather", '{"city": "Hangzhou"}'), "Sunny.")),
+        tools=[get_weather],
+    )
+    root = set_sub_agents(ChatModelAgent("desk", "routes", model=PolicyModel(desk)), [weatherman])
+    with live_server(create_app(root)) as live:
+        async with httpx.AsyncClient() as client:
+            events = await post_run(client, live.agui("desk"), run_input("t", "r", [user("u1", "Weather?")]))
+    valid(events)
+    steps = [(e["type"], e["stepName"]) for e in events if e["type"].startswith("STEP_")]
+    assert steps == [
+        ("STEP_STARTED", "desk"),
+        ("STEP_FINISHED", "desk"),
+        ("STEP_STARTED", "weatherman"),
+        ("STEP_FINISHED", "weatherman"),
+    ]
+    assert [e["toolCallName"] for e in of(events, "TOOL_CALL_START")] == ["transfer_to_agent", "get_weather"]
+    assert events[-1]["result"] == "Sunny."
+
+
+async def test_agent_tool_subagent_attribution() -> None:
+    inner = ChatModelAgent(
+        "researcher",
+        "looks things up",
+        model=PolicyModel(one_round(("c1", "get_weather", '{"city": "Hangzhou"}'), "It is sunny.")),
+        tools=[get_weather],
+    )
+
+    def lead(messages: list[Message]) -> Message | str:
+        if not tool_results(messages):
+            return calling(("r1", "researcher", '{"request": "weather in Hangzhou"}'))
+        return "Research says: sunny."
+
+    agent = ChatModelAgent(
+        "lead", "answers", model=PolicyModel(lead), tools=ToolsConfig([AgentTool(inner)], emit_internal_events=True)
+    )
+    with live_server(create_app(agent)) as live:
+        async with httpx.AsyncClient() as client:
+            events = await post_run(client, live.agui("lead"), run_input("t", "r", [user("u1", "Weather?")]))
+    valid(events)
+    (started,) = of(events, "SUBAGENT_STARTED")
+    assert started["name"] == "researcher" and started["parentToolCallId"] == "r1"
+    sub = started["subagentRunId"]
+    inner_calls = [e for e in of(events, "TOOL_CALL_START") if e.get("subagentRunId") == sub]
+    assert [e["toolCallName"] for e in inner_calls] == ["get_weather"]
+    finished = of(events, "SUBAGENT_FINISHED")
+    assert [f["subagentRunId"] for f in finished] == [sub]
+    kinds = types(events)
+    outer_result = next(i for i, e in enumerate(events) if e["type"] == "TOOL_CALL_RESULT" and e["toolCallId"] == "r1")
+    assert kinds.index("SUBAGENT_FINISHED") < outer_result
+    assert events[-1]["result"] == "Research says: sunny."
+
+
+gate = threading.Event()
+holding = threading.Event()
+
+
+@tool
+async def slow(city: str) -> str:
+    """Held until the test releases it.
+
+    Args:
+        city: the city
+    """
+    holding.set()
+    await anyio.to_thread.run_sync(gate.wait, abandon_on_cancel=True)
+    return f"slow answer for {city}"
+
+
+@pytest.fixture
+def held_app() -> Iterator[Live]:
+    gate.clear()
+    holding.clear()
+    agent = ChatModelAgent(
+        "held",
+        "waits",
+        model=PolicyModel(one_round(("h1", "slow", '{"city": "Hangzhou"}'), "Done waiting.")),
+        tools=[slow],
+    )
+    with live_server(create_app(agent)) as live:
+        yield live
+    gate.set()
+
+
+async def _until_tool_runs(response: httpx.Response) -> AsyncIterator[str]:
+    """Read the stream until the held tool runs; the rest of its lines (the iterator is not closed: closing it
+    would close the response, which is a disconnect)."""
+    lines = response.aiter_lines()
+    while '"TOOL_CALL_END"' not in await lines.__anext__():
+        pass
+    await anyio.to_thread.run_sync(holding.wait)
+    return lines
+
+
+async def test_second_run_on_a_busy_thread(held_app: Live) -> None:
+    url = held_app.agui("held")
+    body = run_input("t-busy", "r1", [user("u1", "Go")])
+    async with httpx.AsyncClient(timeout=30) as client, client.stream("POST", url, json=body) as first:
+        lines = await _until_tool_runs(first)
+        busy = await post_run(client, url, run_input("t-busy", "r2", [user("u2", "Again")]))
+        gate.set()
+        rest = "".join([line async for line in lines])
+    assert busy[-1]["type"] == "RUN_ERROR" and busy[-1]["code"] == "SessionBusyError"
+    valid(busy)
+    assert '"RUN_FINISHED"' in rest
+
+
+async def test_disconnect_cancels_the_run(held_app: Live) -> None:
+    url = held_app.agui("held")
+    tracker = held_app.app.state.tracker
+    host, port = held_app.url.removeprefix("http://").split(":")
+    body = json.dumps(run_input("t-gone", "r1", [user("u1", "Go")])).encode()
+    head = (
+        f"POST /agents/held/agui HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Accept: text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    # a plain socket, so that hanging up is exactly what the server sees
+    async with await anyio.connect_tcp(host, int(port)) as sock:
+        await sock.send(head + body)
+        seen = b""
+        while b"TOOL_CALL_END" not in seen:
+            seen += await sock.receive()
+        await anyio.to_thread.run_sync(holding.wait)
+    # the client hung up mid-run: the server's run ends, its lease and streams with it
+    assert await anyio.to_thread.run_sync(tracker.wait_idle, 10)
+    async with httpx.AsyncClient(timeout=30) as client:
+        thread = (await client.get(f"{held_app.url}/agents/held/threads/t-gone")).json()
+        assert thread["messages"] == []  # nothing of the cancelled run was appended
+        gate.set()
+        again = await post_run(client, url, run_input("t-gone", "r2", [user("u1", "Go")]))
+    valid(again)
+    assert again[-1]["result"] == "Done waiting."
+
+
+async def test_auth_and_principals() -> None:
+    async def auth(request: Any) -> str | None:
+        token = request.headers.get("authorization", "")
+        return token.removeprefix("Bearer ") or None
+
+    agent = ChatModelAgent(
+        "payer",
+        "pays",
+        model=PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done.")),
+        tools=[pay],
+        approval=lambda name, _args: True,
+    )
+    alice, bob = {"Authorization": "Bearer alice"}, {"Authorization": "Bearer bob"}
+    with live_server(create_app(agent, auth=auth)) as live:
+        url = live.agui("payer")
+        thread_url = f"{live.url}/agents/payer/threads/t-a"
+        async with httpx.AsyncClient() as client:
+            assert (await client.post(url, json=run_input("t-a", "r1", []))).status_code == 401
+            assert (await client.get(f"{live.url}/agents")).status_code == 401
+            async with client.stream("POST", url, json=run_input("t-a", "r1", [user("u1", "Pay")]), headers=alice) as r:
+                paused = [
+                    json.loads(line[6:]) for line in [x async for x in r.aiter_lines()] if line.startswith("data: ")
+                ]
+            (pending,) = paused[-1]["outcome"]["interrupts"]
+            resume = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approved": True}}]
+            assert (await client.get(thread_url, headers=bob)).status_code == 404
+            assert (
+                await client.post(url, json=run_input("t-a", "r2", [user("u2", "Hi")]), headers=bob)
+            ).status_code == 404
+            assert (
+                await client.post(url, json=run_input("t-a", "r2", [], resume=resume), headers=bob)
+            ).status_code == 404
+            assert (await client.delete(thread_url, headers=bob)).status_code == 404
+            assert (await client.get(thread_url, headers=alice)).status_code == 200
+            async with client.stream("POST", url, json=run_input("t-a", "r3", [], resume=resume), headers=alice) as r:
+                body = (await r.aread()).decode()
+            assert '"paid invoice 7"' in body
+            assert (await client.delete(thread_url, headers=alice)).status_code == 204
+
+
+async def test_cors() -> None:
+    agent = ChatModelAgent("a", "answers", model=PolicyModel(lambda m: "hi"))
+    preflight = {"Origin": "https://app.example", "Access-Control-Request-Method": "POST"}
+    with live_server(create_app(agent)) as closed:
+        async with httpx.AsyncClient() as client:
+            response = await client.get(f"{closed.url}/health", headers={"Origin": "https://app.example"})
+            assert "access-control-allow-origin" not in response.headers
+    with live_server(create_app(agent, cors_origins=["https://app.example"])) as open_:
+        async with httpx.AsyncClient() as client:
+            response = await client.options(open_.agui("a"), headers=preflight)
+            assert response.status_code == 200
+            assert response.headers["access-control-allow-origin"] == "https://app.example"
+            other = await client.options(open_.agui("a"), headers={**preflight, "Origin": "https://evil.example"})
+            assert "access-control-allow-origin" not in other.headers
+
+
+async def test_the_app_runs_on_the_test_loop_too() -> None:
+    """The ASGI app itself is anyio only: driven in process (httpx's ASGI transport) it runs on asyncio and trio."""
+    agent = ChatModelAgent(
+        "payer",
+        "pays",
+        model=PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done.")),
+        tools=[pay],
+        approval=lambda name, _args: True,
+    )
+    transport = httpx.ASGITransport(app=create_app(agent))
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        paused = await post_run(client, "/agents/payer/agui", run_input("t", "r1", [user("u1", "Pay")]))
+        (pending,) = paused[-1]["outcome"]["interrupts"]
+        resume = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approved": True}}]
+        resumed = await post_run(client, "/agents/payer/agui", run_input("t", "r2", [], resume=resume))
+    valid(paused)
+    valid(resumed)
+    assert resumed[-1]["result"] == "Done." and ran == [("pay", "7")]
+
+
+async def test_bad_approval_payload(agent_app: Live) -> None:
+    url = agent_app.agui("payer")
+    async with httpx.AsyncClient() as client:
+        paused = await post_run(client, url, run_input("t-bad", "r1", [user("u1", "Pay invoice 7")]))
+        (pending,) = paused[-1]["outcome"]["interrupts"]
+        bad = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approve": "yes"}}]
+        refused = await post_run(client, url, run_input("t-bad", "r2", [], resume=bad))
+        thread = (await client.get(f"{agent_app.url}/agents/payer/threads/t-bad")).json()
+    valid(refused)
+    assert refused[-1]["type"] == "RUN_ERROR" and refused[-1]["code"] == "ValueError"
+    assert pending["id"] in refused[-1]["message"]
+    assert [i["id"] for i in thread["interrupts"]] == [pending["id"]]  # still pending: nothing ran
+    assert ran == []
+
+
+def test_interrupt_reasons() -> None:
+    from adk.serve._threads import describe
+    from compose.interrupt import InterruptCtx
+
+    confirm = describe(InterruptCtx("i1", "agent:a", {"reason": "confirmation", "message": "Go on?"}), "cp")
+    assert (confirm.reason, confirm.message, confirm.tool_call_id) == ("confirmation", "Go on?", None)
+    asked = describe(InterruptCtx("i2", "agent:a;tool:ask:c9", "Which date?"), "cp")
+    assert (asked.reason, asked.message, asked.tool_call_id) == ("input_required", "Which date?", "c9")
+
+
+async def test_a_thread_whose_checkpoint_is_gone_is_not_paused() -> None:
+    from compose.checkpoint import InMemoryCheckPointStore
+
+    store = InMemoryCheckPointStore()
+    agent = ChatModelAgent(
+        "payer",
+        "pays",
+        model=PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done.")),
+        tools=[pay],
+        approval=lambda name, _args: True,
+    )
+    transport = httpx.ASGITransport(app=create_app(agent, checkpoint_store=store))
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        paused = await post_run(client, "/agents/payer/agui", run_input("t", "r1", [user("u1", "Pay")]))
+        assert paused[-1]["outcome"]["type"] == "interrupt"
+        # the paused run's checkpoint disappears (say its resume completed in a process that died right after)
+        for key in await store.list("pyeino.serve/run/"):
+            await store.delete(key)
+        again = await post_run(client, "/agents/payer/agui", run_input("t", "r2", [user("u2", "Hi")]))
+        thread = (await client.get("/agents/payer/threads/t")).json()
+    assert again[-1]["type"] == "RUN_FINISHED" and again[-1]["outcome"]["type"] == "interrupt"
+    assert [i["toolCallId"] for i in thread["interrupts"]] == ["p1"]
