@@ -18,17 +18,26 @@ from compose.callbacks import CallbackHandler, RunInfo, fire_cancel, fire_end, f
 class AgentCallbacks:
     """What an ``AgentRun`` reports, and the ``callbacks`` its graph run gets."""
 
-    __slots__ = ("given", "handlers", "info", "live")
+    __slots__ = ("_info", "_name", "_type", "given", "handlers", "live")
 
     def __init__(self, agent_name: str, agent_type: str, callbacks: Sequence[CallbackHandler] = ()) -> None:
         self.given = tuple(callbacks)
         config = make_config(self.given, None, ())
         self.handlers = config.everywhere if config is not None else ()
-        self.info = RunInfo(agent_name, agent_type, "Agent")
+        self._name = agent_name
+        self._type = agent_type
+        self._info: RunInfo | None = None
         self.live = False
 
+    @property
+    def info(self) -> RunInfo:
+        """How the run reports (built when a handler needs it: most runs have none)."""
+        if self._info is None:
+            self._info = RunInfo(self._name, self._type, "Agent")
+        return self._info
+
     def __repr__(self) -> str:
-        return f"AgentCallbacks({self.info.name!r}, handlers={len(self.handlers)}, live={self.live})"
+        return f"AgentCallbacks({self._name!r}, handlers={len(self.handlers)}, live={self.live})"
 
     def graph_options(self) -> dict[str, Any]:
         """The per-call options that hand the given handlers to the agent's graph run."""

@@ -56,7 +56,10 @@ def _usage(msg: Message) -> dict[str, int] | None:
 
 
 class EventModel:
-    """Sends a model event per call (per attempt under retry) into the current run."""
+    """Sends a model event per call (per attempt under retry) into the current run. Its ``generate`` checks
+    that the model returned a ``Message`` (``checks_messages``: the graph's node does not check again)."""
+
+    checks_messages = True
 
     def __init__(
         self, inner: ChatModel, retry: ModelRetryConfig | None = None, output: OutputSchema | None = None
@@ -77,7 +80,10 @@ class EventModel:
     async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
         run = current_run.get()
         if run is None:
-            return await self.inner.generate(messages, **opts)
+            bare: object = await self.inner.generate(messages, **opts)
+            if isinstance(bare, Message):
+                return bare
+            return checked_message(bare, f"chat model {type(self.inner).__qualname__}: generate()")
         if run.telemetry:
             run.emit("model.call.started", attempt=current_attempt.get(), streaming=False)
             try:
@@ -284,6 +290,7 @@ class OptionsModel:
         self.inner = inner
         self.options = options
         self.first_call = first_call
+        self.checks_messages = getattr(inner, "checks_messages", False) is True  # it returns what inner does
 
     def with_tools(self, tools: Sequence[ToolInfo]) -> OptionsModel:
         return OptionsModel(self.inner.with_tools(tools), self.options, self.first_call)

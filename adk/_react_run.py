@@ -2,7 +2,7 @@
 
 No background task: ``ReactRun`` drives the graph one superstep at a time (``GraphRun.step()``) and, between
 supersteps, yields the events queued so far (the event-emitting model, the tool-result collector and the error
-path append to an unbounded deque synchronously). Consequences:
+path append to an unbounded list synchronously). Consequences:
 
 * a streaming model event is delivered right after the model node returned its stream, so the consumer reads
   tokens live while the model generates (its copy drives the model stream; the graph's copy buffers and is
@@ -139,35 +139,42 @@ class ReactRun:
         return self
 
     async def __anext__(self) -> AgentEvent:
+        ctx = self._ctx
+        events = ctx.events
         if self._run is None and not self._finished:
             # the run's entry: a cancellation point before anything (trio's rule for async APIs)
             await anyio.lowlevel.checkpoint_if_cancelled()
-        events = self._ctx.events
-        while not events:
-            if self._finished:
-                raise StopAsyncIteration
-            await self._advance()
-        return events.popleft()
-
-    async def _advance(self) -> None:
-        """Run one superstep (the first call starts the run); on the end or an error, finish."""
-        ctx = self._ctx
+        if events:
+            return events.pop(0)
+        if self._finished:
+            raise StopAsyncIteration
+        # supersteps until there is an event to hand out (the first starts the run); on the end or an error,
+        # finish. One frame and one context-variable pair per event: every event of the run comes this way.
         token = current_run.set(ctx)
         try:
-            if self._timeout is None:
-                done = await self._step()
-            else:
-                if self._deadline is None:
-                    self._deadline = anyio.current_time() + self._timeout
-                    # model streams read outside the supersteps honour it too (adk._model)
-                    ctx.deadline, ctx.timeout = self._deadline, self._timeout
-                with anyio.CancelScope(deadline=self._deadline) as scope:
-                    done = await self._step()
-                if scope.cancelled_caught:
-                    raise AgentTimeoutError(self._timeout)
-            self._flush_held()
-            if done:
-                await self._complete()
+            while True:
+                run = self._run
+                if self._timeout is None:
+                    done = await (run.step(until=self._has_events) if run is not None else self._start())
+                else:
+                    if self._deadline is None:
+                        self._deadline = anyio.current_time() + self._timeout
+                        # model streams read outside the supersteps honour it too (adk._model)
+                        ctx.deadline, ctx.timeout = self._deadline, self._timeout
+                    with anyio.CancelScope(deadline=self._deadline) as scope:
+                        done = await (run.step(until=self._has_events) if run is not None else self._start())
+                    if scope.cancelled_caught:
+                        raise AgentTimeoutError(self._timeout)
+                if ctx.held is not None:
+                    self._flush_held()
+                if done:
+                    await self._complete()
+                if events:
+                    return events.pop(0)
+                if self._finished:
+                    raise StopAsyncIteration
+        except StopAsyncIteration:
+            raise
         except GraphInterrupt as exc:
             if self._session.resumable:
                 await self._drop_held()  # the resumed run sends it, last (see adk.react._to_end_converter)
@@ -182,26 +189,30 @@ class ReactRun:
             raise
         finally:
             current_run.reset(token)
+        return events.pop(0)  # the pause's or the failure's event
 
     def _capture_state(self, path: list[str], state: Any) -> None:
         # a resumed graph's state is the restored one, not the one its state factory made
         if not path:
             self._ctx.state = state
 
-    async def _step(self) -> bool:
-        if self._run is None:
-            messages, self._input = self._input, None
-            x: Any = StreamReader.from_iterable((messages,)) if self._streaming else messages
-            await self._callbacks.start(messages)
-            opts: dict[str, Any] = self._callbacks.graph_options()
-            if self._graph_id:
-                opts["checkpoint_id"] = self._graph_id
-            if self._resume is not None:
-                saved, targets = self._resume
-                await self._bridge.set(self._graph_id, saved.graph.encode())
-                opts["resume"] = dict(targets)
-                opts["state_modifier"] = self._capture_state
-            self._run = await self._runnable.start_run(x, streaming=self._streaming, **opts)
+    async def _start(self) -> bool:
+        """Start the graph run, then run supersteps until there are events."""
+        messages, self._input = self._input, None
+        x: Any = StreamReader.from_iterable((messages,)) if self._streaming else messages
+        await self._callbacks.start(messages)
+        opts: dict[str, Any] = self._callbacks.graph_options()
+        if self._graph_id:
+            opts["checkpoint_id"] = self._graph_id
+        if self._resume is not None:
+            saved, targets = self._resume
+            await self._bridge.set(self._graph_id, saved.graph.encode())
+            opts["resume"] = dict(targets)
+            opts["state_modifier"] = self._capture_state
+        # __anext__ has just checked for cancellation; nothing awaited since unless callbacks fired or the
+        # bridge was written
+        checked = not self._callbacks.handlers and self._resume is None
+        self._run = await self._runnable.start_run(x, streaming=self._streaming, cancel_checked=checked, **opts)
         # supersteps that produce no event run back to back: there is nothing to hand out between them
         return await self._run.step(until=self._has_events)
 
@@ -302,7 +313,7 @@ class ReactRun:
             await self._callbacks.cancel()  # closed before its end (a no-op once it ended)
             self._flush_held()
             while ctx.events:
-                await ctx.events.popleft().aclose()
+                await ctx.events.pop(0).aclose()
             if ctx.termination_reason is None:
                 ctx.termination_reason = "closed"
             self._count()

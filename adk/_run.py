@@ -2,12 +2,12 @@
 
 The runner sets ``current_run`` around each superstep it drives (never across a ``yield``), so the model
 wrappers, state handlers and the tool-result collector of a shared, compiled ReAct graph find the run they
-belong to. Events are appended synchronously to an unbounded deque the runner drains between supersteps.
+belong to. Events are appended synchronously to a list the runner drains between supersteps (a list: a few
+events at a time, and a parked run keeps one; a deque costs ten times its memory).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,7 @@ class RunContext:
     run_path: tuple[str, ...]
     telemetry: tuple[TelemetryHandler, ...] = ()
     session_values: dict[str, Any] = field(default_factory=dict)
-    events: deque[AgentEvent] = field(default_factory=deque)
+    events: list[AgentEvent] = field(default_factory=list)
     held: AgentEvent | None = None  # the return-directly tool's event, emitted when the ToolsNode finishes
     held_call_id: str = ""  # the call whose event this run held (a resumed run rebuilds it otherwise)
     model_calls: int = 0

@@ -115,6 +115,8 @@ class RetryChatModel:
         if config.max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {config.max_retries}")
         self.inner = inner
+        # it returns what a call of inner returned
+        self.checks_messages = getattr(inner, "checks_messages", False) is True
         self.config = config
 
     def with_tools(self, tools: Sequence[ToolInfo]) -> RetryChatModel:

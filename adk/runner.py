@@ -223,15 +223,18 @@ class AgentRun:
 
     async def _close_events(self) -> None:
         with anyio.CancelScope(shield=True):
-            self._finished = True
-            if self._events is not None:
-                await self._events.aclose()
-            await self._session.aclose()
+            await self._close_shielded()
+
+    async def _close_shielded(self) -> None:
+        self._finished = True
+        if self._events is not None:
+            await self._events.aclose()
+        await self._session.aclose()
 
     async def aclose(self) -> None:
         """Stop the run: close the agent's run and every event stream not yet handed out (idempotent)."""
         with anyio.CancelScope(shield=True):
-            await self._close_events()
+            await self._close_shielded()
             if self._checkpoint is not None:
                 await self._checkpoint.release()
             if self._reason is None:

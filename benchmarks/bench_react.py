@@ -4,11 +4,17 @@ Run: ``.venv/bin/python benchmarks/bench_react.py [--quick] [--profile]``. Every
 script with a model that answers instantly (K rounds of one tool call, then a final answer) and a trivial tool,
 so what is measured is the framework. Prints:
 
-1. per-iteration time (one model call + one tool call) of a K-round run, K = 1, 10, 50, and the ratio to the
-   hand-written loop (goal: within 10x);
+1. pyeino against a hand-written loop making the same calls, as ratios (issue 29's goals in the last column):
+   per-iteration time (one model call + one tool call) of a K-round run, K = 1, 10, 50; the time from calling
+   the runner to the first streamed token at the consumer (the hand loop calls ``model.stream``); and the
+   multi-agent rows of ``bench_multi_agent.py`` (an ``AgentTool`` call, a transfer to a sub-agent, a
+   ``SequentialAgent`` of ten). Every contender of every row is measured in one interleaved loop of short
+   batches; "best" is best batch over best batch, "median" and [p10-p90] the spread of the ratios within one
+   repetition (both batches of a repetition see the same load of the shared machine);
 2. 1,000 concurrent 5-round runs: wall time, runs per second (goal: >= 1,000/s) and peak traced memory;
-3. time from calling the runner to the first streamed token at the consumer, against the hand-written loop
-   calling ``model.stream`` (goal: within 20x).
+3. the live memory of a run parked in its model call after its third round (1,000 parked at once);
+4. Python calls and opcodes per run (``opcount.py``; the figures load on the machine does not move);
+5. with LangGraph installed (unless ``--no-langgraph``): the per-iteration table against its prebuilt agent.
 
 ``--profile`` prints a cProfile of pyeino's 10-round run.
 """
@@ -19,6 +25,7 @@ import argparse
 import cProfile
 import gc
 import pstats
+import statistics
 import time
 import tracemalloc
 import warnings
@@ -205,24 +212,89 @@ async def per_call_pair(
     return best
 
 
-async def iteration_table(budget: float, with_langgraph: bool) -> None:
-    print("1. per-iteration time of a K-round run (one model call + one tool call per round; µs)")
-    header = f"{'K':>4} {'hand loop':>11} {'pyeino':>11} {'ratio':>7}"
-    if with_langgraph:
-        header += f" {'LangGraph':>11} {'ratio':>7}"
-    print(header)
+def _ratios(hand: list[float], ours: list[float]) -> tuple[float, float, float, float]:
+    """(best/best, median, low, high) of the per-repetition ratios ours/hand (low/high: 10th and 90th
+    percentiles)."""
+    per = sorted(o / h for h, o in zip(hand, ours, strict=True))
+    n = len(per)
+    return min(ours) / min(hand), statistics.median(per), per[n // 10], per[min(n - 1, (9 * n) // 10)]
+
+
+async def interleaved(
+    fns: Sequence[Callable[[], Awaitable[Any]]], budget: float, repeats: int
+) -> list[list[float]]:
+    """Seconds per call of each of ``fns`` in each of ``repeats`` repetitions (a short batch of each function
+    per repetition, the functions alternating), after a warm-up: a slow spell of the machine weighs on the
+    batches of one repetition alike, so the ratios within a repetition are the trustworthy figures."""
+    for fn in fns:
+        for _ in range(3):
+            await fn()
+    times: list[list[float]] = [[] for _ in fns]
+    slot = budget / repeats / len(fns)
+    for r in range(repeats):
+        order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))
+        for i in order:
+            fn = fns[i]
+            n, start = 0, time.perf_counter()
+            while True:
+                await fn()
+                n += 1
+                elapsed = time.perf_counter() - start
+                if elapsed >= slot and n >= 3:
+                    break
+            times[i].append(elapsed / n)
+    return times
+
+
+def _ratio_cells(hand: list[float], ours: list[float]) -> str:
+    best, median, low, high = _ratios(hand, ours)
+    return f"{best:>6.1f}x {median:>6.1f}x  [{low:.1f}-{high:.1f}]"
+
+
+RATIO_HEADER = f"{'best':>7} {'median':>7}  [p10-p90]"
+
+
+async def ratio_table(budget: float, repeats: int) -> None:
+    """The issue-29 figures, as ratios to a hand loop making the same calls, every contender of every row
+    interleaved in one measurement."""
+    from bench_multi_agent import ROWS as MULTI_ROWS
+    from bench_multi_agent import pyeino_run as multi_run
+
+    rows: list[tuple[str, float, Callable[[], Awaitable[Any]], Callable[[], Awaitable[Any]]]] = []
     for k in (1, 10, 50):
-        model = BenchModel(k)
-        runner = pyeino_runner(k)
-        pair = [partial(hand_loop, model, "go"), partial(pyeino_run, runner, "go")]
-        hand, ours = (t / (k + 1) for t in await per_call_pair(pair, 2 * budget))
-        row = f"{k:>4} {hand * 1e6:>11.1f} {ours * 1e6:>11.1f} {ours / hand:>6.1f}x"
-        if with_langgraph:
-            lg = langgraph_agent(k)
-            call = partial(lg.ainvoke, {"messages": [("user", "go")]}, {"recursion_limit": 2 * k + 10})
-            lg_t = await per_call(call, budget) / (k + 1)
-            row += f" {lg_t * 1e6:>11.1f} {lg_t / hand:>6.1f}x"
-        print(row)
+        rows.append((f"K={k} per iteration", 6.0 if k == 10 else 8.0 if k == 1 else 0.0,
+                     partial(hand_loop, BenchModel(k), "go"), partial(pyeino_run, pyeino_runner(k), "go")))
+    hand_ttft, ours_ttft = first_token_pair()
+    rows.append(("time to first token", 8.0, hand_ttft, ours_ttft))
+    goals = {"2": ("AgentTool", 10.0), "3": ("transfer to a sub-agent", 12.0), "4": ("Sequential of 10", 12.0)}
+    for key, _, ours, _, hand in MULTI_ROWS:
+        if key in goals:
+            label, goal = goals[key]
+            rows.append((label, goal, hand(), partial(multi_run, ours(), "go")))
+    fns = [f for _, _, h, o in rows for f in (h, o)]
+    times = await interleaved(fns, len(fns) * budget, repeats)
+    print(f"1. pyeino against a hand-written loop making the same calls ({repeats} interleaved repetitions)")
+    print(f"{'':<26} {'hand µs':>9} {'pyeino µs':>10} {RATIO_HEADER}   goal")
+    for i, (label, goal, _, _) in enumerate(rows):
+        hand, ours = times[2 * i], times[2 * i + 1]
+        scale = int(label.split("=")[1].split()[0]) + 1 if label.startswith("K=") else 1
+        cells = _ratio_cells(hand, ours)
+        target = f"<= {goal:.0f}x" if goal else ""
+        print(f"{label:<26} {min(hand) / scale * 1e6:>9.1f} {min(ours) / scale * 1e6:>10.1f} {cells}   {target}")
+
+
+async def iteration_table(budget: float, with_langgraph: bool) -> None:
+    print("\n5. per-iteration time of a K-round run against LangGraph's prebuilt ReAct agent (µs)")
+    print(f"{'K':>4} {'hand loop':>11} {'pyeino':>11} {'ratio':>7} {'LangGraph':>11} {'ratio':>7}")
+    for k in (1, 10, 50):
+        lg = langgraph_agent(k)
+        call = partial(lg.ainvoke, {"messages": [("user", "go")]}, {"recursion_limit": 2 * k + 10})
+        pair = [partial(hand_loop, BenchModel(k), "go"), partial(pyeino_run, pyeino_runner(k), "go"), call]
+        hand, ours, lg_t = (t / (k + 1) for t in await per_call_pair(pair, 3 * budget))
+        print(
+            f"{k:>4} {hand * 1e6:>11.1f} {ours * 1e6:>11.1f} {ours / hand:>6.1f}x {lg_t * 1e6:>11.1f} "
+            f"{lg_t / hand:>6.1f}x"
+        )
 
 
 async def concurrent_runs(n: int, rounds: int, run_one: Callable[[], Awaitable[Any]]) -> float:
@@ -261,8 +333,8 @@ async def concurrency_table(n: int, with_langgraph: bool) -> None:
         print(f"{name:>10} {wall:>8.3f} {n / wall:>9.0f} {peak / 2**20:>9.1f}")
 
 
-async def first_token(budget: float) -> None:
-    print("\n3. time to the first streamed token at the consumer (no tool round; µs)")
+def first_token_pair() -> tuple[Callable[[], Awaitable[Any]], Callable[[], Awaitable[Any]]]:
+    """Time to the first streamed token: the hand loop calling ``model.stream``, pyeino's streaming runner."""
     model = BenchModel(0)
 
     async def hand() -> None:
@@ -279,9 +351,86 @@ async def first_token(budget: float) -> None:
             await event.message.message_stream.recv()
             await event.aclose()
 
-    h = await per_call(hand, budget)
-    o = await per_call(ours, budget)
-    print(f"hand loop {h * 1e6:.1f}   pyeino {o * 1e6:.1f}   ratio {o / h:.1f}x")
+    return hand, ours
+
+
+class ParkingModel(BenchModel):
+    """``BenchModel`` whose call after round ``park_at`` waits at a gate: the run is parked mid-way."""
+
+    def __init__(self, rounds: int, park_at: int) -> None:
+        super().__init__(rounds)
+        self.park_at = park_at
+        self.gate = anyio.Event()
+        self.parked = 0
+        self.all_parked = anyio.Event()
+        self.expected = 0
+
+    async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        if self._round(messages) == self.park_at:
+            self.parked += 1
+            if self.parked == self.expected:
+                self.all_parked.set()
+            await self.gate.wait()
+        return await super().generate(messages, **opts)
+
+
+async def parked_bytes(n: int, rounds: int, park_at: int, pyeino: bool) -> float:
+    """Live bytes per run (tracemalloc, after a collection) of ``n`` runs parked in their model call after
+    ``park_at`` rounds, less what was live before they started."""
+    model = ParkingModel(rounds, park_at)
+    model.expected = n
+    if pyeino:
+        agent = ChatModelAgent("bench", "benchmark", model=model, tools=[TOOL], max_iterations=rounds + 1)
+        runner = Runner(agent)
+        model.park_at = -1
+        await pyeino_run(runner, "warm")  # built and warm: the graph is compiled once, not per run
+        model.park_at = park_at
+        one: Callable[[], Awaitable[Any]] = partial(pyeino_run, runner, "go")
+    else:
+        one = partial(hand_loop, model, "go")
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        async with anyio.create_task_group() as tg:
+            for _ in range(n):
+                tg.start_soon(one)
+            await model.all_parked.wait()
+            gc.collect()
+            live = tracemalloc.get_traced_memory()[0]
+            model.gate.set()
+    finally:
+        tracemalloc.stop()
+    return (live - before) / n
+
+
+async def parked_table(n: int) -> None:
+    print(f"\n3. {n} runs parked in their model call after their third round: live memory per run (tracemalloc)")
+    hand = await parked_bytes(n, 5, 3, pyeino=False)
+    ours = await parked_bytes(n, 5, 3, pyeino=True)
+    print(f"hand loop {hand / 1024:.1f} KiB   pyeino {ours / 1024:.1f} KiB   (goal: pyeino <= 10 KiB)")
+
+
+def counts_table() -> None:
+    """Python calls and opcodes per run (see ``opcount.py``): figures the machine's load does not move."""
+    import opcount
+
+    print("\n4. Python calls and opcodes per run (sys.settrace; C code not counted)")
+    print(f"{'':<26} {'calls':>7} {'opcodes':>8} {'opcodes/hand':>13}")
+    rows = [
+        ("K=1", partial(hand_loop, BenchModel(1), "go"), partial(pyeino_run, pyeino_runner(1), "go")),
+        ("K=10", partial(hand_loop, BenchModel(10), "go"), partial(pyeino_run, pyeino_runner(10), "go")),
+        ("time to first token", *first_token_pair()),
+    ]
+
+    async def measure() -> None:
+        for label, hand, ours in rows:
+            hc, ho = await opcount.count(hand)
+            oc, oo = await opcount.count(ours)
+            print(f"{'hand ' + label:<26} {hc:>7} {ho:>8}")
+            print(f"{'pyeino ' + label:<26} {oc:>7} {oo:>8} {oo / ho:>12.1f}x")
+
+    anyio.run(measure)
 
 
 def profile(rounds: int = 10, runs: int = 300) -> None:
@@ -299,10 +448,12 @@ def profile(rounds: int = 10, runs: int = 300) -> None:
 
 
 async def main(quick: bool, with_langgraph: bool) -> None:
-    budget = 0.2 if quick else 1.0
-    await iteration_table(budget, with_langgraph)
+    budget, repeats = (0.1, 10) if quick else (0.5, 30)
+    await ratio_table(budget, repeats)
     await concurrency_table(1000, with_langgraph)
-    await first_token(budget)
+    await parked_table(1000)
+    if with_langgraph:
+        await iteration_table(budget, with_langgraph)
 
 
 if __name__ == "__main__":
@@ -315,3 +466,4 @@ if __name__ == "__main__":
         profile()
     else:
         anyio.run(main, args.quick, not args.no_langgraph)
+        counts_table()

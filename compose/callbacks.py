@@ -201,6 +201,8 @@ def make_config(
 ) -> CallbackConfig | None:
     """Merge the enclosing run's handlers with this call's (``base_path`` is where this graph sits)."""
     parent = _current_config.get()
+    if parent is None and not callbacks and not _global_handlers:
+        return None  # the common case: no handler anywhere
     everywhere: tuple[CallbackHandler, ...] = parent.everywhere if parent else tuple(_global_handlers)
     designated = dict(parent.designated) if parent else {}
     if callbacks:

@@ -9,7 +9,7 @@ soon as END has a stream; the rest of the work happens lazily as the caller read
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 import anyio
@@ -164,10 +164,11 @@ class Runnable(Generic[I, O]):
         restore: tuple[RunSnapshot, Mapping[str, Any]] | None = None,
         check: tuple[Any] | None = None,
         origin: object = None,
+        cancel_checked: bool = False,
     ) -> RunHandle:
         """Start a run: resume it from its checkpoint when there is one (claimed, so that exactly one of several
         concurrent resumes gets it), else check the input and begin afresh."""
-        if not path:
+        if not path and not cancel_checked:
             await _entry_checkpoint(x)
         t = self._tables
         store = t.checkpoint_store
@@ -218,16 +219,21 @@ class Runnable(Generic[I, O]):
         await handle.step(to_end=True)
         return handle.result
 
-    async def start_run(self, x: Any, *, streaming: bool, **opts: Any) -> RunHandle:
+    async def start_run(self, x: Any, *, streaming: bool, cancel_checked: bool = False, **opts: Any) -> RunHandle:
         """Begin a run that the caller drives superstep by superstep (``await run.step()`` until it returns True,
         then ``run.result``; ``await run.aclose()`` when abandoning it). In a streaming run ``x`` is a stream.
-        Checkpoint options (``checkpoint_id``, ``resume``, ...) work as for ``invoke``.
+        Checkpoint options (``checkpoint_id``, ``resume``, ...) work as for ``invoke``. ``cancel_checked``: the
+        caller has just passed a cancellation check (its own entry point's) and not awaited since, so this one
+        is not repeated.
 
         This is how the agent runner interleaves events with the run without a background task.
         """
         if streaming:
             _check_reader(x, "start_run")
-        return await self._open(x, streaming=streaming, options=CallOptions.parse(opts), path=(), info=self._info)
+        options = CallOptions.parse(opts)
+        return await self._open(
+            x, streaming=streaming, options=options, path=(), info=self._info, cancel_checked=cancel_checked
+        )
 
     async def invoke(self, x: I | None, **opts: Any) -> O:
         """Run with a value; every node runs its invoke form. Returns END's value."""
@@ -368,9 +374,17 @@ class RunHandle:
     async def begin(self, x: Any) -> None:
         await self._guard(self._run.begin(x))
 
-    async def step(self, *, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
+    def step(self, *, to_end: bool = False, until: Callable[[], bool] | None = None) -> Awaitable[bool]:
         """Run one superstep (or, with ``to_end``, all of them; with ``until``, as many as it takes for it to
-        return True after one); True once ``result`` is set."""
+        return True after one); True once ``result`` is set (await it).
+
+        Without a checkpoint id there is nothing to save, retire or release: this is the graph run's own step,
+        with no frame of the handle's in between (a parked run holds every frame of its stack)."""
+        if self._checkpoint_id is None:
+            return self._run.step(to_end, until)
+        return self._step_checkpointed(to_end, until)
+
+    async def _step_checkpointed(self, to_end: bool, until: Callable[[], bool] | None) -> bool:
         done: bool = await self._guard(self._run.step(to_end, until))
         if done and self._checkpoint_id is not None and self._restored:
             owner, self._owner = self._owner, ""

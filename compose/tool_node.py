@@ -95,6 +95,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_STR_ONLY = {str}
 
 # ----------------------------------------------------------------------------------------------------------
 # The node
@@ -211,37 +212,45 @@ class ToolsNode:
         """
         message, executed, resumed = _restore_rerun(message)
         calls = await self._prepare(message)
-        results: list[str | Exception | None] = [None] * len(calls)
         # a tool sees its own saved interrupt, never its node's: needed only inside a resumed run
         isolate = resumed is not None or _resumed.get() is not None
+        if len(calls) == 1 and not executed:  # the common case: one call, run inline
+            call = calls[0]
+            result = await self._invoke_one(call, resumed, isolate)
+            if type(result) is not str:
+                _raise_first_failure(calls, [result], streaming=False)
+                _raise_interrupts(message, calls, [result])
+            return [tool_message(cast(str, result), call.call_id, tool_name=call.name)]
+        results: list[str | Exception | None] = [None] * len(calls)
 
         async def run_one(i: int) -> None:
             call = calls[i]
             if call.call_id in executed:  # finished before the interrupt: never run twice
                 results[i] = executed[call.call_id]
                 return
-            token = _tool_call_id.set(call.call_id)
-            rtoken = _resumed.set(_child_resumed(resumed, call)) if isolate else None
-            try:
-                if call.endpoints is None:
-                    results[i] = await self._unknown(call)
-                else:
-                    results[i] = (
-                        await call.endpoints.invoke(ToolInput(call.name, call.arguments, call.call_id))
-                    ).result
-            except Exception as exc:  # a failed call is a result; the node decides below
-                results[i] = exc
-            finally:
-                if rtoken is not None:
-                    _resumed.reset(rtoken)
-                _tool_call_id.reset(token)
+            results[i] = await self._invoke_one(call, resumed, isolate)
 
         await self._run_all(run_one, len(calls))
-        if not all(type(r) is str for r in results):
+        if set(map(type, results)) != _STR_ONLY:  # all(type(r) is str ...) without a generator frame per call
             _raise_first_failure(calls, results, streaming=False)
             _raise_interrupts(message, calls, results)
         texts = cast(list[str], results)  # no failure left: every slot holds the call's result
         return [tool_message(text, c.call_id, tool_name=c.name) for c, text in zip(calls, texts, strict=True)]
+
+    async def _invoke_one(self, call: _Call, resumed: _Resumed | None, isolate: bool) -> str | Exception:
+        """One call's result, or its failure (a result too: the node decides)."""
+        token = _tool_call_id.set(call.call_id)
+        rtoken = _resumed.set(_child_resumed(resumed, call)) if isolate else None
+        try:
+            if call.endpoints is None:
+                return await self._unknown(call)
+            return (await call.endpoints.invoke(ToolInput(call.name, call.arguments, call.call_id))).result
+        except Exception as exc:
+            return exc
+        finally:
+            if rtoken is not None:
+                _resumed.reset(rtoken)
+            _tool_call_id.reset(token)
 
     async def stream(self, message: Message, **opts: Any) -> StreamReader[list[Message | None]]:
         """Start every tool call of ``message``; return one stream of their results, slot ``i`` for call i.

@@ -155,6 +155,10 @@ def checked_model_calls(key: str, model: Any) -> tuple[GenerateFn, StreamFn]:
     async def generate(messages: Sequence[Message], **opts: Any) -> Message:
         return checked_message(await generate_fn(messages, **opts), f"{where}: generate()")
 
+    if getattr(model, "checks_messages", False) is True:
+        # its generate checks what it returns already (an agent's event layer, naming the agent): not twice
+        generate = generate_fn
+
     async def stream(messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
         return checked_stream(await stream_fn(messages, **opts), f"{where}: stream()")
 
