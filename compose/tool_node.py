@@ -57,7 +57,8 @@ from compose.errors import (
 from compose.interrupt import InterruptSignal, _Resumed, _resumed
 from compose.schema import Message, ToolInfo, tool_message
 from compose.stream import StreamReader, merge_streams
-from compose.stream._core import _EMPTY, _Signal
+from compose.stream._copy import ConvertingReader
+from compose.stream._core import _Signal
 from compose.tool_middleware import (
     InvokableToolEndpoint,
     InvokableToolMiddleware,
@@ -452,7 +453,7 @@ def _child_resumed(resumed: _Resumed | None, call: _Call) -> _Resumed | None:
     return None
 
 
-class _SlotReader(StreamReader[list[Message | None]]):
+class _SlotReader(ConvertingReader[list[Message | None]]):
     """One call's tool stream as the node's chunks: each string chunk in slot ``i`` of ``n``, and each error
     item as a :class:`ToolExecutionError` naming the tool and call id (``streaming=True``, the error as its
     cause), so a reader far downstream (the next node's concat) still says which tool failed. A chunk that is
@@ -463,12 +464,10 @@ class _SlotReader(StreamReader[list[Message | None]]):
     _kind = "tool-slot"
 
     def __init__(self, i: int, n: int, call: _Call, src: StreamReader[str]) -> None:
-        super().__init__()
-        self._src = src
+        super().__init__(src)
         self._call = call
         self._before: list[Message | None] = [None] * i
         self._after: list[Message | None] = [None] * (n - i - 1)
-        self._cancel_safe = src.cancel_safe
 
     def _convert(self, x: object) -> object:
         call = self._call
@@ -486,19 +485,6 @@ class _SlotReader(StreamReader[list[Message | None]]):
         except ToolExecutionError as exc:
             return _Signal(exc)
         return [*self._before, tool_message(text, call.call_id, tool_name=call.name), *self._after]
-
-    def _poll(self) -> object:
-        x = self._src._poll()
-        return x if x is _EMPTY else self._convert(x)
-
-    async def _pull(self) -> object:
-        x = self._src._poll()
-        if x is _EMPTY:
-            x = await self._src._pull()
-        return self._convert(x)
-
-    async def _aclose_owned(self) -> None:
-        await self._src.aclose()
 
     def __repr__(self) -> str:
         return f"<StreamReader tool-slot({self._call.name}:{self._call.call_id}) {self._state()} source={self._src!r}>"

@@ -254,27 +254,17 @@ class MapReader(StreamReader[Any]):
         return f"<StreamReader map({name}) {self._state()} source={self._src!r}>"
 
 
-class WrapErrorsReader(StreamReader[Any]):
-    """Passes its source's values through and replaces each error item by ``on_error(exc)`` (a ``MapReader``
-    without a function); owns its source."""
+class ConvertingReader(StreamReader[T]):
+    """A reader that owns its source and hands on each item (value or signal) through ``_convert``, which
+    subclasses define; polling stays synchronous when the source has an item ready."""
 
-    _kind = "wrap-errors"
-
-    def __init__(self, src: StreamReader[Any], on_error: Callable[[BaseException], BaseException]) -> None:
+    def __init__(self, src: StreamReader[Any]) -> None:
         super().__init__()
         self._src = src
-        self._on_error = on_error
         self._cancel_safe = src.cancel_safe
 
     def _convert(self, x: object) -> object:
-        if type(x) is _Signal:
-            exc = x.exc
-            if exc is None:
-                self._done = True
-                return x
-            wrapped = self._on_error(exc)
-            return x if wrapped is exc else _Signal(wrapped)
-        return x
+        raise NotImplementedError
 
     def _poll(self) -> object:
         x = self._src._poll()
@@ -288,6 +278,27 @@ class WrapErrorsReader(StreamReader[Any]):
 
     async def _aclose_owned(self) -> None:
         await self._src.aclose()
+
+
+class WrapErrorsReader(ConvertingReader[Any]):
+    """Passes its source's values through and replaces each error item by ``on_error(exc)`` (a ``MapReader``
+    without a function); owns its source."""
+
+    _kind = "wrap-errors"
+
+    def __init__(self, src: StreamReader[Any], on_error: Callable[[BaseException], BaseException]) -> None:
+        super().__init__(src)
+        self._on_error = on_error
+
+    def _convert(self, x: object) -> object:
+        if type(x) is _Signal:
+            exc = x.exc
+            if exc is None:
+                self._done = True
+                return x
+            wrapped = self._on_error(exc)
+            return x if wrapped is exc else _Signal(wrapped)
+        return x
 
     def __repr__(self) -> str:
         return f"<StreamReader wrap-errors {self._state()} source={self._src!r}>"
