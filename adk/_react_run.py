@@ -64,12 +64,15 @@ class ReactResumeState(BaseModel):
 
 
 def _agent_error(exc: BaseException) -> BaseException:
-    """The error to report: an agent error found in the cause chain (under ``NodeRunError``), else ``exc``."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, AgentError):
-            return seen
-        seen = seen.__cause__
+    """The error to report: an agent error found in the cause chain (under ``NodeRunError``), else ``exc``. A
+    chain that loops back on itself (a tool may set ``__cause__`` as it likes) is walked once."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, AgentError):
+            return link
+        seen.add(id(link))
+        link = link.__cause__
     return exc
 
 
