@@ -30,7 +30,7 @@ import anyio
 import anyio.lowlevel
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from adk._callbacks import AgentCallbacks
+from adk._callbacks import agent_callbacks
 from adk._run import RunContext, current_run
 from adk.checkpointing import agent_contexts
 from adk.errors import AgentError, AgentTimeoutError
@@ -125,7 +125,7 @@ class ReactRun:
         self._graph_id = uuid.uuid4().hex if agent_ctx.session.resumable or resume is not None else ""
         self._closed = False
         # the run reports as RunInfo(name, class, "Agent") to the Runner's callbacks, its graph's nested under it
-        self._callbacks = AgentCallbacks(ctx.agent_name, agent_type, agent_ctx.session.callbacks)
+        self._callbacks = agent_callbacks(ctx.agent_name, agent_type, agent_ctx.session.callbacks)
         self._run: RunHandle | None = None
         self._finished = False
         self._counted = False
@@ -145,8 +145,11 @@ class ReactRun:
         ctx = self._ctx
         events = ctx.events
         if self._run is None and not self._finished:
-            # the run's entry: a cancellation point before anything (trio's rule for async APIs)
-            await anyio.lowlevel.checkpoint_if_cancelled()
+            # the run's entry: a cancellation point before anything (trio's rule for async APIs), unless the
+            # Runner's entry has just been one
+            if not self._session.entry_checked:
+                await anyio.lowlevel.checkpoint_if_cancelled()
+            self._session.entry_checked = False
         if events:
             return events.pop(0)
         if self._finished:
@@ -203,8 +206,10 @@ class ReactRun:
         """Start the graph run, then run supersteps until there are events."""
         messages, self._input = self._input, None
         x: Any = StreamReader.from_iterable((messages,)) if self._streaming else messages
-        await self._callbacks.start(messages)
-        opts: dict[str, Any] = self._callbacks.graph_options()
+        callbacks = self._callbacks
+        if callbacks.handlers:
+            await callbacks.start(messages)
+        opts: dict[str, Any] = callbacks.graph_options() if callbacks.given else {}
         if self._graph_id:
             opts["checkpoint_id"] = self._graph_id
         if self._resume is not None:
@@ -262,7 +267,8 @@ class ReactRun:
             ctx.session_values[self._output_key] = final.content
         ctx.termination_reason = "completed"
         self._count()
-        await self._callbacks.end(final)
+        if self._callbacks.live:
+            await self._callbacks.end(final)
 
     async def _pause(self, exc: GraphInterrupt) -> None:
         """The graph paused: queue the interrupt event carrying the graph's checkpoint."""

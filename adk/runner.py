@@ -109,6 +109,8 @@ class AgentRun:
             self._started = True
             if self._events is None:
                 self._events = await self._resume()
+            else:
+                self._session.entry_checked = True  # nothing awaited since: the agent's entry need not check
         assert self._events is not None
         token = current_session.set(self._session)
         try:
@@ -120,6 +122,7 @@ class AgentRun:
             raise
         finally:
             current_session.reset(token)
+            self._session.entry_checked = False
         if not event.run_path:  # a custom agent's event: the framework names its emitter (flow.go)
             event.agent_name, event.run_path = self._agent.name, self._ctx.run_path
         if event.error is None and event.action is None:
