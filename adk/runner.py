@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from adk._react_run import ReactRun
 from adk._run import current_session
 from adk.agent import Agent, AgentContext, AgentEvents, ResumableAgent, ResumeInfo, RunSession, check_agent
 from adk.agents.history import RecordedEvent
@@ -230,12 +231,17 @@ class AgentRun:
 
     async def _close_shielded(self) -> None:
         self._finished = True
-        if self._events is not None:
-            await self._events.aclose()
+        events = self._events
+        if type(events) is ReactRun:
+            await events.aclose(shielded=True)  # a ChatModelAgent's run: inside this scope, it needs no other
+        elif events is not None:
+            await events.aclose()
         await self._session.aclose()
 
     async def aclose(self) -> None:
         """Stop the run: close the agent's run and every event stream not yet handed out (idempotent)."""
+        if self._finished and self._events is None and self._checkpoint is None:
+            return  # it ended (``_end``): its agent's run and its session are closed
         with anyio.CancelScope(shield=True):
             await self._close_shielded()
             if self._checkpoint is not None:

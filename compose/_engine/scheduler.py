@@ -297,13 +297,20 @@ class GraphRun:
         finally:
             self._exit(tokens)
 
-    async def aclose(self) -> None:
-        """Abandon the run: close every stream it holds (idempotent); a run not finished reports a cancel."""
+    async def aclose(self, *, shielded: bool = False) -> None:
+        """Abandon the run: close every stream it holds (idempotent); a run not finished reports a cancel.
+        ``shielded``: the caller is inside a shielded cancel scope already (this needs no scope of its own)."""
+        if shielded:
+            await self._abandon()
+            return
         with anyio.CancelScope(shield=True):
-            await self._close_all()
-            if self.live:
-                self.live = False
-                await fire_cancel(self._handlers(), self.info)
+            await self._abandon()
+
+    async def _abandon(self) -> None:
+        await self._close_all()
+        if self.live:
+            self.live = False
+            await fire_cancel(self._handlers(), self.info)
 
     async def _enter_or_close(self, value: Any) -> tuple[Any, Any]:
         try:
