@@ -95,6 +95,27 @@ def load_resume_state(state: Any, agent_name: str) -> ReactResumeState:
 class ReactRun:
     """One ``ChatModelAgent`` run (see the module docstring); an async iterator of its events."""
 
+    __slots__ = (
+        "_address",
+        "_bridge",
+        "_callbacks",
+        "_closed",
+        "_counted",
+        "_ctx",
+        "_deadline",
+        "_finished",
+        "_graph_id",
+        "_input",
+        "_output_key",
+        "_resume",
+        "_run",
+        "_runnable",
+        "_session",
+        "_streaming",
+        "_timeout",
+        "final_message",
+    )
+
     def __init__(
         self,
         runnable: Runnable[list[Message], Message],

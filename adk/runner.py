@@ -53,6 +53,8 @@ class AgentRun:
     ``__anext__`` (no agent ran, so there is no event to carry them).
     """
 
+    __slots__ = ("_agent", "_checkpoint", "_ctx", "_events", "_exit", "_finished", "_reason", "_session", "_started")
+
     def __init__(
         self,
         agent: Agent,

@@ -16,6 +16,7 @@ honours timeouts and cancellation and shares the loop with other runs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -55,7 +56,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
         await anyio.lowlevel.checkpoint()  # nodes that never await must not starve other tasks or a deadline
     inbox = self.inbox
     pending = self.pending
-    deferred: list[tuple[int, Any]] = []
+    deferred: Sequence[tuple[int, Any]] = ()  # no list made (and held across the step) when there is none
     if self.skip_before and self.rerun_restored:
         # resuming nodes that paused: they finish their superstep first, so the outputs of their siblings in
         # that superstep are routed together with theirs (as if the run had never paused)
@@ -82,8 +83,13 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
     # As Eino computes the next tasks: read every ready inbox (fan-in merges may fail here), then END wins, then
     # interrupts before nodes, then the step limit.
     if len(inbox) == 1:  # the hot path: one node this step
-        j = next(iter(inbox))
-        x = self._take(j)
+        j, box = inbox.popitem()
+        if len(box) == 1:  # from one predecessor: nothing to merge
+            (x,) = box.values()
+        else:
+            inbox[j] = box
+            x = self._take(j)
+        del box  # not held while the node runs (a parked run holds its frames' locals)
         if j == t.end:
             await self._close_all()
             return x
@@ -270,7 +276,7 @@ async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
 
 
 async def _run(
-    self: GraphRun, batch: list[tuple[int, Any]], deferred: list[tuple[int, Any]]
+    self: GraphRun, batch: list[tuple[int, Any]], deferred: Sequence[tuple[int, Any]]
 ) -> tuple[list[tuple[int, GraphInterrupt]], list[tuple[int, Any]], list[int]]:
     """Run the step's tasks together; queue their outputs (after the deferred ones of a resumed step)."""
     outputs, signals, abandoned = await run_batch(self, batch)

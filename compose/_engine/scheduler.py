@@ -194,6 +194,7 @@ class GraphRun:
         "cb",
         "frame",
         "gated",
+        "general",
         "inbox",
         "info",
         "last",
@@ -247,6 +248,8 @@ class GraphRun:
         self.steps = 0
         self.frame: _StateFrame | None = None
         self.cb: CallbackConfig | None = _NOTHING
+        # whether every node takes the general path (streaming, callbacks or per-call node options): set with cb
+        self.general = True
         self.live = False  # its handlers saw the start and not yet the end (aclose then reports a cancel)
         self.track = _node_address.get() is not None  # nodes run with their address set (track_addresses)
         self.result: Any = _NOTHING
@@ -333,6 +336,7 @@ class GraphRun:
         parent_cb = _current_config.get()
         if self.cb is _NOTHING:
             self.cb = callback_config(self.options, self.path)
+            self.general = self.streaming or self.cb is not None or bool(self.options.node_options)
         tok_cb = _current_config.set(self.cb) if self.cb is not parent_cb else None
         return tok_frame, tok_cb
 
@@ -435,7 +439,7 @@ class GraphRun:
         node = self.t.nodes[j]
         if self.resume_for and j in self.resume_for:
             return await self._exec_resumed(j, x)
-        if node.invoke1 is None or self.streaming or self.cb is not None or self.options.node_options:
+        if node.invoke1 is None or self.general:
             return await self._exec_general(j, x, None)
         try:
             out = await node.invoke1(x)
