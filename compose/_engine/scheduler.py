@@ -323,22 +323,25 @@ class GraphRun:
             raise
 
     def _enter(self) -> tuple[Any, Any]:
-        t = self.t
-        if self.frame is None and t.state_factory is not None:
+        """Set the run's state frame and callbacks for what runs now (every step comes this way)."""
+        frame = self.frame
+        factory = self.t.state_factory if frame is None else None
+        if factory is not None:
             try:
-                state = t.state_factory()
+                state = factory()
             except Exception as exc:
                 raise GraphRunError(
-                    f"state factory of graph '{t.name}' failed: {type(exc).__name__}: {exc}"
+                    f"state factory of graph '{self.t.name}' failed: {type(exc).__name__}: {exc}"
                 ) from exc
-            self.frame = _StateFrame(state, _current_frame.get())
-        tok_frame = _current_frame.set(self.frame) if self.frame is not None else None
-        parent_cb = _current_config.get()
-        if self.cb is _NOTHING:
-            self.cb = callback_config(self.options, self.path)
-            self.general = self.streaming or self.cb is not None or bool(self.options.node_options)
-        tok_cb = _current_config.set(self.cb) if self.cb is not parent_cb else None
-        return tok_frame, tok_cb
+            frame = self.frame = _StateFrame(state, _current_frame.get())
+        cb = self.cb
+        if cb is _NOTHING:
+            cb = self.cb = callback_config(self.options, self.path)
+            self.general = self.streaming or cb is not None or bool(self.options.node_options)
+        return (
+            _current_frame.set(frame) if frame is not None else None,
+            _current_config.set(cb) if cb is not _current_config.get() else None,
+        )
 
     def _exit(self, tokens: tuple[Any, Any]) -> None:
         tok_frame, tok_cb = tokens
