@@ -52,7 +52,7 @@ from compose.runnable import Runnable
 from compose.schema import Message, ToolInfo, tool_message
 from compose.state import is_awaitable, process_state
 from compose.stream import SKIP, SkipType, StreamReader, concat
-from compose.tool_middleware import named_tool_stream
+from compose.tool_middleware import _MessageOutput, named_tool_stream
 from compose.tool_node import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
@@ -556,7 +556,7 @@ def tool_result_collector() -> ToolMiddleware:
             msg = tool_message(out.result, inp.call_id, tool_name=inp.name)
             variant = MessageVariant(False, message=msg, role="tool", tool_name=inp.name)
             _deliver(run, AgentEvent(output=AgentOutput(variant), action=action), held, inp.call_id)
-            return ToolOutput(out.result, msg)  # the node's output is the event's message, not a copy of it
+            return _MessageOutput(out.result, msg)  # the node's output is the event's message, not a copy
 
         return endpoint
 

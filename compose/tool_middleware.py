@@ -78,9 +78,14 @@ class ToolOutput:
     """The result of an invokable endpoint."""
 
     result: str
-    _message: Message | None = field(default=None, repr=False, compare=False)
-    """The call's tool message, when the middleware that returned this built one already (the agent's event
-    collector): ``tool_message(result, call_id, tool_name=name)``, which the node then returns as it is."""
+
+
+@dataclass(frozen=True, slots=True)
+class _MessageOutput(ToolOutput):
+    """A ``ToolOutput`` with the call's tool message built already (by the agent's event collector, for its
+    event): ``tool_message(result, call_id, tool_name=name)``, which the ToolsNode returns as it is."""
+
+    message: Message = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,7 @@ from compose.tool_middleware import (
     _build_endpoints,
     _close,
     _Endpoints,
+    _MessageOutput,
     _tool_call_id,
     get_tool_call_id,
     stream_call_error,
@@ -96,7 +97,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-_OUTPUT_ONLY = {ToolOutput}
+_OUTPUTS = {ToolOutput, _MessageOutput}
 
 # ----------------------------------------------------------------------------------------------------------
 # The node
@@ -226,7 +227,7 @@ class ToolsNode:
         if len(calls) == 1 and not executed:  # the common case: one call, run inline
             call = calls[0]
             out = await self._invoke_one(call, resumed, isolate)
-            if type(out) is not ToolOutput:
+            if type(out) not in _OUTPUTS:
                 _raise_first_failure(calls, [out], streaming=False)
                 _raise_interrupts(message, calls, [out])
             return [_message_of(cast(ToolOutput, out), call)]
@@ -240,15 +241,13 @@ class ToolsNode:
             results[i] = await self._invoke_one(call, resumed, isolate)
 
         await self._run_all(run_one, len(calls))
-        if set(map(type, results)) != _OUTPUT_ONLY:  # all(type(r) is ToolOutput ...) without a generator frame
-            texts = [r.result if type(r) is ToolOutput else r for r in results]
+        if not set(map(type, results)) <= _OUTPUTS:  # all outputs, without a generator frame per call
+            texts = [r.result if isinstance(r, ToolOutput) else r for r in results]
             _raise_first_failure(calls, texts, streaming=False)
             _raise_interrupts(message, calls, texts)
         outputs = cast(list[ToolOutput], results)  # no failure left: every slot holds the call's output
         return [
-            out._message
-            if out._message is not None and out._message.tool_call_id == c.call_id and out._message.tool_name == c.name
-            else tool_message(out.result, c.call_id, tool_name=c.name)
+            tool_message(out.result, c.call_id, tool_name=c.name) if type(out) is ToolOutput else _message_of(out, c)
             for c, out in zip(calls, outputs, strict=True)
         ]
 
@@ -263,7 +262,7 @@ class ToolsNode:
             out = exc
         finally:
             _tool_call_id.reset(token)
-        if type(out) is not ToolOutput:
+        if type(out) not in _OUTPUTS:
             if not isinstance(out, Exception):  # a middleware's own output type: its result is what counts
                 return _message_of(ToolOutput(out.result), call)
             _raise_first_failure((call,), (out,), streaming=False)
@@ -278,7 +277,7 @@ class ToolsNode:
             if call.endpoints is None:
                 return ToolOutput(await self._unknown(call))
             out = await call.endpoints.invoke(ToolInput(call.name, call.arguments, call.call_id))
-            if type(out) is not ToolOutput:
+            if type(out) not in _OUTPUTS:
                 return ToolOutput(out.result)  # a middleware's own output type: its result is what counts
             return out
         except Exception as exc:
@@ -428,9 +427,10 @@ async def _read_finished(call: _Call, reader: StreamReader[str]) -> str:
 def _message_of(out: ToolOutput, call: _Call) -> Message:
     """The call's tool message: the one a middleware built already (the agent's event collector: its event and
     the node's output share it), else a new one."""
-    msg = out._message
-    if msg is not None and msg.tool_call_id == call.call_id and msg.tool_name == call.name:
-        return msg
+    if type(out) is _MessageOutput:
+        msg = out.message
+        if msg.tool_call_id == call.call_id and msg.tool_name == call.name:
+            return msg
     return tool_message(out.result, call.call_id, tool_name=call.name)
 
 
