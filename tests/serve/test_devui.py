@@ -106,6 +106,18 @@ async def test_a_finished_thread_is_listed_with_its_messages() -> None:
     assert thread == {"threadId": "t1", "title": "Pay", "messages": 4, "paused": False}
 
 
+async def test_the_routes_run_on_the_test_loop_too() -> None:
+    """In process (httpx's ASGI transport) the thread list, the graph and the page run on asyncio and trio."""
+    transport = httpx.ASGITransport(app=create_app(payer(), dev_ui=True))
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        await post_run(client, "/agents/payer/agui", run_input("t", "r1", [user("u1", "Pay")]))
+        listed = (await client.get("/agents/payer/threads")).json()["threads"]
+        graph = (await client.get("/agents/payer/graph")).json()["agents"]["graph"]
+        assert (await client.get("/")).status_code == 200
+    assert listed == [{"threadId": "t", "title": "Pay", "messages": 2, "paused": True}]
+    assert {n["kind"] for n in graph["nodes"]} >= {"start", "ChatModel", "ToolsNode", "end"}
+
+
 class GetSetOnly:
     """A checkpoint store with only Eino's two methods."""
 

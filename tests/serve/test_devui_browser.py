@@ -5,7 +5,7 @@ Playwright's sync API, in the test's thread (the server runs on uvicorn in its o
 waits for what the page shows. Each scenario saves a screenshot under the test's artifact directory
 (``PYEINO_TEST_ARTIFACTS``, else pytest's tmp directory); ``PYEINO_DEVUI_SCREENSHOT=docs/devui.png`` also writes
 the README's screenshot. Skipped when Chromium (``PYEINO_CHROMIUM``, default ``/usr/bin/chromium``) or Playwright
-is missing; CI installs both.
+is missing, unless ``PYEINO_REQUIRE_BROWSER`` is set (CI sets it, and installs both).
 """
 
 from __future__ import annotations
@@ -25,10 +25,15 @@ from adk.serve import create_app
 from tests.serve.devui_app import Gate, broken_agent, travel_agent
 from tests.serve.helpers import Live, live_server
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (the test extra)")
 CHROMIUM = Path(os.environ.get("PYEINO_CHROMIUM", "/usr/bin/chromium"))
-if not CHROMIUM.exists():
-    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)", allow_module_level=True)
+if os.environ.get("PYEINO_REQUIRE_BROWSER"):  # CI: a missing browser is a failure, not a skip
+    import playwright.sync_api as sync_api
+
+    assert CHROMIUM.exists(), f"PYEINO_REQUIRE_BROWSER is set but there is no Chromium at {CHROMIUM}"
+else:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (the test extra)")
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)", allow_module_level=True)
 
 expect = sync_api.expect
 Page = sync_api.Page
@@ -169,7 +174,10 @@ def test_approve_with_edited_arguments_finishes_the_run(page: Page, live: Live, 
     expect(card.locator(".approve")).to_be_focused()
     expect(page.locator("#send")).to_be_disabled()
     args.fill(args.input_value().replace("15:00", "16:30"))
-    shot(page, artifacts, "approval")
+    path = shot(page, artifacts, "approval")
+    readme_shot = os.environ.get("PYEINO_DEVUI_SCREENSHOT")
+    if readme_shot:
+        shutil.copyfile(path, readme_shot)
     card.locator(".approve").click()
     booked = page.locator('.tool[data-call="call_book"]')
     expect(booked.locator(".result")).to_contain_text('"time": "16:30"')
@@ -180,10 +188,7 @@ def test_approve_with_edited_arguments_finishes_the_run(page: Page, live: Live, 
     expect(page.locator("#state")).to_contain_text('"time": "16:30"')
     assert page.evaluate("devui.state.booking.ticket") == "TEA-0427"
     expect(page.locator("#input")).to_be_focused()
-    path = shot(page, artifacts, "approved")
-    readme_shot = os.environ.get("PYEINO_DEVUI_SCREENSHOT")
-    if readme_shot:
-        shutil.copyfile(path, readme_shot)
+    shot(page, artifacts, "approved")
 
 
 def test_reject_with_the_keyboard_ends_with_the_rejection(page: Page, live: Live, artifacts: Path) -> None:

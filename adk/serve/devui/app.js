@@ -631,7 +631,7 @@
       return el("li", { "data-thread": t.threadId },
         el("button", { type: "button", class: "open", "aria-current": t.threadId === page.threadId ? "true" : "false",
           title: `${t.threadId} · ${t.messages} messages${t.paused ? " · paused" : ""}`, onclick: () => openThread(t.threadId) },
-          `${t.paused ? "⏸ " : ""}${title}`),
+          t.paused ? el("span", { class: "badge", text: "paused" }) : null, title),
         el("button", { type: "button", class: "delete danger", "aria-label": `delete thread ${title}`, title: "delete", text: "✕",
           onclick: () => deleteThread(t.threadId) }));
     }));
