@@ -30,14 +30,15 @@ from serve_agent import INSTRUCTION, TOOLS, TurnScriptedModel, rounds  # noqa: E
 
 class Gate:
     """Open (every answer streams freely) unless closed; a closed gate holds each answer after its first text
-    chunk until :meth:`open`."""
+    chunk (``at="chunk"``) or before the model call answers at all (``at="start"``) until :meth:`open`."""
 
     def __init__(self) -> None:
         self._open = threading.Event()
         self._open.set()
-        self.held = threading.Event()  # an answer waits at the gate
+        self.at = "chunk"
 
-    def close(self) -> None:
+    def close(self, at: str = "chunk") -> None:
+        self.at = at
         self._open.clear()
 
     def open(self) -> None:
@@ -45,7 +46,6 @@ class Gate:
 
     async def wait(self) -> None:
         if not self._open.is_set():
-            self.held.set()
             await anyio.to_thread.run_sync(self._open.wait, abandon_on_cancel=True)
 
 
@@ -64,6 +64,8 @@ class GatedModel:
         return result
 
     async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        if self.gate.at == "start":
+            await self.gate.wait()
         source: StreamReader[Message] = await self.inner.stream(messages, **opts)
 
         async def chunks() -> AsyncIterator[Message]:
@@ -71,7 +73,7 @@ class GatedModel:
                 held = False
                 async for chunk in source:
                     yield chunk
-                    if chunk.content and not held:
+                    if chunk.content and not held and self.gate.at == "chunk":
                         held = True
                         await self.gate.wait()
             finally:

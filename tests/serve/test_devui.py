@@ -194,3 +194,12 @@ async def test_the_tree_of_agents() -> None:
 def test_the_cli_serves_the_page_unless_told_not_to() -> None:
     assert _parser().parse_args(["m:build"]).dev_ui is True
     assert _parser().parse_args(["m:build", "--no-dev-ui"]).dev_ui is False
+
+
+@pytest.mark.slow
+def test_the_readme_command_opens_the_page() -> None:
+    from tests.serve.test_cli import server
+
+    with server("examples.serve_agent:build", "memory") as (_, url):
+        page = httpx.get(f"{url}/", timeout=30)
+        assert page.status_code == 200 and "pyeino dev page" in page.text
