@@ -381,3 +381,26 @@ def test_the_page_fits_1280x800(page: Page, live: Live) -> None:
     for pane in ("#threads-pane", "#chat-pane", "#graph-pane", "#events-pane"):
         box = page.locator(pane).bounding_box()
         assert box is not None and box["width"] > 150 and box["y"] + box["height"] <= 800
+
+
+def test_the_page_applies_json_patch_as_rfc_6902_says(page: Page, live: Live) -> None:
+    open_page(page, live)
+    doc = {"a": {"b": [1, 2]}, "c": "x", "d/e": 1, "f~g": 2}
+    ops = [
+        {"op": "add", "path": "/a/b/1", "value": 9},
+        {"op": "add", "path": "/a/b/-", "value": 3},
+        {"op": "replace", "path": "/c", "value": {"deep": True}},
+        {"op": "remove", "path": "/d~1e"},
+        {"op": "move", "from": "/f~0g", "path": "/h"},
+        {"op": "copy", "from": "/a/b", "path": "/i"},
+        {"op": "test", "path": "/h", "value": 2},
+    ]
+    patched = page.evaluate("([doc, ops]) => devui.applyPatch(doc, ops)", [doc, ops])
+    assert patched == {"a": {"b": [1, 9, 2, 3]}, "c": {"deep": True}, "h": 2, "i": [1, 9, 2, 3]}
+    assert page.evaluate("([doc]) => devui.applyPatch(doc, [{op: 'add', path: '/x', value: 1}]) && doc", [doc]) == doc
+    failed = page.evaluate(
+        "([doc]) => { try { devui.applyPatch(doc, [{op: 'test', path: '/c', value: 'y'}]); }"
+        " catch (e) { return e.message } }",
+        [doc],
+    )
+    assert failed == "test failed at /c"

@@ -29,7 +29,7 @@
   const page = (window.devui = {
     agents: [], agent: null, threadId: null, messages: [], state: {}, tree: null, graphs: new Map(),
     running: null, pending: [], events: [], textLog: [], activeLog: [], activeAgent: null, activeNode: null,
-    subagents: new Map(), runStart: 0, lastEventAt: 0,
+    subagents: new Map(), runStart: 0, lastEventAt: 0, applyPatch: null,
   });
 
   // ---------------------------------------------------------------- HTTP
@@ -117,6 +117,8 @@
     }
     return root;
   }
+
+  page.applyPatch = applyPatch;
 
   // ---------------------------------------------------------------- drawing: layered graph, tree of agents
   const textWidth = (s) => [...String(s)].reduce((w, ch) => w + (ch.charCodeAt(0) > 0x2e7f ? 13 : 7), 0);
