@@ -3,6 +3,7 @@ principal, per agent), the graph and tree of agents, ``--no-dev-ui``. The page i
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,34 @@ async def test_the_routes_run_on_the_test_loop_too() -> None:
         assert (await client.get("/")).status_code == 200
     assert listed == [{"threadId": "t", "title": "Pay", "messages": 2, "paused": True}]
     assert {n["kind"] for n in graph["nodes"]} >= {"start", "ChatModel", "ToolsNode", "end"}
+
+
+async def test_a_client_gone_mid_answer_leaves_no_stream_open() -> None:
+    """The dev page's Stop while an answer streams: the server cancels the run and closes the answer's stream
+    (the autouse leak check fails the test otherwise)."""
+    import anyio
+
+    from tests.serve.devui_app import Gate, travel_agent
+
+    gate = Gate()
+    gate.close()
+    app = create_app(travel_agent(gate))
+    try:
+        with live_server(app) as live:
+            host, port = live.url.removeprefix("http://").split(":")
+            body = json.dumps(run_input("t-stop", "r1", [user("u1", "Plan my day")])).encode()
+            head = (
+                f"POST /agents/travel_agent/agui HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                f"Accept: text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n"
+            ).encode()
+            async with await anyio.connect_tcp(host, int(port)) as sock:  # hanging up is exactly what it sees
+                await sock.send(head + body)
+                seen = b""
+                while b"TEXT_MESSAGE_CONTENT" not in seen:  # held at the gate mid-answer
+                    seen += await sock.receive()
+            assert await anyio.to_thread.run_sync(app.state.tracker.wait_idle, 10)
+    finally:
+        gate.open()
 
 
 class GetSetOnly:

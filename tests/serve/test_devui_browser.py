@@ -330,13 +330,16 @@ def test_the_page_fits_a_phone(browser: Any, live: Live, artifacts: Path) -> Non
     assert errors == []
 
 
-def test_stop_cancels_the_run_and_the_thread_keeps_what_it_had(page: Page, live: Live, gate: Gate) -> None:
-    # held while the model call starts (a run cancelled while the model's stream is open leaves the engine's copy
-    # of that stream unclosed: an engine matter, reported; this test is about the page)
-    gate.close(at="start")
+@pytest.mark.parametrize("at", ["start", "chunk"])
+def test_stop_cancels_the_run_and_the_thread_keeps_what_it_had(page: Page, live: Live, gate: Gate, at: str) -> None:
+    # held while the model call starts, or while its answer streams (the server closes the answer's stream)
+    gate.close(at=at)
     open_page(page, live)
     send(page, TASK)
-    expect(page.locator("#events [data-type=STATE_SNAPSHOT]")).to_have_count(1)
+    if at == "start":
+        expect(page.locator("#events [data-type=STATE_SNAPSHOT]")).to_have_count(1)
+    else:
+        expect(page.locator(".msg.assistant.streaming .text")).to_have_text("先查明天杭州")
     page.locator("#stop").click()
     expect(page.locator(".note")).to_contain_text("stopped")
     expect(page.locator("#stop")).to_be_hidden()
