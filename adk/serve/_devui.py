@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["agent_tree", "graph_data", "routes"]
 
-_FILES = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
+_JS, _CSS = "text/javascript; charset=utf-8", "text/css; charset=utf-8"
+_FILES = {"agui.js": _JS, "graph.js": _JS, "app.js": _JS, "app.css": _CSS}
 _MAX_DEPTH = 16
 
 

@@ -121,3 +121,19 @@ class FailingModel:
 
 def broken_agent() -> ChatModelAgent:
     return ChatModelAgent("broken", "an agent whose model always fails", "Answer.", model=FailingModel())
+
+
+def lead_agent() -> ChatModelAgent:
+    """An agent calling another as a tool (``AgentTool``, its events forwarded: the dev page shows the subagent)."""
+    from adk import AgentTool, ToolsConfig
+    from tests.serve.helpers import PolicyModel, calling, tool_results
+
+    helper = ChatModelAgent("helper", "looks things up", model=PolicyModel(lambda m: "Hangzhou: light rain."))
+
+    def lead(messages: list[Message]) -> Message | str:
+        if tool_results(messages):
+            return "Take an umbrella: the helper says light rain."
+        return calling(("h1", "helper", '{"request": "weather in Hangzhou"}'))
+
+    tools = ToolsConfig([AgentTool(helper)], emit_internal_events=True)
+    return ChatModelAgent("lead", "asks its helper", model=PolicyModel(lead), tools=tools)

@@ -37,9 +37,11 @@ async def test_the_page_is_served_only_with_dev_ui() -> None:
         async with httpx.AsyncClient() as client:
             page = await client.get(f"{live.url}/")
             assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-            assert 'src="devui/app.js"' in page.text and 'href="devui/app.css"' in page.text
-            script = await client.get(f"{live.url}/devui/app.js")
-            assert script.headers["content-type"].startswith("text/javascript") and "sseEvents" in script.text
+            assert 'href="devui/app.css"' in page.text
+            for name in ("agui.js", "graph.js", "app.js"):
+                assert f'src="devui/{name}"' in page.text
+                script = await client.get(f"{live.url}/devui/{name}")
+                assert script.headers["content-type"].startswith("text/javascript") and "pyeinoDev" in script.text
             style = await client.get(f"{live.url}/devui/app.css")
             assert style.headers["content-type"].startswith("text/css")
             missing = await client.get(f"{live.url}/devui/../_app.py")

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from adk.serve import create_app
-from tests.serve.devui_app import Gate, broken_agent, travel_agent
+from tests.serve.devui_app import Gate, broken_agent, lead_agent, travel_agent
 from tests.serve.helpers import Live, live_server
 
 CHROMIUM = Path(os.environ.get("PYEINO_CHROMIUM", "/usr/bin/chromium"))
@@ -67,7 +67,8 @@ def live(gate: Gate) -> Iterator[Live]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
     from supervisor import build as team
 
-    app = create_app({"travel_agent": travel_agent(gate), "broken": broken_agent(), "team": team()}, dev_ui=True)
+    agents = {"travel_agent": travel_agent(gate), "broken": broken_agent(), "team": team(), "lead": lead_agent()}
+    app = create_app(agents, dev_ui=True)
     with live_server(app) as server:
         yield server
         gate.open()
@@ -253,6 +254,20 @@ def test_the_tree_of_agents_follows_the_agent_the_run_is_in(page: Page, live: Li
     ]
     expect(tree.locator(".node.active")).to_have_attribute("data-agent", "supervisor")
     shot(page, artifacts, "team")
+
+
+def test_an_agent_tool_s_agent_is_shown_while_it_runs(page: Page, live: Live, artifacts: Path) -> None:
+    open_page(page, live, "lead")
+    tree = page.locator("#tree-box svg[data-tree]")
+    names = tree.locator("[data-agent]").evaluate_all("nodes => nodes.map(n => n.dataset.agent)")
+    assert names == ["lead", "helper"]
+    send(page, "Do I need an umbrella?")
+    expect(page.locator(".msg.assistant").last).to_contain_text("Take an umbrella")
+    expect(page.locator(".msg.assistant", has_text="Hangzhou: light rain.").locator(".who")).to_have_text("helper")
+    agents = [entry.split(":")[0] for entry in page.evaluate("devui.activeLog")]
+    assert [a for i, a in enumerate(agents) if i == 0 or agents[i - 1] != a] == ["lead", "helper", "lead"]
+    expect(page.locator('.tool[data-call="h1"] .result')).to_contain_text("Hangzhou: light rain.")
+    shot(page, artifacts, "agent-tool")
 
 
 def test_reload_reopens_the_thread_and_threads_can_be_deleted(page: Page, live: Live, artifacts: Path) -> None:

@@ -1,10 +1,11 @@
 // pyeino dev page: an AG-UI client of the server that serves it (POST /agents/{name}/agui, read as an SSE stream),
-// plus the thread and graph reads (GET /agents/{name}/threads, /threads/{id}, /graph). Plain JS, no dependencies.
+// plus the thread and graph reads (GET /agents/{name}/threads, /threads/{id}, /graph). Plain JS, no dependencies
+// (agui.js reads the event stream and applies JSON Patch, graph.js draws the pictures; both load first).
 // window.devui exposes the page's state (events seen, partial texts, active nodes) for tests and the console.
 "use strict";
 (() => {
+  const { sseEvents, applyPatch, drawGraph, drawTree } = window.pyeinoDev;
   const $ = (id) => document.getElementById(id);
-  const SVG = "http://www.w3.org/2000/svg";
 
   function el(tag, attrs = {}, ...children) {
     const node = document.createElement(tag);
@@ -19,17 +20,10 @@
     return node;
   }
 
-  function svg(tag, attrs = {}, ...children) {
-    const node = document.createElementNS(SVG, tag);
-    for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== null) node.setAttribute(k, String(v));
-    for (const c of children) node.append(c);
-    return node;
-  }
-
   const page = (window.devui = {
     agents: [], agent: null, threadId: null, messages: [], state: {}, tree: null, graphs: new Map(),
-    running: null, pending: [], events: [], textLog: [], activeLog: [], activeAgent: null, activeNode: null,
-    subagents: new Map(), runStart: 0, lastEventAt: 0, applyPatch: null,
+    running: null, pending: [], events: [], textLog: [], activeLog: [], activeAgent: null, activeNode: null, stepAgent: null,
+    subagents: new Map(), runStart: 0, lastEventAt: 0, applyPatch,
   });
 
   // ---------------------------------------------------------------- HTTP
@@ -48,228 +42,6 @@
   }
 
   const agentPath = (name) => `agents/${encodeURIComponent(name)}`;
-
-  // ---------------------------------------------------------------- SSE: AG-UI events of a response body
-  async function* sseEvents(response) {
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        buffer += decoder.decode(value || new Uint8Array(), { stream: !done });
-        const frames = buffer.split(/\r?\n\r?\n/);
-        buffer = done ? "" : frames.pop();
-        for (const frame of frames) {
-          const data = frame.split(/\r?\n/).filter((l) => l.startsWith("data:")).map((l) => l.slice(5).replace(/^ /, ""));
-          if (data.length) yield JSON.parse(data.join("\n"));
-        }
-        if (done) return;
-      }
-    } finally {
-      reader.releaseLock();
-    }
-  }
-
-  // ---------------------------------------------------------------- JSON Patch (RFC 6902)
-  function parsePointer(path) {
-    if (path === "") return [];
-    if (!path.startsWith("/")) throw new Error(`bad JSON pointer ${path}`);
-    return path.slice(1).split("/").map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
-  }
-
-  function applyPatch(doc, ops) {
-    let root = structuredClone(doc);
-    const get = (path) => parsePointer(path).reduce((v, k) => (v === undefined ? undefined : v[k]), root);
-    const parentOf = (path) => {
-      const keys = parsePointer(path);
-      const last = keys.pop();
-      const parent = keys.reduce((v, k) => v[k], root);
-      if (parent === undefined || parent === null) throw new Error(`no parent for ${path}`);
-      return [parent, last];
-    };
-    const put = (path, value, insert) => {
-      if (path === "") { root = value; return; }
-      const [parent, key] = parentOf(path);
-      if (Array.isArray(parent)) {
-        const i = key === "-" ? parent.length : Number(key);
-        parent.splice(i, insert ? 0 : 1, value);
-      } else parent[key] = value;
-    };
-    const remove = (path) => {
-      const [parent, key] = parentOf(path);
-      const value = parent[key];
-      if (Array.isArray(parent)) parent.splice(Number(key), 1); else delete parent[key];
-      return value;
-    };
-    for (const op of ops) {
-      switch (op.op) {
-        case "add": put(op.path, structuredClone(op.value), true); break;
-        case "replace": put(op.path, structuredClone(op.value), false); break;
-        case "remove": remove(op.path); break;
-        case "move": put(op.path, remove(op.from), true); break;
-        case "copy": put(op.path, structuredClone(get(op.from)), true); break;
-        case "test":
-          if (JSON.stringify(get(op.path)) !== JSON.stringify(op.value)) throw new Error(`test failed at ${op.path}`);
-          break;
-        default: throw new Error(`unknown patch op ${op.op}`);
-      }
-    }
-    return root;
-  }
-
-  page.applyPatch = applyPatch;
-
-  // ---------------------------------------------------------------- drawing: layered graph, tree of agents
-  const textWidth = (s) => [...String(s)].reduce((w, ch) => w + (ch.charCodeAt(0) > 0x2e7f ? 13 : 7), 0);
-
-  function layered(graph) {
-    const ids = graph.nodes.map((n) => n.id);
-    const out = new Map(ids.map((id) => [id, []]));
-    const edges = graph.edges.filter((e) => out.has(e.from) && out.has(e.to));
-    for (const e of edges) out.get(e.from).push(e);
-    // edges closing a cycle (found by a depth-first walk from start) are drawn as back edges, not ranked
-    const seen = new Map();
-    const back = new Set();
-    const visit = (id) => {
-      seen.set(id, 1);
-      for (const e of out.get(id)) {
-        const s = seen.get(e.to);
-        if (s === 1) back.add(e); else if (!s) visit(e.to);
-      }
-      seen.set(id, 2);
-    };
-    if (out.has("start")) visit("start");
-    for (const id of ids) if (!seen.get(id)) visit(id);
-    const rank = new Map(ids.map((id) => [id, 0]));
-    const indegree = new Map(ids.map((id) => [id, 0]));
-    for (const e of edges) if (!back.has(e)) indegree.set(e.to, indegree.get(e.to) + 1);
-    const queue = ids.filter((id) => indegree.get(id) === 0);
-    while (queue.length) {
-      const id = queue.shift();
-      for (const e of out.get(id)) {
-        if (back.has(e)) continue;
-        rank.set(e.to, Math.max(rank.get(e.to), rank.get(id) + 1));
-        indegree.set(e.to, indegree.get(e.to) - 1);
-        if (indegree.get(e.to) === 0) queue.push(e.to);
-      }
-    }
-    const layers = [];
-    for (const id of ids) (layers[rank.get(id)] ||= []).push(id);
-    // one barycentre sweep: order each layer by the mean position of its predecessors
-    const order = new Map();
-    layers.forEach((layer, r) => {
-      if (r > 0) {
-        const score = (id) => {
-          const preds = edges.filter((e) => e.to === id && !back.has(e) && order.has(e.from)).map((e) => order.get(e.from));
-          return preds.length ? preds.reduce((a, b) => a + b, 0) / preds.length : Infinity;
-        };
-        layer.sort((a, b) => score(a) - score(b));
-      }
-      layer.forEach((id, i) => order.set(id, i));
-    });
-    const byId = new Map(graph.nodes.map((n) => [n.id, n]));
-    const size = new Map(graph.nodes.map((n) => {
-      const round = n.kind === "start" || n.kind === "end";
-      return [n.id, { w: Math.max(round ? 64 : 96, textWidth(n.label) + 24, round ? 0 : textWidth(n.kind) + 20), h: round ? 26 : 38 }];
-    }));
-    const gapX = 28, gapY = 34, pad = 16;
-    const widths = layers.map((l) => (l || []).reduce((w, id) => w + size.get(id).w, 0) + gapX * Math.max(0, (l || []).length - 1));
-    const width = Math.max(...widths, 120) + pad * 2 + 120;
-    const pos = new Map();
-    let y = pad;
-    for (let r = 0; r < layers.length; r++) {
-      const layer = layers[r] || [];
-      let x = (width - widths[r]) / 2;
-      const h = Math.max(...layer.map((id) => size.get(id).h), 0);
-      for (const id of layer) {
-        const s = size.get(id);
-        pos.set(id, { x, y: y + (h - s.h) / 2, w: s.w, h: s.h, node: byId.get(id) });
-        x += s.w + gapX;
-      }
-      y += h + gapY;
-    }
-    return { pos, edges, back, rank, width, height: y - gapY + pad };
-  }
-
-  function arrowDefs(id) {
-    return svg("defs", {}, svg("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
-      svg("path", { d: "M0,0 L10,5 L0,10 z" })));
-  }
-
-  function drawGraph(graph, label) {
-    const { pos, edges, back, rank, width, height } = layered(graph);
-    const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": label, "data-graph": "" });
-    root.append(svg("title", {}, label), arrowDefs("arrow-g"));
-    for (const e of edges) {
-      const a = pos.get(e.from), b = pos.get(e.to);
-      let d;
-      if (back.has(e)) {
-        // a back edge: out of the source's right side, up around, into the target's right side
-        const sx = a.x + a.w, sy = a.y + a.h / 2, tx = b.x + b.w, ty = b.y + b.h / 2;
-        const bulge = Math.max(sx, tx) + 40;
-        d = `M${sx},${sy} C${bulge},${sy} ${bulge},${ty} ${tx + 2},${ty}`;
-      } else if (rank.get(e.to) - rank.get(e.from) > 1) {
-        // an edge skipping layers: around the left of the layers between, not through their nodes
-        const sx = a.x, sy = a.y + a.h / 2, tx = b.x - 2, ty = b.y + b.h / 2;
-        const between = [...pos.values()].filter((p) => rank.get(p.node.id) > rank.get(e.from) && rank.get(p.node.id) < rank.get(e.to));
-        const bulge = Math.min(sx, tx, ...between.map((p) => p.x)) - 40;
-        d = `M${sx},${sy} C${bulge},${sy} ${bulge},${ty} ${tx},${ty}`;
-      } else {
-        const sx = a.x + a.w / 2, sy = a.y + a.h, tx = b.x + b.w / 2, ty = b.y - 2, my = (sy + ty) / 2;
-        d = `M${sx},${sy} C${sx},${my} ${tx},${my} ${tx},${ty}`;
-      }
-      root.append(svg("path", { d, class: `edge ${e.kind}`, "marker-end": "url(#arrow-g)", "data-from": e.from, "data-to": e.to }));
-    }
-    for (const [id, p] of pos) {
-      const n = p.node;
-      const round = n.kind === "start" || n.kind === "end";
-      const g = svg("g", { class: `node kind-${n.kind}`, "data-node": id, "data-kind": n.kind, transform: `translate(${p.x},${p.y})` },
-        svg("title", {}, `${n.label} (${n.kind})`),
-        svg("rect", { width: p.w, height: p.h, rx: round ? 14 : 6 }));
-      if (round) g.append(svg("text", { x: p.w / 2, y: 17, "text-anchor": "middle" }, n.label));
-      else {
-        g.append(svg("text", { x: p.w / 2, y: 16, "text-anchor": "middle" }, n.label));
-        g.append(svg("text", { x: p.w / 2, y: 30, "text-anchor": "middle", class: "kind" }, n.kind));
-      }
-      root.append(g);
-    }
-    return root;
-  }
-
-  function drawTree(tree) {
-    // a tidy top-down tree: leaves take consecutive slots, a parent sits over the middle of its children
-    const nodes = [];
-    let slot = 0;
-    const place = (t, depth, parent) => {
-      const n = { t, depth, parent, w: Math.max(textWidth(t.name), textWidth(t.kind)) + 24 };
-      nodes.push(n);
-      const kids = t.children.map((c) => place(c, depth + 1, n));
-      n.slot = kids.length ? (kids[0].slot + kids[kids.length - 1].slot) / 2 : slot++;
-      return n;
-    };
-    place(tree, 0, null);
-    const colW = Math.max(...nodes.map((n) => n.w)) + 16, rowH = 70, pad = 16;
-    const width = slot * colW + pad * 2, height = (Math.max(...nodes.map((n) => n.depth)) + 1) * rowH + pad;
-    const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": "tree of agents", "data-tree": "" });
-    root.append(svg("title", {}, "tree of agents"), arrowDefs("arrow-t"));
-    const cx = (n) => pad + n.slot * colW + colW / 2;
-    for (const n of nodes) {
-      if (!n.parent) continue;
-      const x1 = cx(n.parent), y1 = pad + n.parent.depth * rowH + 42, x2 = cx(n), y2 = pad + n.depth * rowH - 2;
-      root.append(svg("path", { d: `M${x1},${y1} C${x1},${(y1 + y2) / 2} ${x2},${(y1 + y2) / 2} ${x2},${y2}`,
-        class: `edge ${n.t.via === "tool" ? "branch" : ""}`, "marker-end": "url(#arrow-t)" }));
-    }
-    for (const n of nodes) {
-      const x = cx(n) - n.w / 2, y = pad + n.depth * rowH;
-      root.append(svg("g", { class: "node", "data-agent": n.t.name, transform: `translate(${x},${y})` },
-        svg("title", {}, `${n.t.name}: ${n.t.description || n.t.kind}${n.t.via === "tool" ? " (agent tool)" : ""}`),
-        svg("rect", { width: n.w, height: 42, rx: 6 }),
-        svg("text", { x: n.w / 2, y: 17, "text-anchor": "middle" }, n.t.name),
-        svg("text", { x: n.w / 2, y: 33, "text-anchor": "middle", class: "kind" }, n.t.via === "tool" ? `${n.t.kind} · tool` : n.t.kind)));
-    }
-    return root;
-  }
 
   function indexTree(tree) {
     page.graphs = new Map();
@@ -433,11 +205,12 @@
   // ---------------------------------------------------------------- one run: POST, then each event as it arrives
   function handle(e) {
     logEvent(e);
-    const who = e.subagentRunId ? page.subagents.get(e.subagentRunId) : page.activeAgent;
-    if (e.subagentRunId) setActiveAgent(page.subagents.get(e.subagentRunId));
+    // the agent an event is of: its subagent's (an agent tool's agent), else the step's
+    const who = e.subagentRunId ? page.subagents.get(e.subagentRunId) : page.stepAgent;
+    setActiveAgent(who);
     switch (e.type) {
       case "RUN_STARTED": setActiveNode("start"); break;
-      case "STEP_STARTED": setActiveAgent(e.stepName); break;
+      case "STEP_STARTED": page.stepAgent = e.stepName; setActiveAgent(e.stepName); break;
       case "SUBAGENT_STARTED": page.subagents.set(e.subagentRunId, e.name); setActiveAgent(e.name); break;
       case "TEXT_MESSAGE_START": {
         setActiveNode("ChatModel");
@@ -502,7 +275,7 @@
     page.running = controller;
     setBusy(true);
     page.runStart = page.lastEventAt = performance.now();
-    page.activeAgent = null;
+    page.activeAgent = page.stepAgent = null;
     $("events").append(el("li", { class: "run-sep" }, el("span", { class: "muted", text: `run ${body.runId}` })));
     let finished = false;
     try {
@@ -641,7 +414,7 @@
 
   function resetView() {
     page.messages = []; page.state = {}; page.pending = []; page.events = []; page.subagents = new Map();
-    page.activeAgent = null;
+    page.activeAgent = page.stepAgent = null;
     messagesBox.replaceChildren();
     $("approvals").replaceChildren();
     $("events").replaceChildren();
