@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -111,10 +112,10 @@ def resume_entries(message: A2AMessage, pending: Sequence[Interrupt]) -> list[Re
     for interrupt in pending:
         payload: Any = text
         if _is_approval(interrupt):
-            word = text.lower().rstrip(".!")
-            if word in _YES:
+            words = re.findall(r"[a-z]+", text.lower())
+            if len(words) == 1 and words[0] in _YES:
                 payload = {"approved": True}
-            elif word in _NO or word.split(maxsplit=1)[0] in _NO:
+            elif words and words[0] in _NO:
                 payload = {"approved": False, "reason": text}
             else:
                 raise ValueError(
