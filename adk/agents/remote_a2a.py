@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any
 
 import anyio
@@ -87,6 +88,13 @@ class _Pump:
         self.ended = False
         self.task_id: str | None = None
         self.context_id: str | None = None
+
+    async def finish(self) -> None:
+        """Read the rest (the server ends the stream after a final state): the client's nested generators then
+        end too, instead of being left suspended (a2a-sdk's ``send_message`` does not close the ones it loops
+        over when it is closed early)."""
+        while await self.next() is not None:
+            pass
 
     async def next(self) -> StreamResponse | None:
         if self.back is not None:
@@ -276,10 +284,11 @@ class RemoteA2AAgent:
             context_id=str(state["contextId"]),
             parts=[part],
         )
-        async for event in self._events(message, info.enable_streaming, ctx):
-            yield event
+        async with aclosing(self._events(message, info.enable_streaming, ctx)) as events:
+            async for event in events:
+                yield event
 
-    async def _events(self, message: A2AMessage, streaming: bool, ctx: AgentContext) -> AsyncIterator[AgentEvent]:
+    async def _events(self, message: A2AMessage, streaming: bool, ctx: AgentContext) -> AsyncGenerator[AgentEvent]:
         pump: _Pump | None = None
         client: Client | None = None
         ended = False
@@ -289,8 +298,9 @@ class RemoteA2AAgent:
                     self.card = await self._fetch(http)
                 client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(self.card)
                 pump = _Pump(client.send_message(SendMessageRequest(message=message)), self.url)
-                async for event in self._read(pump, streaming, ctx):
-                    yield event
+                async with aclosing(self._read(pump, streaming, ctx)) as events:
+                    async for event in events:
+                        yield event
                 ended = True
             except RemoteAgentError as exc:
                 ended = True
@@ -298,11 +308,11 @@ class RemoteA2AAgent:
             finally:
                 with anyio.CancelScope(shield=True):
                     if pump is not None:
-                        await pump.responses.aclose()  # type: ignore[attr-defined]
                         if not ended and client is not None and pump.task_id is not None:
-                            await _cancel(client, pump.task_id)
+                            await _cancel(client, pump, pump.task_id)
+                        await pump.responses.aclose()  # type: ignore[attr-defined]
 
-    async def _read(self, pump: _Pump, streaming: bool, ctx: AgentContext) -> AsyncIterator[AgentEvent]:
+    async def _read(self, pump: _Pump, streaming: bool, ctx: AgentContext) -> AsyncGenerator[AgentEvent]:
         final: Message | None = None
         current: _Artifact | None = None
         while True:
@@ -318,6 +328,7 @@ class RemoteA2AAgent:
                 text = _text(response.message.parts)
                 final = Message(role="assistant", content=text)
                 yield _message(final)
+                await pump.finish()
                 break
             if kind == "artifact_update":
                 update = response.artifact_update
@@ -357,16 +368,19 @@ class RemoteA2AAgent:
                     info["reason"] = remote[0].get("reason", "input_required")
                     info["responseSchema"] = remote[0]["responseSchema"]
                 interrupt_id = f"a2a-{uuid.uuid4().hex}"
-                state = {"kind": _KIND, "interrupt": interrupt_id, "taskId": task_id, "contextId": pump.context_id}
-                state["info"] = info
+                state: dict[str, Any] = {"kind": _KIND, "interrupt": interrupt_id, "taskId": task_id}
+                state.update(contextId=pump.context_id, info=info)
+                await pump.finish()
                 yield _pause(ctx, interrupt_id, info, state)
                 return
             if status.state in _FAILED:
+                await pump.finish()
                 raise RemoteAgentError(self.url, said or "the task ended", task_id=task_id, state=_FAILED[status.state])
             if said:
                 final = Message(role="assistant", content=said)
                 yield _message(final)
             if status.state in _ENDED:
+                await pump.finish()
                 break
         if final is not None:
             ctx.session.final_message = final
@@ -385,12 +399,14 @@ class _Borrowed:
         return None
 
 
-async def _cancel(client: Client, task_id: str) -> None:
-    """Cancel the remote task of a run closed before its end (best effort: it may have ended meanwhile)."""
-    with anyio.move_on_after(5):
+async def _cancel(client: Client, pump: _Pump, task_id: str) -> None:
+    """Cancel the remote task of a run closed before its end, then read its stream to the end the server gives
+    it (best effort, a few seconds: the task may have ended meanwhile, the server may be gone)."""
+    with anyio.move_on_after(3):
         try:
             await client.cancel_task(CancelTaskRequest(id=task_id))
-        except (A2AError, httpx.HTTPError):
+            await pump.finish()
+        except (A2AError, httpx.HTTPError, RemoteAgentError):
             pass  # already ended, or the server is gone: nothing left to stop
 
 

@@ -38,7 +38,6 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message as A2AMessage
 from a2a.types import Part, TaskState
 from ag_ui.core import Interrupt, ResumeEntry
-from google.protobuf.json_format import MessageToDict
 
 from adk.events import AgentEvent, AgentInterruptInfo
 from adk.serve._run import ServedAgent, error_event
@@ -63,7 +62,7 @@ def user_text(message: A2AMessage) -> str:
         if kind == "text":
             lines.append(part.text)
         elif kind == "data":
-            lines.append(json.dumps(MessageToDict(part.data), ensure_ascii=False))
+            lines.append(json.dumps(get_data_parts([part])[0], ensure_ascii=False))
         elif kind == "url":
             lines.append(part.filename or part.url)
         elif kind == "raw":

@@ -422,3 +422,11 @@ async def test_raw_json_rpc_both_versions(server: tuple[Live, MethodLog], http: 
         url(live), json={"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"id": body["result"]["id"]}}
     )
     assert got.json()["result"]["artifacts"][0]["parts"][0]["text"] == "You said: Hi"
+
+
+async def test_a2a_off() -> None:
+    agent = ChatModelAgent("plain", "answers", "You answer.", PolicyModel(lambda m: "hi"))
+    with live_server(create_app(agent, a2a=False)) as live:
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(f"{live.url}/a2a/plain/.well-known/agent-card.json")).status_code == 404
+            assert (await http.get(f"{live.url}/health")).status_code == 200
