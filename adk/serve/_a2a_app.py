@@ -76,6 +76,9 @@ def a2a_server(
         agent_executor=RunnerExecutor(served, tracker=tracker),
         task_store=task_store if task_store is not None else InMemoryTaskStore(),
         agent_card=card,
+        # a task left input-required is dropped from memory after this long; a later message reloads it from the
+        # task store (its run waits in the checkpoint store either way)
+        interrupted_task_timeout=600.0,
     )
 
     async def get_card(request: Request) -> Response:

@@ -430,3 +430,33 @@ async def test_a2a_off() -> None:
         async with httpx.AsyncClient() as http:
             assert (await http.get(f"{live.url}/a2a/plain/.well-known/agent-card.json")).status_code == 404
             assert (await http.get(f"{live.url}/health")).status_code == 200
+
+
+async def test_a2a_app_of_its_own() -> None:
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from adk.serve import a2a_app
+
+    agent = ChatModelAgent("solo", "answers alone", "You answer.", PolicyModel(policy))
+    outer = Starlette()
+    with live_server(outer) as live:
+        public = f"{live.url}/solo/"
+        outer.router.routes.append(Mount("/solo", app=a2a_app(agent, url=public, name="soloist")))
+        async with httpx.AsyncClient() as http:
+            client = await create_client(public, ClientConfig(httpx_client=http))
+            assert client._card.name == "soloist"  # type: ignore[attr-defined]
+            assert {i.url for i in client._card.supported_interfaces} == {public}  # type: ignore[attr-defined]
+            responses = await collect(client, user_message(new_text_part("Hi")))
+    assert states(responses)[-1] == TaskState.TASK_STATE_COMPLETED
+
+
+def test_skills_of_sub_agents_and_tools() -> None:
+    from adk import set_sub_agents
+    from adk.serve._a2a_card import skills
+
+    child = ChatModelAgent("payer", "pays invoices", "You pay.", PolicyModel(policy), tools=[pay])
+    parent = set_sub_agents(ChatModelAgent("boss", "routes", "You route.", PolicyModel(policy)), [child])
+    assert [(s.id, list(s.tags)) for s in skills(parent)] == [("payer", ["agent"])]
+    lone = ChatModelAgent("lone", "does it all", "You help.", PolicyModel(policy))
+    assert [(s.id, s.description) for s in skills(lone)] == [("lone", "does it all")]
