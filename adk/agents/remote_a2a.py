@@ -38,6 +38,7 @@ try:
     from a2a.types import (
         AgentCard,
         CancelTaskRequest,
+        GetTaskRequest,
         Part,
         Role,
         SendMessageRequest,
@@ -297,6 +298,8 @@ class RemoteA2AAgent:
                 if self.card is None:
                     self.card = await self._fetch(http)
                 client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(self.card)
+                if message.task_id:
+                    await self._check_waiting(client, message.task_id)
                 pump = _Pump(client.send_message(SendMessageRequest(message=message)), self.url)
                 async with aclosing(self._read(pump, streaming, ctx)) as events:
                     async for event in events:
@@ -311,6 +314,19 @@ class RemoteA2AAgent:
                         if not ended and client is not None and pump.task_id is not None:
                             await _cancel(client, pump, pump.task_id)
                         await pump.responses.aclose()  # type: ignore[attr-defined]
+
+    async def _check_waiting(self, client: Client, task_id: str) -> None:
+        """A resume answers a task that still waits for input: say so when it does not (it ended, was canceled
+        or is gone) rather than send the answer (an error answer to a stream is the SDK client's worst path)."""
+        try:
+            task = await client.get_task(GetTaskRequest(id=task_id))
+        except (A2AError, httpx.HTTPError) as exc:
+            raise RemoteAgentError(self.url, f"cannot resume: {exc}", task_id=task_id) from exc
+        if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
+            state = TaskState.Name(task.status.state).removeprefix("TASK_STATE_").lower().replace("_", "-")
+            raise RemoteAgentError(
+                self.url, "cannot resume: the task no longer waits for input", task_id=task_id, state=state
+            )
 
     async def _read(self, pump: _Pump, streaming: bool, ctx: AgentContext) -> AsyncGenerator[AgentEvent]:
         final: Message | None = None

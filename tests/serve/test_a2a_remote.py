@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterator
+from contextlib import aclosing
 
 import anyio
 import httpx
@@ -70,7 +71,7 @@ class Booker(AgentExecutor):
         await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        raise NotImplementedError
+        await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
 
 
 class Broken(AgentExecutor):
@@ -268,3 +269,38 @@ async def test_approval_decision_is_sent_as_data(remote: Live) -> None:
     assert part.WhichOneof("content") == "data"
     with pytest.raises(RemoteAgentError, match="resume data"):
         _resume_part("http://x/", None)
+
+
+async def test_resuming_a_task_that_ended_is_a_typed_error(remote: Live) -> None:
+    from a2a.client import ClientConfig, create_client
+    from a2a.types import CancelTaskRequest
+
+    runner = Runner(RemoteA2AAgent(f"{remote.url}/booker/"), checkpoint_store=InMemoryCheckPointStore())
+    async with runner.query("book", checkpoint_id="trip") as run:
+        [event] = [e async for e in run]
+    assert event.action is not None and event.action.interrupted is not None
+    [cause] = event.action.interrupted.interrupt_contexts
+    async with httpx.AsyncClient() as http:  # someone cancels the remote task meanwhile
+        client = await create_client(f"{remote.url}/booker/", ClientConfig(httpx_client=http))
+        await client.cancel_task(CancelTaskRequest(id=cause.info["taskId"]))
+    async with runner.resume("trip", {cause.id: "Paris"}) as resumed:
+        [event] = [e async for e in resumed]
+    assert isinstance(event.error, RemoteAgentError)
+    assert event.error.state == "canceled" and event.error.task_id == cause.info["taskId"]
+    assert "no longer waits for input" in str(event.error)
+
+
+async def test_run_directly(remote: Live) -> None:
+    from adk import AgentContext, AgentInput
+    from compose.schema import user_message
+
+    agent = RemoteA2AAgent(f"{remote.url}/echo/")
+    ctx = AgentContext.root(agent.name)
+    events = agent.run(
+        AgentInput([user_message("first"), Message(role="assistant", content="ok"), user_message("x")]), ctx
+    )
+    async with aclosing(events):
+        [event] = [e async for e in events]
+    assert event.message is not None and event.message.message is not None
+    assert event.message.message.content == "echo: Conversation so far:\nuser: first\nassistant: ok\n\nx"
+    assert ctx.session.final_message == event.message.message
