@@ -39,6 +39,7 @@ from a2a.types import Message as A2AMessage
 from a2a.types import Part, TaskState
 from ag_ui.core import Interrupt, ResumeEntry
 
+from adk.errors import InterruptPendingError, WillRetryError
 from adk.events import AgentEvent, AgentInterruptInfo
 from adk.serve._run import ServedAgent, error_event
 from adk.serve._threads import APPROVAL_SCHEMA, ThreadRecord, describe, load_record, resume_targets, save_record
@@ -182,7 +183,7 @@ class RunnerExecutor(AgentExecutor):
             pending = _pending(task.status.message if task.status.HasField("message") else None)
             try:
                 targets = resume_targets(task_id, pending, resume_entries(message, pending))
-            except ValueError as exc:  # stays paused: ask again, saying what was wrong
+            except (ValueError, InterruptPendingError) as exc:  # stays paused: ask again, saying what was wrong
                 await self._ask(updater, pending, problem=str(exc))
                 return
             await updater.start_work()
@@ -255,12 +256,18 @@ class RunnerExecutor(AgentExecutor):
         if variant.message_stream is not None and variant.message is None:
             chunks: list[Message] = []
             async with variant.message_stream as stream:
-                async for chunk in stream:
-                    chunks.append(chunk)
-                    if text_out and chunk.content:
-                        part = [new_text_part(chunk.content)]
-                        await updater.add_artifact(part, artifact, event.agent_name, append=streamed > 0)
-                        streamed += 1
+                try:
+                    async for chunk in stream:
+                        chunks.append(chunk)
+                        if text_out and chunk.content:
+                            part = [new_text_part(chunk.content)]
+                            await updater.add_artifact(part, artifact, event.agent_name, append=streamed > 0)
+                            streamed += 1
+                except WillRetryError:  # a failed model attempt that is retried: take back what it streamed
+                    if streamed:
+                        part = [new_text_part("")]
+                        await updater.add_artifact(part, artifact, event.agent_name, append=False, last_chunk=True)
+                    return
             message = concat_messages(chunks) if chunks else Message(role=variant.role)
         else:
             message = variant.message if variant.message is not None else await variant.get_message()

@@ -96,6 +96,8 @@ def policy(messages: list[PyMessage]) -> PyMessage | str:
     if results:
         return f"Done: {results[-1].content}."
     last = messages[-1].content
+    if "pay both" in last:
+        return calling(("p1", "pay", '{"invoice": 7}'), ("p2", "pay", '{"invoice": 8}'))
     if "pay" in last:
         return calling(("p1", "pay", '{"invoice": 7}'))
     if "travel" in last:
@@ -460,3 +462,66 @@ def test_skills_of_sub_agents_and_tools() -> None:
     assert [(s.id, list(s.tags)) for s in skills(parent)] == [("payer", ["agent"])]
     lone = ChatModelAgent("lone", "does it all", "You help.", PolicyModel(policy))
     assert [(s.id, s.description) for s in skills(lone)] == [("lone", "does it all")]
+
+
+class FlakyModel(PolicyModel):
+    """Streams half an answer and fails on its first call; answers on the next."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda m: "All good.", chunk_size=3)
+        self.failed = False
+
+    def with_tools(self, tools: Any) -> FlakyModel:
+        return self
+
+    async def stream(self, messages: Any, **opts: Any) -> Any:
+        from compose.stream import StreamReader
+
+        if self.failed:
+            return await super().stream(messages, **opts)
+        self.failed = True
+
+        async def broken() -> AsyncIterator[PyMessage]:
+            yield PyMessage(role="assistant", content="Half an ")
+            raise ConnectionError("the model went away")
+
+        return StreamReader.from_async_iterator(broken())
+
+
+async def test_a_retried_model_attempt_is_taken_back() -> None:
+    from adk import ModelRetryConfig
+
+    agent = ChatModelAgent(
+        "flaky",
+        "retries",
+        "You answer.",
+        FlakyModel(),
+        model_retry=ModelRetryConfig(max_retries=1, backoff=lambda attempt: 0.0),
+    )
+    with live_server(create_app(agent)) as live:
+        async with httpx.AsyncClient() as http:
+            client = await create_client(f"{live.url}/a2a/flaky/", ClientConfig(httpx_client=http))
+            responses = await collect(client, user_message(new_text_part("Hi")))
+            task = await client.get_task(GetTaskRequest(id=responses[0].task.id))
+    assert states(responses)[-1] == TaskState.TASK_STATE_COMPLETED
+    chunks = [r.artifact_update for r in responses if r.HasField("artifact_update")]
+    assert get_artifact_text(chunks[0].artifact) == "Half an "
+    taken_back = [c for c in chunks if c.artifact.artifact_id == chunks[0].artifact.artifact_id][-1]
+    assert taken_back.last_chunk and get_artifact_text(taken_back.artifact) == ""
+    assert [get_artifact_text(a) for a in task.artifacts if get_artifact_text(a)] == ["All good."]
+
+
+async def test_answers_by_interrupt_id(server: tuple[Live, MethodLog], http: httpx.AsyncClient) -> None:
+    live, _ = server
+    client = await client_for(live, http)
+    status = last_status(await collect(client, user_message(new_text_part("pay both"))))
+    [data] = get_data_parts(status.status.message.parts)
+    first, second = (i["id"] for i in data["interrupts"])
+    ids = {"task_id": status.task_id, "context_id": status.context_id}
+    one = new_data_part({"interrupts": {first: {"approved": True}}})
+    again = last_status(await collect(client, user_message(one, **ids)))
+    assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED and paid == []
+    assert second in again.status.message.parts[0].text  # the unanswered one is named
+    both = new_data_part({"interrupts": {first: {"approved": True}, second: {"approved": False}}})
+    done = await collect(client, user_message(both, **ids))
+    assert states(done)[-1] == TaskState.TASK_STATE_COMPLETED and paid == [7]
