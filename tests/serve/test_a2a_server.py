@@ -17,6 +17,7 @@ from a2a.types import (
     AgentCard,
     CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
     Message,
     Part,
     Role,
@@ -397,7 +398,9 @@ async def test_auth_and_principals(server: tuple[Live, MethodLog], http: httpx.A
         joined = await collect(bob, user_message(new_text_part("what did she say?"), context_id=context_id))
         assert states(joined)[-1] == TaskState.TASK_STATE_REJECTED
         assert not [r for r in joined if r.HasField("artifact_update")]
+        assert task_id not in {t.id for t in (await bob.list_tasks(ListTasksRequest())).tasks}
     assert (await alice.get_task(GetTaskRequest(id=task_id))).status.state == TaskState.TASK_STATE_COMPLETED
+    assert task_id in {t.id for t in (await alice.list_tasks(ListTasksRequest())).tasks}
 
 
 async def test_raw_json_rpc_both_versions(server: tuple[Live, MethodLog], http: httpx.AsyncClient) -> None:
