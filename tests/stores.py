@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -56,37 +57,40 @@ def drop_session_tables(dsn: str, table: str) -> None:
             conn.execute(f"DROP TABLE IF EXISTS {t}")
 
 
-@asynccontextmanager
-async def checkpoint_store(
+def checkpoint_store(
     request: pytest.FixtureRequest, tmp_path: Path, *, max_size: int = 4
-) -> AsyncIterator[ClaimableCheckPointStore]:
+) -> AbstractAsyncContextManager[ClaimableCheckPointStore]:
     """A checkpoint store of the kind ``request.param`` names; ``max_size``: the PostgreSQL pool's."""
-    if request.param == "memory":
-        yield InMemoryCheckPointStore()
-    elif request.param == "sqlite":
-        async with SQLiteCheckPointStore(tmp_path / "cp.db") as s:
-            yield s
-    else:
-        server = request.getfixturevalue("pg_server")
-        table = pg_table("cp_test")
-        async with PostgresCheckPointStore(server.dsn, table=table, max_size=max_size) as s:
-            yield s
-        await anyio.to_thread.run_sync(drop_checkpoint_table, server.dsn, table)
+    kinds = (InMemoryCheckPointStore, SQLiteCheckPointStore, PostgresCheckPointStore)
+    return _store(request, tmp_path / "cp.db", kinds, "cp_test", drop_checkpoint_table, max_size)
+
+
+def session_store(
+    request: pytest.FixtureRequest, tmp_path: Path, *, max_size: int = 4
+) -> AbstractAsyncContextManager[SessionStore]:
+    """A session store of the kind ``request.param`` names; ``max_size``: the PostgreSQL pool's."""
+    kinds = (InMemorySessionStore, SQLiteSessionStore, PostgresSessionStore)
+    return _store(request, tmp_path / "sessions.db", kinds, "sess_test", drop_session_tables, max_size)
 
 
 @asynccontextmanager
-async def session_store(
-    request: pytest.FixtureRequest, tmp_path: Path, *, max_size: int = 4
-) -> AsyncIterator[SessionStore]:
-    """A session store of the kind ``request.param`` names; ``max_size``: the PostgreSQL pool's."""
+async def _store(
+    request: pytest.FixtureRequest,
+    path: Path,
+    kinds: tuple[Any, Any, Any],
+    prefix: str,
+    drop: Callable[[str, str], None],
+    max_size: int,
+) -> AsyncIterator[Any]:
+    memory, sqlite, postgres = kinds
     if request.param == "memory":
-        yield InMemorySessionStore()
+        yield memory()
     elif request.param == "sqlite":
-        async with SQLiteSessionStore(tmp_path / "sessions.db") as s:
+        async with sqlite(path) as s:
             yield s
     else:
         server = request.getfixturevalue("pg_server")
-        table = pg_table("sess_test")
-        async with PostgresSessionStore(server.dsn, table=table, max_size=max_size) as s:
+        table = pg_table(prefix)
+        async with postgres(server.dsn, table=table, max_size=max_size) as s:
             yield s
-        await anyio.to_thread.run_sync(drop_session_tables, server.dsn, table)
+        await anyio.to_thread.run_sync(drop, server.dsn, table)
