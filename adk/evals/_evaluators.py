@@ -146,7 +146,7 @@ class Evaluator:
     def to_data(self) -> dict[str, Any]:
         """The evaluator in a dataset file: its type and the fields that differ from their defaults."""
         cls = type(self)
-        kind = cls.__name__ if cls.builtin else f"{cls.__module__}:{cls.__qualname__}"
+        kind = cls.__name__ if cls.__dict__.get("builtin", False) else f"{cls.__module__}:{cls.__qualname__}"
         data: dict[str, Any] = {"type": kind}
         fields: tuple[dataclasses.Field[Any], ...] = dataclasses.fields(self) if dataclasses.is_dataclass(self) else ()
         if fields:
