@@ -14,6 +14,7 @@ import pytest
 from adk import AgentTool, ChatModelAgent
 from adk.serve import create_app
 from adk.serve.__main__ import _parser
+from compose import tool
 from compose.checkpoint import InMemoryCheckPointStore
 from tests.serve.helpers import PolicyModel, calling, live_server, post_run, run_input, tool_results, user
 
@@ -22,9 +23,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 pytestmark = pytest.mark.anyio
 
 
-def payer() -> ChatModelAgent:
-    from tests.serve.test_agui import pay
+@tool
+async def pay(invoice: int) -> str:
+    """Pay an invoice.
 
+    Args:
+        invoice: the invoice number
+    """
+    return f"paid invoice {invoice}"
+
+
+def payer() -> ChatModelAgent:
     def policy(messages: list[Any]) -> Any:
         return "Paid." if tool_results(messages) else calling(("p1", "pay", '{"invoice": 7}'))
 
