@@ -22,6 +22,7 @@ from adk.agent import Agent, check_agent
 from adk.chat_model_agent import ChatModelAgent
 from adk.runner import Runner
 from adk.serve._client_tools import RequestExtras
+from adk.serve._durable import durable_client, numbered
 from adk.serve._messages import conversation
 from adk.serve._run import ServedAgent, _state, _thread_messages, agui_run
 from adk.serve._threads import ThreadRecord, delete_record, forget, load_record
@@ -143,8 +144,11 @@ class _Server:
         except LookupError:
             return _error(404, f"no thread {input.thread_id!r}")
         encoder = EventEncoder(accept=accept)
+        frames = self._stream(served, input, record, owner, encoder)
+        if served.durable is not None:
+            frames = numbered(frames, encoder, request.headers.get("last-event-id"))
         return StreamingResponse(
-            self._stream(served, input, record, owner, encoder),
+            frames,
             media_type=encoder.get_content_type(),
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -243,6 +247,7 @@ def create_app(
     auth: Auth | None = None,
     cors_origins: tuple[str, ...] | list[str] = (),
     max_body_bytes: int = 1_048_576,
+    durable: Any = None,
 ) -> Starlette:
     """The Starlette app serving ``agents`` over AG-UI 1.0 (see the ``adk.serve`` docstring for the routes).
 
@@ -256,10 +261,14 @@ def create_app(
             created them.
         cors_origins: origins allowed by CORS (none: CORS is off).
         max_body_bytes: a larger request body is answered 413.
+        durable: an ``adk.durable.DurableClient`` (or a mapping of agent names to one each: one queue serves
+            one agent): runs are submitted to its queue's workers and streamed back from their durable event
+            streams; a client reconnects by POSTing the same runId (``adk.serve._durable``). The stores hold
+            the threads; the workers run the agent (the one given here names and describes it).
 
     Raises:
         TypeError: an entry is neither an agent nor a Runner.
-        ValueError: no agents, or an empty name.
+        ValueError: no agents, or an empty name; one ``durable`` client for several agents.
     """
     sessions = session_store if session_store is not None else InMemorySessionStore()
     checkpoints = checkpoint_store if checkpoint_store is not None else InMemoryCheckPointStore()
@@ -275,6 +284,7 @@ def create_app(
         if not isinstance(name, str) or not name:
             raise ValueError(f"create_app: agent names must be non-empty strings, got {name!r}")
         served[name] = _served(name, agent, sessions, checkpoints)
+        served[name].durable = durable_client(durable, name, len(named))
     server = _Server(served, auth, max_body_bytes)
     middleware = []
     if cors_origins:

@@ -59,6 +59,7 @@ class ServedAgent:
     runner: Runner
     sessions: SessionStore
     checkpoints: CheckPointStore
+    durable: Any = None  # a DurableClient: runs go to its queue's workers (adk.serve._durable)
 
     @property
     def agent(self) -> Agent:
@@ -115,10 +116,17 @@ async def agui_run(
     """The AG-UI events of one run (see the module docstring); ``record`` is the thread's, if it exists."""
     thread_id, run_id = input.thread_id, input.run_id
     yield RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version="1.0")
-    mapper = EventMapper()
+    if served.durable is not None:
+        from adk.serve._durable import durable_run, stable_ids
+
+        mapper = EventMapper(new_id=stable_ids(thread_id, run_id))
+        body = durable_run(served, input, record, owner, mapper)
+    else:
+        mapper = EventMapper()
+        body = _run(served, input, record, owner, mapper)
     token = request_extras.set(Extras(tuple(input.tools or ()), tuple(input.context or ())))
     try:
-        async for event in _run(served, input, record, owner, mapper):
+        async for event in body:
             yield event
     except Exception as exc:
         for event in mapper.abort():

@@ -46,6 +46,8 @@ class ThreadRecord:
     owner: str | None
     checkpoint_id: str | None = None
     interrupts: list[dict[str, Any]] = field(default_factory=list)
+    durable: dict[str, Any] | None = None  # the turn a durable run is running (adk.serve._durable)
+    durable_last: dict[str, Any] | None = None  # the last one that ended (a reconnect replays it)
 
     def pending(self) -> list[Interrupt]:
         return [Interrupt.model_validate(i) for i in self.interrupts]
@@ -70,16 +72,25 @@ async def load_record(store: CheckPointStore, thread_id: str) -> ThreadRecord | 
     if not data:
         return None
     raw = json.loads(data)
-    return ThreadRecord(raw["agent"], raw.get("owner"), raw.get("checkpoint_id"), list(raw.get("interrupts", [])))
+    return ThreadRecord(
+        raw["agent"],
+        raw.get("owner"),
+        raw.get("checkpoint_id"),
+        list(raw.get("interrupts", [])),
+        raw.get("durable"),
+        raw.get("durable_last"),
+    )
 
 
 async def save_record(store: CheckPointStore, thread_id: str, record: ThreadRecord) -> None:
-    raw = {
+    raw: dict[str, Any] = {
         "agent": record.agent,
         "owner": record.owner,
         "checkpoint_id": record.checkpoint_id,
         "interrupts": record.interrupts,
     }
+    if record.durable is not None or record.durable_last is not None:
+        raw["durable"], raw["durable_last"] = record.durable, record.durable_last
     await store.set(_PREFIX + thread_id, json.dumps(raw).encode())
 
 
