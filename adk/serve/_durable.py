@@ -116,7 +116,11 @@ class _Source:
                 self.end = event
                 return
             if event.kind == "token" and not event.internal:
-                yield self._streamed(event)
+                streamed = self._streamed(event)
+                try:
+                    yield streamed
+                finally:
+                    await streamed.aclose()  # read by the mapper; closed also when the reader stops early
             elif event.kind == "message":
                 yield self._whole(event)
 

@@ -5,6 +5,10 @@ The workers serve ``tests/adk/durable_workers/durable_app.py``'s agents (their t
 ``tool_log`` table); the server is a real ``python -m adk.serve`` process. A worker SIGKILLed mid-run, a server
 SIGKILLed mid-stream and a client that hangs up all lose nothing: the stream completes (or a reconnect with the
 same runId gets the rest of it), every tool ran once and the thread holds the turn once.
+
+The server runs in its own process (on asyncio, as uvicorn does), so the test bodies drive their HTTP client on
+one backend (``anyio.run``), as ``tests/adk/test_durable_workers.py`` does; ``test_durable_mapping.py`` runs the
+in-process parts on asyncio and trio.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from ag_ui_validate.pytest_plugin import assert_valid_agui
@@ -30,7 +35,7 @@ from harness import Gate, Worker, env, fresh_pg_database, tool_log
 
 from tests.serve.helpers import parse_sse, run_input, user
 
-pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,7 +111,11 @@ def executions(db: str) -> Counter[tuple[str, str]]:
     return Counter((run, call) for run, call, _pid in tool_log(db))
 
 
-async def test_worker_killed_mid_run_the_stream_completes(pg_server: Any, tmp_path: Path) -> None:
+def test_worker_killed_mid_run_the_stream_completes(pg_server: Any, tmp_path: Path) -> None:
+    anyio.run(_test_worker_killed_mid_run_the_stream_completes, pg_server, tmp_path, backend="asyncio")
+
+
+async def _test_worker_killed_mid_run_the_stream_completes(pg_server: Any, tmp_path: Path) -> None:
     db = fresh_pg_database(pg_server.dsn)
     gate = Gate(tmp_path / "gate")
     # the final answer's model call stops after its first word until the gate opens; the tools are not held
@@ -147,7 +156,11 @@ async def test_worker_killed_mid_run_the_stream_completes(pg_server: Any, tmp_pa
     assert thread["messages"][-1]["id"] == [e for e in events if e["type"] == "TEXT_MESSAGE_START"][-1]["messageId"]
 
 
-async def test_server_killed_mid_stream_the_client_reconnects_by_run_id(pg_server: Any, tmp_path: Path) -> None:
+def test_server_killed_mid_stream_the_client_reconnects_by_run_id(pg_server: Any, tmp_path: Path) -> None:
+    anyio.run(_test_server_killed_mid_stream_the_client_reconnects_by_run_id, pg_server, tmp_path, backend="asyncio")
+
+
+async def _test_server_killed_mid_stream_the_client_reconnects_by_run_id(pg_server: Any, tmp_path: Path) -> None:
     db = fresh_pg_database(pg_server.dsn)
     gate = Gate(tmp_path / "gate")
     worker = Worker(db, db, factory="build_stream", PYEINO_TEST_ROUNDS="1", **gate.env())
@@ -192,7 +205,11 @@ async def test_server_killed_mid_stream_the_client_reconnects_by_run_id(pg_serve
     assert [i for i, _ in whole] == list(range(len(whole)))
     valid([e for _, e in whole])
     assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "tool", "assistant"]
-    assert [m["id"] for m in thread["messages"]][0] == "u1"
+    start = next(e for e in joined if e["type"] == "TOOL_CALL_START")
+    result = next(e for e in joined if e["type"] == "TOOL_CALL_RESULT")
+    answer = [e for e in joined if e["type"] == "TEXT_MESSAGE_START"][-1]
+    ids = ["u1", start["parentMessageId"], result["messageId"], answer["messageId"]]
+    assert [m["id"] for m in thread["messages"]] == ids  # the ids the client saw
     valid([e for _, e in second])
     assert second[-1][1]["result"] == "answer hello there 0"  # the model answers the conversation's first text
     assert len(thread2["messages"]) == 6
@@ -200,7 +217,11 @@ async def test_server_killed_mid_stream_the_client_reconnects_by_run_id(pg_serve
     assert executions(db)[(workflow, "r0c0")] == 1
 
 
-async def test_client_hangs_up_then_reconnects(pg_server: Any, tmp_path: Path) -> None:
+def test_client_hangs_up_then_reconnects(pg_server: Any, tmp_path: Path) -> None:
+    anyio.run(_test_client_hangs_up_then_reconnects, pg_server, tmp_path, backend="asyncio")
+
+
+async def _test_client_hangs_up_then_reconnects(pg_server: Any, tmp_path: Path) -> None:
     db = fresh_pg_database(pg_server.dsn)
     gate = Gate(tmp_path / "gate")
     worker = Worker(db, db, factory="build_stream", PYEINO_TEST_ROUNDS="1", **gate.env())
@@ -227,7 +248,11 @@ async def test_client_hangs_up_then_reconnects(pg_server: Any, tmp_path: Path) -
     assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "tool", "assistant"]
 
 
-async def test_approval_pause_and_resume_through_the_workers(pg_server: Any, tmp_path: Path) -> None:
+def test_approval_pause_and_resume_through_the_workers(pg_server: Any, tmp_path: Path) -> None:
+    anyio.run(_test_approval_pause_and_resume_through_the_workers, pg_server, tmp_path, backend="asyncio")
+
+
+async def _test_approval_pause_and_resume_through_the_workers(pg_server: Any, tmp_path: Path) -> None:
     db = fresh_pg_database(pg_server.dsn)
     worker = Worker(db, db, factory="build_approval", PYEINO_TEST_ROUNDS="1")
     try:
@@ -268,4 +293,3 @@ def test_one_client_for_several_agents_is_refused() -> None:
     b = ChatModelAgent("b", "b", model=PolicyModel(lambda m: "hi"))
     with pytest.raises(ValueError, match="one DurableClient serves one agent"):
         create_app({"a": a, "b": b}, durable=object())
-
