@@ -180,14 +180,16 @@ class _Server:
             record = None
         if record is None:
             return _error(404, f"no thread {thread_id!r}")
+        session_id = record.session_of(thread_id)
         if request.method == "DELETE":
-            await served.sessions.delete(thread_id)
+            for branch in {thread_id, session_id, *(s for s, _ in record.runs.values())}:
+                await served.sessions.delete(branch)
             if record.checkpoint_id is not None:
                 await forget(served.checkpoints, record.checkpoint_id)
             await delete_record(served.checkpoints, thread_id)
             return Response(status_code=204)
-        messages = await _thread_messages(served, thread_id, record.checkpoint_id)
-        session = await served.sessions.load(thread_id)
+        messages = await _thread_messages(served, session_id, record.checkpoint_id)
+        session = await served.sessions.load(session_id)
         interrupts = [
             {k: v for k, v in i.model_dump(mode="json", by_alias=True).items() if k in _INTERRUPT_FIELDS}
             for i in record.pending()

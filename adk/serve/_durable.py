@@ -268,7 +268,11 @@ class _Thread:
     async def settle(self) -> None:
         """Append the ended turn to the session (once, whoever calls), and keep it as the thread's last turn."""
         served, thread_id = self.served, self.thread_id
-        lease = await served.sessions.acquire(thread_id, wait=served.runner.session_wait)
+        session_id = self.record.session_of(thread_id)
+        try:
+            lease = await served.sessions.acquire(session_id, wait=served.runner.session_wait)
+        except SessionBusyError:
+            return  # another server settles it now
         committed = False
         try:
             record = await load_record(served.checkpoints, thread_id)
@@ -289,11 +293,15 @@ class _Thread:
                         async for _ in mapper.map(event):
                             pass
                     messages.extend(source.messages)
-                stored = await served.sessions.load(thread_id)
+                stored = await served.sessions.load(session_id)
                 last = message_id(stored.messages[-1]) if stored.messages else None
+                turns = stored.turns
                 if not messages or last != message_id(messages[-1]):  # not appended yet
                     await served.sessions.commit(lease, messages, result.session_values)
                     committed = True
+                    turns += 1
+                for run in turn["runs"]:
+                    record.runs[run["runId"]] = [session_id, turns - 1]
             record.durable, record.durable_last, record.interrupts = None, turn, []
             await save_record(served.checkpoints, thread_id, record)
             self.record = record
@@ -304,14 +312,15 @@ class _Thread:
     async def open_turn(self, input: RunAgentInput) -> tuple[dict[str, Any], dict[str, Any]]:
         """Claim the thread for a new turn (its session lease meanwhile: one claim wins) and submit it."""
         served, thread_id = self.served, self.thread_id
-        lease = await served.sessions.acquire(thread_id, wait=served.runner.session_wait)
+        session_id = self.record.session_of(thread_id)
+        lease = await served.sessions.acquire(session_id, wait=served.runner.session_wait)
         try:
             record = await load_record(served.checkpoints, thread_id)
             if record is not None and record.durable is not None:
                 raise SessionBusyError(thread_id, "a durable run of this thread")
             if record is not None:
                 self.record = record
-            stored = await served.sessions.load(thread_id)
+            stored = await served.sessions.load(session_id)
             turn_input = new_input(thread_id, stored.messages, input.messages)
             from adk.serve._run import _state
 
@@ -327,7 +336,7 @@ class _Thread:
             await self.save()
         finally:
             await served.sessions.release(lease)
-        await self.client.submit(
+        await self.client.submit(  # after the record: a run is never without its turn
             [*stored.messages, *turn_input], run_id=turn["workflow"], streaming=True, session_values=values
         )
         return turn, run
@@ -382,6 +391,9 @@ async def durable_run(
     else:
         if input.resume:
             raise InterruptNotFoundError(f"thread {thread_id!r}", [e.interrupt_id for e in input.resume], [])
+        from adk.serve._run import branch
+
+        await branch(served, input, record)
         turn, run = await thread.open_turn(input)
     async for event in thread.segment(turn, run, mapper):
         yield event

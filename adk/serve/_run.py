@@ -29,6 +29,7 @@ from ag_ui.core import (
 )
 
 from adk.agent import Agent
+from adk.errors import RunNotFoundError
 from adk.events import AgentInterruptInfo
 from adk.runner import Runner
 from adk.serve._client_tools import ClientToolCall, Extras, request_extras
@@ -99,9 +100,9 @@ def state_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str
     return ops
 
 
-async def _thread_messages(served: ServedAgent, thread_id: str, checkpoint_id: str | None) -> list[Message]:
-    """The thread's stored messages, then the turn of its paused run (if any)."""
-    session = await served.sessions.load(thread_id)
+async def _thread_messages(served: ServedAgent, session_id: str, checkpoint_id: str | None) -> list[Message]:
+    """The thread's stored messages (``session_id``: its current branch), then the turn of its paused run."""
+    session = await served.sessions.load(session_id)
     messages = list(session.messages)
     if checkpoint_id is not None:
         pending = await served.sessions.pending(checkpoint_id)
@@ -115,7 +116,9 @@ async def agui_run(
 ) -> AsyncIterator[BaseEvent]:
     """The AG-UI events of one run (see the module docstring); ``record`` is the thread's, if it exists."""
     thread_id, run_id = input.thread_id, input.run_id
-    yield RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version="1.0")
+    yield RunStartedEvent(
+        thread_id=thread_id, run_id=run_id, parent_run_id=input.parent_run_id, protocol_version="1.0"
+    )
     if served.durable is not None:
         from adk.serve._durable import durable_run, stable_ids
 
@@ -149,7 +152,8 @@ async def _run(
     if record is None:
         record = ThreadRecord(served.name, owner)
         await save_record(served.checkpoints, thread_id, record)
-    state = _state((await served.sessions.load(thread_id)).values)
+    session_id = await branch(served, input, record)
+    state = _state((await served.sessions.load(session_id)).values)
     if record.checkpoint_id is not None and not await served.checkpoints.get(record.checkpoint_id):
         # the paused run's checkpoint is gone (its resume completed but the process stopped before saying so
         # here, or it was deleted): the thread is not paused any more
@@ -162,18 +166,18 @@ async def _run(
 
             raise InterruptPendingError(thread_id, [i.id for i in pending])
         targets = resume_targets(thread_id, pending, input.resume)
-        messages = await _thread_messages(served, thread_id, record.checkpoint_id)
+        messages = await _thread_messages(served, session_id, record.checkpoint_id)
         yield MessagesSnapshotEvent(messages=conversation(thread_id, messages))
         run: Any = runner.resume(record.checkpoint_id, targets)
     else:
         if input.resume:
             raise InterruptNotFoundError(f"thread {thread_id!r}", [e.interrupt_id for e in input.resume], [])
-        stored = await served.sessions.load(thread_id)
+        stored = await served.sessions.load(session_id)
         turn = new_input(thread_id, stored.messages, input.messages)
         values = dict(input.state) if isinstance(input.state, Mapping) else None
         if values:
             state = {**state, **_state(values)}
-        run = runner.run(turn, session_id=thread_id, checkpoint_id=checkpoint_id, session_values=values)
+        run = runner.run(turn, session_id=session_id, checkpoint_id=checkpoint_id, session_values=values)
     yield StateSnapshotEvent(snapshot=state)
     paused: AgentInterruptInfo | None = None
     seen: dict[str, Any] | None = None
@@ -196,9 +200,8 @@ async def _run(
         final = run.final_message
         values = dict(run.session_values)
     if paused is None:
-        if record.checkpoint_id is not None:
-            record.checkpoint_id, record.interrupts = None, []
-            await save_record(served.checkpoints, thread_id, record)
+        record.checkpoint_id, record.interrupts = None, []
+        await note_turn(served, thread_id, record, session_id, run_id)
         for out in mapper.finish():
             yield out
         result = mapper.structured if mapper.structured is not None else (final.content if final else None)
@@ -207,10 +210,9 @@ async def _run(
     causes = [c for c in paused.interrupt_contexts if c.is_root_cause]
     if causes and all(isinstance(c.info, ClientToolCall) for c in causes):
         # only client tools are waited for: the run is complete as far as AG-UI goes; keep its turn in the thread
-        await _settle(served, thread_id, checkpoint_id, values)
-        if record.checkpoint_id is not None:
-            record.checkpoint_id, record.interrupts = None, []
-            await save_record(served.checkpoints, thread_id, record)
+        await _settle(served, session_id, checkpoint_id, values)
+        record.checkpoint_id, record.interrupts = None, []
+        await note_turn(served, thread_id, record, session_id, run_id)
         for out in mapper.finish():
             yield out
         pending_calls = [c.info.call_id for c in causes]
@@ -220,14 +222,52 @@ async def _run(
     interrupts = [describe(c, checkpoint_id) for c in causes]
     record.checkpoint_id = checkpoint_id
     record.interrupts = [i.model_dump(mode="json", by_alias=True) for i in interrupts]
+    if run_id not in record.turn_runs:
+        record.turn_runs.append(run_id)
     await save_record(served.checkpoints, thread_id, record)
-    messages = await _thread_messages(served, thread_id, checkpoint_id)
+    messages = await _thread_messages(served, session_id, checkpoint_id)
     yield MessagesSnapshotEvent(messages=conversation(thread_id, messages))
     for out in mapper.finish(suspended=True):
         yield out
     yield RunFinishedEvent(
         thread_id=thread_id, run_id=run_id, outcome=RunFinishedInterruptOutcome(interrupts=interrupts)
     )
+
+
+async def branch(served: ServedAgent, input: RunAgentInput, record: ThreadRecord) -> str:
+    """The session the run goes on: the thread's current one, or a fork of the session holding the run's
+    ``parentRunId`` at that run's turn when the parent is not the thread's last run (see ``adk.serve._threads``).
+
+    Raises:
+        RunNotFoundError: ``parentRunId`` names no run of the thread.
+    """
+    thread_id, parent = input.thread_id, input.parent_run_id
+    current = record.session_of(thread_id)
+    if parent is None or input.resume or record.checkpoint_id is not None or record.durable is not None:
+        return current  # a pause is answered first (AG-UI: pending interrupts block new input)
+    if parent in record.turn_runs or parent == input.run_id:
+        return current
+    found = record.runs.get(parent)
+    if found is None:
+        raise RunNotFoundError(thread_id, parent, list(record.runs))
+    session_id, turn = found
+    if session_id == current and turn == (await served.sessions.load(current)).turns - 1:
+        return current  # the parent is the last run: no branch
+    new = f"{thread_id}~{input.run_id}"
+    await served.runner.fork(session_id, at_turn=turn + 1, new_session_id=new)
+    record.session = new
+    await save_record(served.checkpoints, thread_id, record)
+    return new
+
+
+async def note_turn(served: ServedAgent, thread_id: str, record: ThreadRecord, session_id: str, run_id: str) -> None:
+    """Record that the runs of the turn just appended to ``session_id`` (``run_id`` and the paused runs before
+    it) made its last turn, so that a later ``parentRunId`` finds it."""
+    turn = (await served.sessions.load(session_id)).turns - 1
+    for run in [*record.turn_runs, run_id]:
+        record.runs[run] = [session_id, turn]
+    record.turn_runs = []
+    await save_record(served.checkpoints, thread_id, record)
 
 
 async def _settle(served: ServedAgent, thread_id: str, checkpoint_id: str, values: Mapping[str, Any]) -> None:

@@ -5,6 +5,12 @@ sharing the stores sees it) says which agent and principal the thread belongs to
 paused, the checkpoint id and the AG-UI interrupts it waits for. The conversation and session values stay the
 session store's; the paused run stays the Runner's checkpoint.
 
+Branches (AG-UI's ``parentRunId``: a run branching from a prior run of the same thread). The record maps each
+run id to the session and turn it appended. A run whose ``parentRunId`` is not the thread's last run forks
+the session at that run's turn (``Runner.fork``) into a new session ``<thread id>~<run id>``, which becomes the
+thread's current branch (``session``): "edit message k and regenerate". The older branch stays in its session,
+so a later run may branch from any run of either.
+
 This module also turns pyeino's interrupt contexts into AG-UI ``Interrupt``s and AG-UI resume entries back
 into the Runner's resume targets.
 """
@@ -48,9 +54,16 @@ class ThreadRecord:
     interrupts: list[dict[str, Any]] = field(default_factory=list)
     durable: dict[str, Any] | None = None  # the turn a durable run is running (adk.serve._durable)
     durable_last: dict[str, Any] | None = None  # the last one that ended (a reconnect replays it)
+    session: str | None = None  # the session holding the thread's current branch (None: the thread id)
+    runs: dict[str, list[Any]] = field(default_factory=dict)  # run id -> [session id, turn index it appended]
+    turn_runs: list[str] = field(default_factory=list)  # the runs of the turn not appended yet (paused ones)
 
     def pending(self) -> list[Interrupt]:
         return [Interrupt.model_validate(i) for i in self.interrupts]
+
+    def session_of(self, thread_id: str) -> str:
+        """The session the thread's runs go on (its current branch)."""
+        return self.session or thread_id
 
 
 def checkpoint_id_for(thread_id: str) -> str:
@@ -79,6 +92,9 @@ async def load_record(store: CheckPointStore, thread_id: str) -> ThreadRecord | 
         list(raw.get("interrupts", [])),
         raw.get("durable"),
         raw.get("durable_last"),
+        raw.get("session"),
+        dict(raw.get("runs", {})),
+        list(raw.get("turn_runs", [])),
     )
 
 
@@ -91,6 +107,10 @@ async def save_record(store: CheckPointStore, thread_id: str, record: ThreadReco
     }
     if record.durable is not None or record.durable_last is not None:
         raw["durable"], raw["durable_last"] = record.durable, record.durable_last
+    if record.session is not None:
+        raw["session"] = record.session
+    if record.runs or record.turn_runs:
+        raw["runs"], raw["turn_runs"] = record.runs, record.turn_runs
     await store.set(_PREFIX + thread_id, json.dumps(raw).encode())
 
 
