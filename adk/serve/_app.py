@@ -28,6 +28,7 @@ from adk.serve._run import ServedAgent, _state, _thread_messages, agui_run
 from adk.serve._threads import ThreadRecord, delete_record, forget, load_record
 from adk.sessions import InMemorySessionStore, SessionStore
 from compose.checkpoint import CheckPointStore, InMemoryCheckPointStore
+from compose.interrupt import ExternalInterrupt
 
 __all__ = ["Auth", "RunTracker", "create_app", "routes"]
 
@@ -59,6 +60,21 @@ class RunTracker:
         """Block until no run is in flight (True), or ``timeout`` seconds pass (False)."""
         with self._cond:
             return self._cond.wait_for(lambda: self.in_flight == 0, timeout)
+
+
+class RunResponse(StreamingResponse):
+    """A run's event stream: a client's hang-up (or the server cancelling the request) first asks the run to
+    pause at once (``stop``), so that it leaves its checkpoint, then cancels the stream as Starlette does."""
+
+    def __init__(self, stop: ExternalInterrupt, content: Any, **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self.stop = stop
+
+    async def listen_for_disconnect(self, receive: Any) -> None:
+        try:
+            await super().listen_for_disconnect(receive)
+        finally:
+            self.stop.interrupt(grace_period=0)  # a no-op for a run that has ended
 
 
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -144,22 +160,30 @@ class _Server:
         except LookupError:
             return _error(404, f"no thread {input.thread_id!r}")
         encoder = EventEncoder(accept=accept)
-        frames = self._stream(served, input, record, owner, encoder)
+        stop = ExternalInterrupt()
+        frames = self._stream(served, input, record, owner, encoder, stop)
         if served.durable is not None:
             frames = numbered(frames, encoder, request.headers.get("last-event-id"))
-        return StreamingResponse(
+        return RunResponse(
+            stop,
             frames,
             media_type=encoder.get_content_type(),
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
     async def _stream(
-        self, served: ServedAgent, input: RunAgentInput, record: ThreadRecord | None, owner: str | None, encoder: Any
+        self,
+        served: ServedAgent,
+        input: RunAgentInput,
+        record: ThreadRecord | None,
+        owner: str | None,
+        encoder: Any,
+        stop: ExternalInterrupt,
     ) -> AsyncIterator[str]:
         self.tracker.enter()
         try:
             event: BaseEvent
-            async for event in agui_run(served, input, record, owner):
+            async for event in agui_run(served, input, record, owner, stop):
                 if event.timestamp is None:
                     event.timestamp = int(time.time() * 1000)
                 yield encoder.encode(event)

@@ -57,6 +57,7 @@ class ThreadRecord:
     session: str | None = None  # the session holding the thread's current branch (None: the thread id)
     runs: dict[str, list[Any]] = field(default_factory=dict)  # run id -> [session id, turn index it appended]
     turn_runs: list[str] = field(default_factory=list)  # the runs of the turn not appended yet (paused ones)
+    cut: bool = False  # the paused run was paused by its client's hang-up (no interrupt to answer)
 
     def pending(self) -> list[Interrupt]:
         return [Interrupt.model_validate(i) for i in self.interrupts]
@@ -95,6 +96,7 @@ async def load_record(store: CheckPointStore, thread_id: str) -> ThreadRecord | 
         raw.get("session"),
         dict(raw.get("runs", {})),
         list(raw.get("turn_runs", [])),
+        bool(raw.get("cut", False)),
     )
 
 
@@ -109,6 +111,8 @@ async def save_record(store: CheckPointStore, thread_id: str, record: ThreadReco
         raw["durable"], raw["durable_last"] = record.durable, record.durable_last
     if record.session is not None:
         raw["session"] = record.session
+    if record.cut:
+        raw["cut"] = True
     if record.runs or record.turn_runs:
         raw["runs"], raw["turn_runs"] = record.runs, record.turn_runs
     await store.set(_PREFIX + thread_id, json.dumps(raw).encode())
