@@ -22,7 +22,7 @@ from adk.agent import Agent, check_agent
 from adk.chat_model_agent import ChatModelAgent
 from adk.runner import Runner
 from adk.serve._client_tools import RequestExtras
-from adk.serve._durable import durable_client, numbered
+from adk.serve._durable import catch_up, durable_client, numbered
 from adk.serve._messages import conversation
 from adk.serve._run import ServedAgent, _state, _thread_messages, agui_run
 from adk.serve._threads import ThreadRecord, delete_record, forget, load_record
@@ -204,6 +204,8 @@ class _Server:
             record = None
         if record is None:
             return _error(404, f"no thread {thread_id!r}")
+        if served.durable is not None and request.method == "GET":
+            record = await catch_up(served, thread_id, record)
         session_id = record.session_of(thread_id)
         if request.method == "DELETE":
             for branch in {thread_id, session_id, *(s for s, _ in record.runs.values())}:

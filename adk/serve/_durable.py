@@ -62,7 +62,7 @@ from compose.interrupt import InterruptCtx
 from compose.schema import Message
 from compose.stream import StreamReader
 
-__all__ = ["durable_client", "durable_run", "numbered", "stable_ids"]
+__all__ = ["catch_up", "durable_client", "durable_run", "numbered", "stable_ids"]
 
 _TERMINAL = {"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
 _SCAN_IDLE = 0.5  # seconds without an event after which a run read to see where it is counts as waiting
@@ -268,7 +268,8 @@ class _Thread:
     async def settle(self) -> None:
         """Append the ended turn to the session (once, whoever calls), and keep it as the thread's last turn."""
         served, thread_id = self.served, self.thread_id
-        session_id = self.record.session_of(thread_id)
+        now = await load_record(served.checkpoints, thread_id)
+        session_id = (now or self.record).session_of(thread_id)
         try:
             lease = await served.sessions.acquire(session_id, wait=served.runner.session_wait)
         except SessionBusyError:
@@ -397,6 +398,17 @@ async def durable_run(
         turn, run = await thread.open_turn(input)
     async for event in thread.segment(turn, run, mapper):
         yield event
+
+
+async def catch_up(served: Any, thread_id: str, record: ThreadRecord) -> ThreadRecord:
+    """The thread's record once a durable run that ended while nobody read it has been settled (its turn
+    appended: ``GET`` of the thread shows it)."""
+    turn = record.durable
+    if turn is None or await served.durable.handle(turn["workflow"]).status() not in _TERMINAL:
+        return record
+    thread = _Thread(served, thread_id, record)
+    await thread.settle()
+    return thread.record
 
 
 def durable_client(durable: Any, name: str, agents: int) -> Any:

@@ -33,6 +33,7 @@ pytest.importorskip("dbos", reason="dbos is not installed (pip install 'pyeino[d
 sys.path.insert(0, str(Path(__file__).parents[1] / "adk" / "durable_workers"))
 from harness import Gate, Worker, env, fresh_pg_database, tool_log
 
+from adk.durable import DurableClient
 from tests.serve.helpers import parse_sse, run_input, user
 
 pytestmark = pytest.mark.slow
@@ -191,6 +192,10 @@ async def _test_server_killed_mid_stream_the_client_reconnects_by_run_id(pg_serv
                 next_run = run_input("t-re", "r2", [*thread["messages"], user("u2", "and again")])
                 second = frames((await client.post(f"{url}/agents/streamer/agui", json=next_run)).text)
                 thread2 = (await client.get(f"{url}/agents/streamer/threads/t-re")).json()
+                # edit the second message and regenerate: a branch from r1 (not the last run any more)
+                edited = run_input("t-re", "r3", [*thread["messages"], user("u2b", "edited")], parentRunId="r1")
+                third = frames((await client.post(f"{url}/agents/streamer/agui", json=edited)).text)
+                thread3 = (await client.get(f"{url}/agents/streamer/threads/t-re")).json()
     finally:
         gate.release()
         worker.stop()
@@ -213,6 +218,10 @@ async def _test_server_killed_mid_stream_the_client_reconnects_by_run_id(pg_serv
     valid([e for _, e in second])
     assert second[-1][1]["result"] == "answer hello there 0"  # the model answers the conversation's first text
     assert len(thread2["messages"]) == 6
+    valid([e for _, e in third])
+    assert third[0][1]["parentRunId"] == "r1" and third[-1][1]["result"] == "answer hello there 0"
+    assert [m.get("content") for m in thread3["messages"]][4:] == ["edited", "answer hello there 0"]
+    assert len(thread3["messages"]) == 6
     workflow = "pyeino.serve/streamer/t-re/r1"
     assert executions(db)[(workflow, "r0c0")] == 1
 
@@ -234,10 +243,14 @@ async def _test_client_hangs_up_then_reconnects(pg_server: Any, tmp_path: Path) 
                 # hung up; the run goes on in the worker
                 busy = frames((await client.post(f"{url}/agents/streamer/agui", json={**body, "runId": "r9"})).text)
                 gate.release()
+                async with DurableClient(db) as durable:  # the run ends while no server reads it
+                    await durable.handle("pyeino.serve/streamer/t-drop/r1").result()
+                # the thread shows the turn all the same, and the reconnect gets the rest of the ended run
+                thread = (await client.get(f"{url}/agents/streamer/threads/t-drop")).json()
                 again = await client.post(
                     f"{url}/agents/streamer/agui", json=body, headers={"Last-Event-ID": str(before[-1][0])}
                 )
-                thread = (await client.get(f"{url}/agents/streamer/threads/t-drop")).json()
+                after = (await client.get(f"{url}/agents/streamer/threads/t-drop")).json()
     finally:
         gate.release()
         worker.stop()
@@ -246,6 +259,9 @@ async def _test_client_hangs_up_then_reconnects(pg_server: Any, tmp_path: Path) 
     valid(joined)
     assert joined[-1]["result"] == "answer hi 0"
     assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert after["messages"] == thread["messages"]  # appended once
+    answer = [e for e in joined if e["type"] == "TEXT_MESSAGE_START"][-1]
+    assert thread["messages"][-1]["id"] == answer["messageId"]
 
 
 def test_approval_pause_and_resume_through_the_workers(pg_server: Any, tmp_path: Path) -> None:
