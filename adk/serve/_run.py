@@ -214,7 +214,7 @@ async def _run(
                 if event is None:
                     break
                 if stop is not None and stop.requested:
-                    raise anyio.get_cancelled_exc_class()()  # the client is gone: nothing more to send
+                    raise _HungUp  # the client is gone: nothing more to send
                 if event.error is not None:
                     failed = event.error
                     break
@@ -231,10 +231,12 @@ async def _run(
                         ops = state_patch(state, now)
                         state = now
                         yield StateDeltaEvent.model_validate({"delta": ops})
-        except BaseException:
+        except (_HungUp, GeneratorExit, anyio.get_cancelled_exc_class()) as exc:
             if stop is not None:  # cancelled or closed mid-run: the client hung up
                 stop.interrupt(grace_period=0)
                 await _cut(served, record, run, event, input, checkpoint_id, session_id)
+            if isinstance(exc, _HungUp):
+                return
             raise
         final = run.final_message
         values = dict(run.session_values)
@@ -273,6 +275,10 @@ async def _run(
     yield RunFinishedEvent(
         thread_id=thread_id, run_id=run_id, outcome=RunFinishedInterruptOutcome(interrupts=interrupts)
     )
+
+
+class _HungUp(Exception):
+    """The client hung up while the run was in a step (``run_stop`` was asked to pause it)."""
 
 
 async def _cut(
