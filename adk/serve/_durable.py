@@ -211,8 +211,8 @@ class _Thread:
         if end is not None and end.kind == "error":
             for out in [*mapper.abort(), *mapper.finish()]:
                 yield out
+            await self.settle()  # before the terminal event: a client may hang up on it
             yield RunErrorEvent(message=end.error or "", code=end.error_type or "DurableRunError")
-            await self.settle()
             return
         if end is not None and end.kind == "interrupted":
             if run.get("pause") is None:  # the first to see this pause records it
@@ -240,8 +240,8 @@ class _Thread:
         except DurableRunError as exc:
             for out in [*mapper.abort(), *mapper.finish()]:
                 yield out
-            yield RunErrorEvent(message=exc.message, code=exc.error_type)
             await self.settle()
+            yield RunErrorEvent(message=exc.message, code=exc.error_type)
             return
         from adk.serve._run import _state, state_patch
 
@@ -252,10 +252,10 @@ class _Thread:
             yield out
         output = result.output
         text = output.content if isinstance(output, Message) else None
+        await self.settle()  # before the terminal event: the thread holds the turn when the client sees the end
         yield RunFinishedEvent(
             thread_id=self.thread_id, run_id=run_id, result=text, outcome=RunFinishedSuccessOutcome()
         )
-        await self.settle()
 
     def _start_messages(self, turn: dict[str, Any]) -> list[Any]:
         """The conversation the turn started from, as AG-UI messages (JSON)."""
