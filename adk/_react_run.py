@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from adk.errors import AgentError, AgentTimeoutError
 from adk.events import AgentAction, AgentEvent, AgentInterruptInfo
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.errors import CheckpointError, GraphInterrupt
+from compose.interrupt import ExternalInterrupt
 from compose.runnable import RunHandle, Runnable
 from compose.schema import Message
 from compose.stream import StreamReader, concat
@@ -44,7 +46,11 @@ from compose.stream import StreamReader, concat
 if TYPE_CHECKING:
     from adk.agent import AgentContext
 
-__all__ = ["ReactResumeState", "ReactRun"]
+__all__ = ["ReactResumeState", "ReactRun", "run_stop"]
+
+# The graphs of the agent runs started in this context obey it (``external_interrupt=``): ``adk.serve`` pauses a
+# run whose client hung up with ``run_stop.get().interrupt(grace_period=0)``, so that it can be resumed.
+run_stop: ContextVar[ExternalInterrupt | None] = ContextVar("pyeino_agent_run_stop", default=None)
 
 
 class ReactResumeState(BaseModel):
@@ -204,6 +210,9 @@ class ReactRun:
         opts: dict[str, Any] = self._callbacks.graph_options()
         if self._graph_id:
             opts["checkpoint_id"] = self._graph_id
+            stop = run_stop.get()
+            if stop is not None:
+                opts["external_interrupt"] = stop
         if self._resume is not None:
             saved, targets = self._resume
             await self._bridge.set(self._graph_id, saved.graph.encode())

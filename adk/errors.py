@@ -23,7 +23,8 @@
         ├── SkillError                  a skill (``SKILL.md``) is malformed or unknown; ``.skill``, ``.path``
         ├── TaskListError               a plantask tool (``TaskCreate`` ...) refused its call (also ValueError)
         ├── ServeError                  an AG-UI request the server (``adk.serve``) cannot run
-        │   └── InterruptPendingError   a run on a thread with open interrupts does not answer them all
+        │   ├── InterruptPendingError   a run on a thread with open interrupts does not answer them all
+        │   └── RunNotFoundError        a run's parentRunId names no run of its thread
         ├── RemoteAgentError            a remote A2A agent (``RemoteA2AAgent``) failed, refused or was unreachable;
         │                               ``.url``, ``.task_id``, ``.state``
         ├── DurableError                a durable run's failure (``adk.durable``, extra ``dbos``)
@@ -69,6 +70,7 @@ __all__ = [
     "InterruptPendingError",
     "RemoteAgentError",
     "RetryExhaustedError",
+    "RunNotFoundError",
     "ServeError",
     "SessionBusyError",
     "SessionError",
@@ -189,6 +191,17 @@ class InterruptPendingError(ServeError):
         )
         self.thread_id = thread_id
         self.pending = sorted(pending)
+
+
+class RunNotFoundError(ServeError):
+    """A ``RunAgentInput``'s ``parentRunId`` names no run of its thread that the server knows (AG-UI's branching:
+    the parent is a prior run of the same thread); ``.thread_id`` and ``.run_id`` say which."""
+
+    def __init__(self, thread_id: str, run_id: str, known: list[str]) -> None:
+        shown = ", ".join(repr(r) for r in known[-10:]) or "none"
+        super().__init__(f"thread {thread_id!r} has no run {run_id!r} to branch from (its runs: {shown})")
+        self.thread_id = thread_id
+        self.run_id = run_id
 
 
 class RemoteAgentError(AgentError):

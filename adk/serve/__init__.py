@@ -13,7 +13,9 @@ module:build`` runs it on uvicorn). Routes:
   serves; :func:`a2a_app` is the same as an app of its own).
 
 The server is a client of the Runner: a thread is a session of the session store (one run at a time), a pause is
-the Runner's checkpoint and its resume ``runner.resume``; the server adds transport, identity and limits. The
+the Runner's checkpoint and its resume ``runner.resume``, a ``parentRunId`` branch ``runner.fork``; the server
+adds transport, identity and limits. With ``durable=DurableClient(dsn)`` the runs go to ``adk.durable`` workers
+and stream back from their durable event streams (``adk.serve._durable``: reconnect by runId). The
 routes are assembled in one place (``adk.serve._app.routes``); the AG-UI mapping of a run's events is
 :class:`EventMapper`.
 
