@@ -127,6 +127,10 @@ class ReactRun:
         self._finished = False
         self._counted = False
         self.final_message: Message | None = None
+        # a cancellable run's view of its cancel (adk.cancel): checked between supersteps
+        self._cancel = agent_ctx.session.cancel
+        if self._cancel is not None:
+            self._cancel = ctx.cancel = self._cancel.for_agent(self._address)
 
     def __repr__(self) -> str:
         state = "finished" if self._finished else "running" if self._run is not None else "not started"
@@ -154,6 +158,8 @@ class ReactRun:
         try:
             while True:
                 run = self._run
+                if self._cancel is not None and run is not None:
+                    self._cancel.at_boundary(run)
                 if self._timeout is None:
                     done = await (run.step(until=self._has_events) if run is not None else self._start())
                 else:
@@ -213,6 +219,8 @@ class ReactRun:
         # bridge was written
         checked = not self._callbacks.handlers and self._resume is None
         self._run = await self._runnable.start_run(x, streaming=self._streaming, cancel_checked=checked, **opts)
+        if self._cancel is not None:
+            self._cancel.at_boundary(self._run)
         # supersteps that produce no event run back to back: there is nothing to hand out between them
         return await self._run.step(until=self._has_events)
 

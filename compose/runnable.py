@@ -371,6 +371,16 @@ class RunHandle:
         """END's value once ``step()`` returned True."""
         return self._run.result
 
+    @property
+    def last_nodes(self) -> list[str]:
+        """The nodes of the last superstep run (between ``step()`` calls)."""
+        return self._run.last_nodes
+
+    def pause_at_next_step(self) -> None:
+        """Make the next ``step()`` pause before running a node (as an external interrupt requested now), saving
+        the checkpoint as any pause does; END reached first wins (the run completes)."""
+        self._run.pause_at_next_step()
+
     async def begin(self, x: Any) -> None:
         await self._guard(self._run.begin(x))
 

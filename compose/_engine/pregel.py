@@ -74,6 +74,12 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
             continue
         try:
             await self._finish(src, out)
+        except GraphInterrupt as sig:
+            # the node's output stream paused (read by its post handler or branch): the node itself re-runs on
+            # resume, as when the node raised it (a cancelled model stream: adk.cancel)
+            await _close(out)
+            self.last = [src]
+            raise await pause(self, reruns=[(src, sig)]) from None
         except BaseException:
             await _close(out)
             raise
@@ -246,7 +252,10 @@ async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
     try:
         external = self.options.external_interrupt
         if external is not None and external.requested:
+            ready = [j for j, _ in batch]
             _put_back(self, batch)
+            if not self.last:  # before the first node: the run pauses before the nodes it was to start with
+                raise await pause(self, before=ready)
             raise await pause(self, after=self.last)
         if self.skip_before:
             self.skip_before = False  # tasks restored from a checkpoint run without re-checking interrupt_before

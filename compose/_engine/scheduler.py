@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -61,7 +62,7 @@ from compose.errors import (
     NodeRunError,
     RuntimeTypeError,
 )
-from compose.interrupt import _node_address, _resumed
+from compose.interrupt import ExternalInterrupt, _node_address, _resumed
 from compose.lambdas import Paradigms, derive
 from compose.merge import merge_stream_values, merge_values
 from compose.state import _current_frame, _StateFrame, call_handler
@@ -281,6 +282,20 @@ class GraphRun:
             return await self._step(to_end, until)
         finally:
             self._exit(tokens)
+
+    def pause_at_next_step(self) -> None:
+        """Pause before the next node runs, as an external interrupt requested now does (``ExternalInterrupt``
+        without a grace period): the run stops at the next step boundary, the waiting inputs kept. For a driver
+        that decides between supersteps (the agent runner's cancel at safe points, ``adk.cancel``)."""
+        external = ExternalInterrupt()
+        external.interrupt()
+        self.options = replace(self.options, external_interrupt=external)
+        self.gated = True
+
+    @property
+    def last_nodes(self) -> list[str]:
+        """The nodes of the last superstep run."""
+        return [self.t.keys[j] for j in self.last]
 
     async def aclose(self) -> None:
         """Abandon the run: close every stream it holds (idempotent); a run not finished reports a cancel."""
