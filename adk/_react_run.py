@@ -158,8 +158,6 @@ class ReactRun:
         try:
             while True:
                 run = self._run
-                if self._cancel is not None and run is not None:
-                    self._cancel.at_boundary(run)
                 if self._timeout is None:
                     done = await (run.step(until=self._has_events) if run is not None else self._start())
                 else:
@@ -219,8 +217,8 @@ class ReactRun:
         # bridge was written
         checked = not self._callbacks.handlers and self._resume is None
         self._run = await self._runnable.start_run(x, streaming=self._streaming, cancel_checked=checked, **opts)
-        if self._cancel is not None:
-            self._cancel.at_boundary(self._run)
+        if self._cancel is not None:  # a cancellable run stops where its cancel says, before a node runs
+            self._run.set_pause_check(self._cancel.pause_here)
         # supersteps that produce no event run back to back: there is nothing to hand out between them
         return await self._run.step(until=self._has_events)
 

@@ -42,7 +42,7 @@ import math
 import uuid
 from collections.abc import Awaitable, Collection, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 import anyio
 
@@ -51,9 +51,6 @@ from compose.errors import GraphInterrupt, StreamEnd
 from compose.interrupt import InterruptCtx, InterruptSignal
 from compose.schema import Message
 from compose.stream import StreamReader
-
-if TYPE_CHECKING:
-    from compose.runnable import RunHandle
 
 __all__ = ["CancelHandle", "CancelMode", "CancelOutcome"]
 
@@ -315,24 +312,22 @@ class CancelLink:
 
     # ------------------------------------------------------------------ safe points (between supersteps)
 
-    def at_boundary(self, handle: RunHandle) -> None:
-        """Between two supersteps of a ChatModelAgent's graph: make the next step pause when the cancel's safe
-        point is here (an immediate cancel: at once; END reached first wins, so the run completes)."""
+    def pause_here(self, last_nodes: list[str], next_nodes: list[str]) -> bool:
+        """Before a node of a ChatModelAgent's graph runs (``RunHandle.set_pause_check``): whether the run stops
+        here. Immediate: at once. ``after_chat_model``: the model just answered and its tool calls are next (a final
+        answer goes to END first: the run completes). ``after_tool_calls``: the tool calls just finished."""
         ctl = self.ctl
         if not ctl.applies(self.nested):
-            return
+            return False
         ctl.check_deadline()
         modes = ctl.modes
         if modes == _IMMEDIATE:
-            handle.pause_at_next_step()
-            return
+            return True
         from adk.react import CHAT_MODEL_NODE, TOOL_NODE
 
-        last = handle.last_nodes
-        if ("after_chat_model" in modes and last == [CHAT_MODEL_NODE]) or (
-            "after_tool_calls" in modes and last == [TOOL_NODE]
-        ):
-            handle.pause_at_next_step()
+        return ("after_chat_model" in modes and last_nodes == [CHAT_MODEL_NODE] and next_nodes == [TOOL_NODE]) or (
+            "after_tool_calls" in modes and last_nodes == [TOOL_NODE]
+        )
 
     def at_transition(self) -> bool:
         """A workflow agent between two children: any pending cancel that reaches it stops it here."""

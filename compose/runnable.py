@@ -371,15 +371,10 @@ class RunHandle:
         """END's value once ``step()`` returned True."""
         return self._run.result
 
-    @property
-    def last_nodes(self) -> list[str]:
-        """The nodes of the last superstep run (between ``step()`` calls)."""
-        return self._run.last_nodes
-
-    def pause_at_next_step(self) -> None:
-        """Make the next ``step()`` pause before running a node (as an external interrupt requested now), saving
-        the checkpoint as any pause does; END reached first wins (the run completes)."""
-        self._run.pause_at_next_step()
+    def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
+        """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` whether the run pauses there (see
+        ``GraphRun.set_pause_check``)."""
+        self._run.set_pause_check(check)
 
     async def begin(self, x: Any) -> None:
         await self._guard(self._run.begin(x))

@@ -251,7 +251,10 @@ async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
     t = self.t
     try:
         external = self.options.external_interrupt
-        if external is not None and external.requested:
+        check = self.pause_check
+        if (external is not None and external.requested) or (
+            check is not None and check(self.last_nodes, [t.keys[j] for j, _ in batch])
+        ):
             ready = [j for j, _ in batch]
             _put_back(self, batch)
             if not self.last:  # before the first node: the run pauses before the nodes it was to start with
@@ -259,7 +262,7 @@ async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
             raise await pause(self, after=self.last)
         if self.skip_before:
             self.skip_before = False  # tasks restored from a checkpoint run without re-checking interrupt_before
-            self.gated = bool(t.interrupt_before or external is not None)
+            self.gated = bool(t.interrupt_before or external is not None or check is not None)
         elif t.interrupt_before:
             hit = [j for j, _ in batch if j in t.interrupt_before]
             if hit:

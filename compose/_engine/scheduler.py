@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -62,7 +61,7 @@ from compose.errors import (
     NodeRunError,
     RuntimeTypeError,
 )
-from compose.interrupt import ExternalInterrupt, _node_address, _resumed
+from compose.interrupt import _node_address, _resumed
 from compose.lambdas import Paradigms, derive
 from compose.merge import merge_stream_values, merge_values
 from compose.state import _current_frame, _StateFrame, call_handler
@@ -189,6 +188,7 @@ class GraphRun:
         "options",
         "origin",
         "path",
+        "pause_check",
         "pending",
         "ready",
         "reported",
@@ -239,6 +239,7 @@ class GraphRun:
         self.last: list[int] = []
         # only a DAG run queues ready nodes (an empty deque is 600 bytes; a Pregel run shares one that holds none)
         self.ready: deque[int] = deque() if tables.dag else _NO_READY
+        self.pause_check: Callable[[list[str], list[str]], bool] | None = None  # set_pause_check
         self.reported: dict[int, set[int]] = {}
         self.skipped: dict[int, set[int]] = {}
         max_steps = tables.max_steps
@@ -283,14 +284,13 @@ class GraphRun:
         finally:
             self._exit(tokens)
 
-    def pause_at_next_step(self) -> None:
-        """Pause before the next node runs, as an external interrupt requested now does (``ExternalInterrupt``
-        without a grace period): the run stops at the next step boundary, the waiting inputs kept. For a driver
-        that decides between supersteps (the agent runner's cancel at safe points, ``adk.cancel``)."""
-        external = ExternalInterrupt()
-        external.interrupt()
-        self.options = replace(self.options, external_interrupt=external)
-        self.gated = True
+    def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
+        """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` (the nodes of the step before,
+        empty before the first; the nodes about to run): True pauses the run there, as an external interrupt requested then does (the waiting inputs kept,
+        the checkpoint saved; END reached first wins). For a driver that decides where its run may stop (the agent
+        runner's cancel at safe points, ``adk.cancel``); a run without one pays nothing."""
+        self.pause_check = check
+        self.gated = self.gated or check is not None
 
     @property
     def last_nodes(self) -> list[str]:
