@@ -43,6 +43,7 @@ from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:
     from adk.agent import AgentContext
+    from adk.cancel import CancelLink
 
 __all__ = ["ReactResumeState", "ReactRun"]
 
@@ -92,6 +93,8 @@ def load_resume_state(state: Any, agent_name: str) -> ReactResumeState:
 class ReactRun:
     """One ``ChatModelAgent`` run (see the module docstring); an async iterator of its events."""
 
+    _cancel: CancelLink | None = None  # a cancellable run's (adk.cancel)
+
     def __init__(
         self,
         runnable: Runnable[list[Message], Message],
@@ -127,10 +130,9 @@ class ReactRun:
         self._finished = False
         self._counted = False
         self.final_message: Message | None = None
-        # a cancellable run's view of its cancel (adk.cancel): checked between supersteps
-        self._cancel = agent_ctx.session.cancel
-        if self._cancel is not None:
-            self._cancel = ctx.cancel = self._cancel.for_agent(self._address)
+        cancel = agent_ctx.session.cancel
+        if cancel is not None:  # a cancellable run: its view of the cancel (adk.cancel)
+            self._cancel = ctx.cancel = cancel.for_agent(self._address)
 
     def __repr__(self) -> str:
         state = "finished" if self._finished else "running" if self._run is not None else "not started"

@@ -24,9 +24,9 @@ import anyio
 import anyio.lowlevel
 
 from adk._run import current_session
-from adk.cancel import _CANCELLING, CancelController, CancelHandle, CancelMode
 from adk.agent import Agent, AgentContext, AgentEvents, ResumableAgent, ResumeInfo, RunSession, check_agent
 from adk.agents.history import RecordedEvent
+from adk.cancel import _CANCELLING, CancelController, CancelHandle, CancelMode
 from adk.checkpointing import _UNSET, AgentCheckpoint, CheckpointBinding, SavedEvent
 from adk.errors import AgentCancelledError, AgentError
 from adk.events import AgentEvent, AgentInput, AgentInterruptInfo, checked_messages
@@ -46,12 +46,14 @@ class AgentRun:
     After the iteration, ``final_message`` holds the answer (the last agent's final message: the model's last
     message, or the return-directly tool's message), ``termination_reason`` says how the run ended
     (``"completed"``, ``"exit"``, ``"interrupted"``, ``"max_iterations"``, ``"token_budget"``, ``"stall"``,
-    ``"timeout"``, ``"retry_exhausted"``, ``"cancelled"``, ``"error"``, ``"closed"``), and ``total_tokens`` the token usage summed
-    over every model call of the run.
+    ``"timeout"``, ``"retry_exhausted"``, ``"cancelled"``, ``"error"``, ``"closed"``), and ``total_tokens`` the
+    token usage summed over every model call of the run.
 
     A resume loads its checkpoint when the iteration starts; errors doing so are raised by that first
     ``__anext__`` (no agent ran, so there is no event to carry them).
     """
+
+    _cancel: CancelController | None = None  # a cancellable run's (``cancel()``)
 
     def __init__(
         self,
@@ -66,9 +68,7 @@ class AgentRun:
         self._session = session
         self._checkpoint = checkpoint
         self._ctx = AgentContext.root(agent.name, session)
-        # the run's own cancel (adk.cancel): its agents see it through the session
-        self._cancel: CancelController | None = None
-        if cancellable:
+        if cancellable:  # the run's own cancel (adk.cancel): its agents see it through the session
             self._cancel = CancelController()
             session.cancel = self._cancel.root
         # a fresh run starts the agent's iterator now (a bad input fails the call), a resume on first iteration
@@ -238,14 +238,14 @@ class AgentRun:
             checkpoint_id = info.checkpoint_id = cp.checkpoint_id
         modes, escalated, timed_out = ctl.modes, ctl.escalated, ctl.timed_out
         ctl.handled()
-        error = AgentCancelledError(
+        cancelled = AgentCancelledError(
             modes,
             escalated=escalated,
             timed_out=timed_out,
             interrupt_contexts=info.interrupt_contexts,
             checkpoint_id=checkpoint_id,
         )
-        return AgentEvent(event.agent_name, event.run_path, error=error)
+        return AgentEvent(event.agent_name, event.run_path, error=cancelled)
 
     async def _snapshot(self, info: Any) -> AgentCheckpoint:
         session = self._session

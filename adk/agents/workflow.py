@@ -33,9 +33,9 @@ import anyio
 
 from adk.agent import Agent, AgentContext, AgentEvents, History, ResumeInfo, check_agent
 from adk.agents.flow import FlowAgent, _dump_record, _load_record, set_sub_agents, to_flow
+from adk.cancel import cancel_contexts
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentInterruptInfo
 from compose.errors import CheckpointError
-from adk.cancel import cancel_contexts
 from compose.interrupt import InterruptCtx
 
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent"]
@@ -170,7 +170,7 @@ async def _run_children(
     # the run path accumulates every child run before (in earlier iterations too)
     before = [c.name for _ in range(iteration) for c in children] + [c.name for c in children[:start]]
     path = (*ctx.run_path, *before)
-    cancel = _cancel_link(ctx)
+    cancel = _cancel_link(ctx) if ctx.session.cancel is not None else None
     for j in range(start, len(children)):
         child = children[j]
         child_path = (*path, child.name)
@@ -249,12 +249,8 @@ async def _run_children(
 
 
 def _cancel_link(ctx: AgentContext) -> Any:
-    """A cancellable run's view of its cancel for this workflow agent, whose children are nested (``adk.cancel``);
-    None for other runs."""
-    link = ctx.session.cancel
-    if link is None:
-        return None
-    link = link.for_agent(ctx.addresses)
+    """A cancellable run's view of its cancel for this workflow agent, whose children are nested (``adk.cancel``)."""
+    link = ctx.session.cancel.for_agent(ctx.addresses)
     link.ctl.nest(tuple(ctx.addresses))
     return link
 
@@ -294,7 +290,8 @@ class ParallelAgent(_WorkflowAgent):
         if not self.sub_agents:
             return
         state = self._state(resume) if resume is not None else None
-        _cancel_link(ctx)  # a cancellable run: the children are nested
+        if ctx.session.cancel is not None:
+            _cancel_link(ctx)  # a cancellable run: the children are nested
         lanes: list[History] = [ctx.session.track(ctx.records.fork()) for _ in self.sub_agents]
         runs: dict[int, AgentEvents] = {}
         for i, child in enumerate(self.sub_agents):

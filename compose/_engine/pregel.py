@@ -251,7 +251,7 @@ async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
     t = self.t
     try:
         external = self.options.external_interrupt
-        check = self.pause_check
+        check = self.options.pause_check
         if (external is not None and external.requested) or (
             check is not None and check(self.last_nodes, [t.keys[j] for j, _ in batch])
         ):

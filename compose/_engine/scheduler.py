@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -188,7 +189,6 @@ class GraphRun:
         "options",
         "origin",
         "path",
-        "pause_check",
         "pending",
         "ready",
         "reported",
@@ -239,7 +239,6 @@ class GraphRun:
         self.last: list[int] = []
         # only a DAG run queues ready nodes (an empty deque is 600 bytes; a Pregel run shares one that holds none)
         self.ready: deque[int] = deque() if tables.dag else _NO_READY
-        self.pause_check: Callable[[list[str], list[str]], bool] | None = None  # set_pause_check
         self.reported: dict[int, set[int]] = {}
         self.skipped: dict[int, set[int]] = {}
         max_steps = tables.max_steps
@@ -286,10 +285,11 @@ class GraphRun:
 
     def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
         """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` (the nodes of the step before,
-        empty before the first; the nodes about to run): True pauses the run there, as an external interrupt requested then does (the waiting inputs kept,
-        the checkpoint saved; END reached first wins). For a driver that decides where its run may stop (the agent
-        runner's cancel at safe points, ``adk.cancel``); a run without one pays nothing."""
-        self.pause_check = check
+        empty before the first; the nodes about to run): True pauses the run there, as an external interrupt
+        requested then does (the waiting inputs kept, the checkpoint saved; END reached first wins). For a driver
+        that decides where its run may stop (the agent runner's cancel at safe points, ``adk.cancel``); a run
+        without one pays nothing."""
+        self.options = replace(self.options, pause_check=check)
         self.gated = self.gated or check is not None
 
     @property

@@ -11,8 +11,10 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
+from adk.cancel import CancelHandle
 from adk.chat_model_agent import ChatModelAgent
 from adk.errors import AgentCancelledError, StreamCancelledError
 from adk.events import AgentEvent
@@ -341,12 +343,18 @@ async def test_a_second_call_escalates_a_safe_point_cancel() -> None:
 # streaming
 
 
+async def cancel_when_blocked(run: AgentRun, handles: list[CancelHandle]) -> None:
+    await anyio.wait_all_tasks_blocked()  # the reader waits for the gated chunk
+    handles.append(run.cancel())
+
+
 async def test_immediate_cancel_while_the_consumer_reads_a_model_stream(no_task_leaks: None) -> None:
     model = Gated([fast_call(), "the final answer, streamed"], gates=[1], gate_chunk=2)
     tools = Tools()
     r = runner(agent(model, tools), streaming=True)
     run = r.query("go", checkpoint_id="c", cancellable=True)
     got: list[str] = []
+    handles: list[CancelHandle] = []
     error: BaseException | None = None
     async with run:
         async for event in run:
@@ -358,14 +366,8 @@ async def test_immediate_cancel_while_the_consumer_reads_a_model_stream(no_task_
             if model.calls < 2 or stream is None:
                 await event.message.get_message()
                 continue
-            handles: list[Any] = []
             async with anyio.create_task_group() as tg:
-
-                async def cancel() -> None:
-                    await anyio.wait_all_tasks_blocked()  # the reader waits for chunk 2
-                    handles.append(run.cancel())
-
-                tg.start_soon(cancel)
+                tg.start_soon(cancel_when_blocked, run, handles)
                 with pytest.raises(StreamCancelledError):
                     async with stream:
                         async for chunk in stream:
@@ -394,20 +396,19 @@ async def test_cancel_after_the_end_reports_already_ended() -> None:
 
 async def test_cancel_racing_the_natural_end_never_hangs() -> None:
     # the cancel lands while the last model call returns: the run ends on its own or as cancelled, never hangs
-    for delay_turns in range(4):
+    async def cancel(model: Gated, run: AgentRun, turns: int, outcomes: list[str]) -> None:
+        await model.started[0].wait()
+        model.gates[0].set()
+        for _ in range(turns):
+            await anyio.lowlevel.checkpoint()
+        outcomes.append(await run.cancel("after_tool_calls").wait())
+
+    for turns in range(4):
         model = Gated(["done"], gates=[0])
         run = runner(agent(model)).query("go", cancellable=True)
         outcomes: list[str] = []
         async with anyio.create_task_group() as tg:
-
-            async def cancel() -> None:
-                await model.started[0].wait()
-                model.gates[0].set()
-                for _ in range(delay_turns):
-                    await anyio.lowlevel.checkpoint()
-                outcomes.append(await run.cancel("after_tool_calls").wait())
-
-            tg.start_soon(cancel)
+            tg.start_soon(cancel, model, run, turns, outcomes)
             await drain(run)
         assert outcomes == ["already_ended"]
 
