@@ -440,3 +440,119 @@ async def test_a_run_not_started_cancellable_refuses_and_bad_arguments_are_named
     with pytest.raises(ValueError, match="timeout"):
         run.cancel("after_tool_calls", timeout=0)
     await drain(run)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# edge cases (Eino's cancel_edge_test.go, cancel_multicall_test.go)
+
+
+async def test_a_business_interrupt_while_a_cancel_is_pending_is_absorbed_and_fires_again_on_resume() -> None:
+    from adk.approval import ApprovalDecision, ApprovalRequest
+
+    model = Gated([calling(call("fast", '{"x": "p"}', id="c1")), "done"], gates=[0])
+    tools = Tools()
+    a = ChatModelAgent("assistant", "helps", model=model, tools=tools.all(), approval=lambda name, args: True)
+    r = runner(a)
+    run = r.query("go", checkpoint_id="c", cancellable=True)
+    async with anyio.create_task_group() as tg:
+
+        async def cancel() -> None:
+            await model.started[0].wait()
+            handle = run.cancel("after_tool_calls")  # the tool pauses for approval before its round ends
+            model.gates[0].set()
+            assert await handle.wait() == "cancelled"
+
+        tg.start_soon(cancel)
+        error = await drain(run)
+    assert error is not None and tools.ran == []
+    (ctx,) = error.interrupt_contexts
+    assert isinstance(ctx.info, ApprovalRequest)  # the business interrupt, kept in the checkpoint
+    resumed = r.resume("c", targets={ctx.id: ApprovalDecision(approved=True)})
+    assert await drain(resumed) is None
+    assert tools.ran == ["fast:p"]
+
+
+async def test_a_failing_run_reports_already_ended() -> None:
+    model = Gated([fast_call()], gates=[0])
+    model.responses = []  # the call fails past its script
+    run = runner(agent(model)).query("go", cancellable=True)
+    outcome: list[str] = []
+    async with anyio.create_task_group() as tg:
+
+        async def cancel() -> None:
+            await model.started[0].wait()
+            handle = run.cancel("after_tool_calls")
+            model.gates[0].set()
+            outcome.append(await handle.wait())
+
+        tg.start_soon(cancel)
+        async with run:
+            errors = [e.error async for e in run if e.error is not None]
+    assert outcome == ["already_ended"] and len(errors) == 1
+    assert not isinstance(errors[0], AgentCancelledError)
+
+
+async def test_cancel_after_it_took_effect_reports_the_same_outcome() -> None:
+    model = Gated(["done"])
+    run = runner(agent(model)).query("go", checkpoint_id="c", cancellable=True)
+    first = run.cancel()
+    assert await drain(run) is not None
+    assert await first.wait() == "cancelled"
+    assert await run.cancel("after_tool_calls").wait() == "cancelled"
+
+
+async def test_safe_point_modes_join_and_the_earliest_deadline_wins() -> None:
+    model = Gated([fast_call(), "done"], gates=[0])
+    run = runner(agent(model, Tools())).query("go", checkpoint_id="c", cancellable=True)
+    async with anyio.create_task_group() as tg:
+
+        async def cancel() -> None:
+            await model.started[0].wait()
+            slow = run.cancel("after_tool_calls", timeout=3600)
+            soon = run.cancel("after_tool_calls", timeout=0.01)  # the earlier deadline wins
+            later = run.cancel("after_tool_calls", timeout=3600)  # and is kept
+            assert [await h.wait() for h in (slow, soon, later)] == ["timed_out_escalated"] * 3
+
+        tg.start_soon(cancel)
+        error = await drain(run)
+    assert error is not None and error.timed_out and model.cut_off == 1
+
+
+async def test_a_cut_off_model_call_is_not_retried() -> None:
+    from adk.retry import ModelRetryConfig
+
+    model = Gated([fast_call(), "done"], gates=[0])
+    a = ChatModelAgent("assistant", "helps", model=model, model_retry=ModelRetryConfig(max_retries=3))
+    r = runner(a)
+    run = r.query("go", checkpoint_id="c", cancellable=True)
+    async with anyio.create_task_group() as tg:
+
+        async def cancel() -> None:
+            await model.started[0].wait()
+            assert await run.cancel().wait() == "cancelled"
+
+        tg.start_soon(cancel)
+        assert await drain(run) is not None
+    assert model.calls == 1 and model.cut_off == 1
+
+
+async def test_a_resumed_run_can_be_cancelled_again() -> None:
+    model = Gated([fast_call(), fast_call("2", "c2"), "done"], gates=[1])
+    tools = Tools()
+    r = runner(agent(model, tools))
+    run = r.query("go", checkpoint_id="c", cancellable=True)
+    run.cancel("after_tool_calls")
+    assert await drain(run) is not None and tools.ran == ["fast:1"]
+    resumed = r.resume("c", cancellable=True)
+    async with anyio.create_task_group() as tg:
+
+        async def cancel() -> None:
+            await model.started[1].wait()
+            assert await resumed.cancel().wait() == "cancelled"
+
+        tg.start_soon(cancel)
+        assert await drain(resumed) is not None
+    model.gates.clear()
+    again = r.resume("c")
+    assert await drain(again) is None
+    assert tools.ran == ["fast:1", "fast:2"] and again.final_message is not None

@@ -214,3 +214,50 @@ async def test_loop_agent_stops_between_iterations_and_resumes_there() -> None:
     resumed = r.resume("c")
     assert await drain(resumed) is None
     assert model.calls == 3
+
+
+async def test_recursive_immediate_stops_every_parallel_child_and_resume_finishes_them(no_task_leaks: None) -> None:
+    from adk.agents.workflow import ParallelAgent
+
+    tools = Tools()
+    fast_model = Gated(["left done"])
+    slow_model = Gated([fast_call(), "right done"], gates=[1])
+    left = ChatModelAgent("left", "quick", model=fast_model)
+    right = ChatModelAgent("right", "slow", model=slow_model, tools=tools.all())
+    r = runner(ParallelAgent("par", "both", [left, right]))
+    run = r.query("go", checkpoint_id="c", cancellable=True)
+    async with anyio.create_task_group() as tg:
+
+        async def cancel() -> None:
+            await slow_model.started[1].wait()
+            assert await run.cancel(recursive=True).wait() == "cancelled"
+
+        tg.start_soon(cancel)
+        error = await drain(run)
+    assert error is not None and slow_model.cut_off == 1 and tools.ran == ["fast:1"]
+    slow_model.gates.clear()
+    resumed = r.resume("c")
+    assert await drain(resumed) is None
+    # the finished child is not run again, the stopped one continues where it stopped
+    assert fast_model.calls == 1 and slow_model.calls == 3 and tools.ran == ["fast:1"]
+
+
+async def test_recursive_cancel_through_an_agent_tool_leaves_no_task(no_task_leaks: None) -> None:
+    inner_tools = Tools()
+    inner_model = Gated([calling(call("slow", '{"x": "s"}', id="i1")), "inner done"])
+    outer_model = Gated([ask_inner(), "outer done"])
+    r = runner(outer_with_agent_tool(outer_model, inner_agent(inner_model, inner_tools)), streaming=True)
+    run = r.query("go", checkpoint_id="c", cancellable=True)
+    async with anyio.create_task_group() as tg:
+
+        async def cancel() -> None:
+            await inner_tools.slow_started.wait()
+            assert await run.cancel(recursive=True).wait() == "cancelled"
+
+        tg.start_soon(cancel)
+        assert await drain(run) is not None
+    assert inner_tools.slow_cut_off == 1
+    inner_tools.slow_gate.set()
+    resumed = r.resume("c")
+    assert await drain(resumed) is None
+    assert inner_tools.ran == ["slow:s"] and inner_model.calls == 2 and outer_model.calls == 2
