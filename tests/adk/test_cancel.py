@@ -7,7 +7,9 @@ Tests coordinate with events: a gated model or tool signals that it started and 
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -556,3 +558,14 @@ async def test_a_resumed_run_can_be_cancelled_again() -> None:
     again = r.resume("c")
     assert await drain(again) is None
     assert tools.ran == ["fast:1", "fast:2"] and again.final_message is not None
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cancel_run.py"
+
+
+async def test_the_example_runs_offline() -> None:
+    spec = importlib.util.spec_from_file_location("example_cancel_run", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert await module.main() == ["Paris", "Rome", "Vienna"]
