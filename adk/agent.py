@@ -224,6 +224,9 @@ class RunSession:
     history: History = field(default_factory=History)
     _lanes: list[History] = field(default_factory=list)
     cancel: Any = None  # an ``adk.cancel.CancelLink`` when the run is cancellable (``cancellable=True``)
+    # the Runner has just passed its run's entry cancellation check and awaited nothing since: the root agent's
+    # own entry need not check again (one check per run); cleared once the first event is out
+    entry_checked: bool = field(default=False, repr=False)
 
     def track(self, history: History) -> History:
         """Remember a lane or isolated history so its unread streams are closed with the run."""

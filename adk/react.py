@@ -558,7 +558,7 @@ def tool_result_collector() -> ToolMiddleware:
             msg = tool_message(out.result, inp.call_id, tool_name=inp.name)
             variant = MessageVariant(False, message=msg, role="tool", tool_name=inp.name)
             _deliver(run, AgentEvent(output=AgentOutput(variant), action=action), held, inp.call_id)
-            return out
+            return ToolOutput(out.result, msg)  # the node's output is the event's message, not a copy of it
 
         return endpoint
 

@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from adk._react_run import ReactRun
 from adk._run import current_session
 from adk.agent import Agent, AgentContext, AgentEvents, ResumableAgent, ResumeInfo, RunSession, check_agent
 from adk.agents.history import RecordedEvent
@@ -143,6 +144,8 @@ class AgentRun:
             self._started = True
             if self._events is None:
                 self._events = await self._resume()
+            else:
+                self._session.entry_checked = True  # nothing awaited since: the agent's entry need not check
         assert self._events is not None
         token = current_session.set(self._session)
         try:
@@ -154,6 +157,7 @@ class AgentRun:
             raise
         finally:
             current_session.reset(token)
+            self._session.entry_checked = False
         if not event.run_path:  # a custom agent's event: the framework names its emitter (flow.go)
             event.agent_name, event.run_path = self._agent.name, self._ctx.run_path
         if event.error is None and event.action is None:
@@ -296,12 +300,17 @@ class AgentRun:
 
     async def _close_shielded(self) -> None:
         self._finished = True
-        if self._events is not None:
-            await self._events.aclose()
+        events = self._events
+        if type(events) is ReactRun:
+            await events.aclose(shielded=True)  # a ChatModelAgent's run: inside this scope, it needs no other
+        elif events is not None:
+            await events.aclose()
         await self._session.aclose()
 
     async def aclose(self) -> None:
         """Stop the run: close the agent's run and every event stream not yet handed out (idempotent)."""
+        if self._finished and self._events is None and self._checkpoint is None:
+            return  # it ended (``_end``): its agent's run and its session are closed
         with anyio.CancelScope(shield=True):
             await self._close_shielded()
             if self._cancel is not None:

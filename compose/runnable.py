@@ -400,9 +400,10 @@ class RunHandle:
                 raise
         return done
 
-    async def aclose(self) -> None:
-        """Abandon the run: close every stream it holds (and release a claimed checkpoint)."""
-        await self._run.aclose()
+    async def aclose(self, *, shielded: bool = False) -> None:
+        """Abandon the run: close every stream it holds (and release a claimed checkpoint). ``shielded``: the
+        caller is inside a shielded cancel scope already, so the run needs no scope of its own."""
+        await self._run.aclose(shielded=shielded)
         await self._release_claim()
 
     async def _guard(self, work: Any) -> Any:

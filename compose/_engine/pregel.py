@@ -63,7 +63,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
         pending.clear()
     direct = t.direct
     while pending:
-        src, out = pending.popleft()
+        src, out = pending.pop(0)
         dst = direct[src]
         if dst >= 0:  # one plain edge: deliver without the general routing
             box = inbox.get(dst)
@@ -104,7 +104,12 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
             return await _fused(self, j, x)
         else:
             try:
-                pending.append((j, await self._exec(j, x)))
+                if t.nodes[j].invoke1 is None and not self.track and not self.resume_for:
+                    # straight to the general path: no frame of _exec's held while the node runs (a parked run
+                    # holds every frame of its stack)
+                    pending.append((j, await self._exec_general(j, x, None)))
+                else:
+                    pending.append((j, await self._exec(j, x)))
             except GraphInterrupt as sig:
                 self.last = [j]
                 self.steps += 1
