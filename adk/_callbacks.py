@@ -12,7 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from compose.callbacks import CallbackHandler, RunInfo, fire_cancel, fire_end, fire_failure, fire_start, make_config
+from compose.callbacks import (
+    CallbackConfig,
+    CallbackHandler,
+    RunInfo,
+    fire_cancel,
+    fire_end,
+    fire_failure,
+    fire_start,
+    make_config,
+)
+
+_UNSET = object()
 
 
 class AgentCallbacks:
@@ -20,10 +31,17 @@ class AgentCallbacks:
 
     __slots__ = ("_info", "_name", "_type", "given", "handlers", "live")
 
-    def __init__(self, agent_name: str, agent_type: str, callbacks: Sequence[CallbackHandler] = ()) -> None:
+    def __init__(
+        self,
+        agent_name: str,
+        agent_type: str,
+        callbacks: Sequence[CallbackHandler] = (),
+        config: CallbackConfig | object | None = _UNSET,
+    ) -> None:
         self.given = tuple(callbacks)
-        config = make_config(self.given, None, ())
-        self.handlers = config.everywhere if config is not None else ()
+        if config is _UNSET:
+            config = make_config(self.given, None, ())
+        self.handlers = config.everywhere if isinstance(config, CallbackConfig) else ()
         self._name = agent_name
         self._type = agent_type
         self._info: RunInfo | None = None
@@ -63,3 +81,15 @@ class AgentCallbacks:
         if self.live:
             self.live = False
             await fire_cancel(self.handlers, self.info)
+
+
+_SILENT = AgentCallbacks("", "", (), None)  # no handler anywhere: it reports nothing and holds no state (never live)
+
+
+def agent_callbacks(agent_name: str, agent_type: str, callbacks: Sequence[CallbackHandler] = ()) -> AgentCallbacks:
+    """The callbacks of one agent run; most runs have no handler anywhere and share one that does nothing."""
+    given = tuple(callbacks)
+    config = make_config(given, None, ())
+    if config is None and not given:
+        return _SILENT
+    return AgentCallbacks(agent_name, agent_type, given, config)

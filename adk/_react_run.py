@@ -31,7 +31,7 @@ import anyio
 import anyio.lowlevel
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from adk._callbacks import AgentCallbacks
+from adk._callbacks import agent_callbacks
 from adk._run import RunContext, current_run
 from adk.checkpointing import agent_contexts
 from adk.errors import AgentError, AgentTimeoutError
@@ -45,6 +45,7 @@ from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:
     from adk.agent import AgentContext
+    from adk.cancel import CancelLink
 
 __all__ = ["ReactResumeState", "ReactRun", "run_stop"]
 
@@ -70,12 +71,15 @@ class ReactResumeState(BaseModel):
 
 
 def _agent_error(exc: BaseException) -> BaseException:
-    """The error to report: an agent error found in the cause chain (under ``NodeRunError``), else ``exc``."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, AgentError):
-            return seen
-        seen = seen.__cause__
+    """The error to report: an agent error found in the cause chain (under ``NodeRunError``), else ``exc``. A
+    chain that loops back on itself (a tool may set ``__cause__`` as it likes) is walked once."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, AgentError):
+            return link
+        seen.add(id(link))
+        link = link.__cause__
     return exc
 
 
@@ -97,6 +101,8 @@ def load_resume_state(state: Any, agent_name: str) -> ReactResumeState:
 
 class ReactRun:
     """One ``ChatModelAgent`` run (see the module docstring); an async iterator of its events."""
+
+    _cancel: CancelLink | None = None  # a cancellable run's (adk.cancel)
 
     def __init__(
         self,
@@ -128,11 +134,14 @@ class ReactRun:
         self._graph_id = uuid.uuid4().hex if agent_ctx.session.resumable or resume is not None else ""
         self._closed = False
         # the run reports as RunInfo(name, class, "Agent") to the Runner's callbacks, its graph's nested under it
-        self._callbacks = AgentCallbacks(ctx.agent_name, agent_type, agent_ctx.session.callbacks)
+        self._callbacks = agent_callbacks(ctx.agent_name, agent_type, agent_ctx.session.callbacks)
         self._run: RunHandle | None = None
         self._finished = False
         self._counted = False
         self.final_message: Message | None = None
+        cancel = agent_ctx.session.cancel
+        if cancel is not None:  # a cancellable run: its view of the cancel (adk.cancel)
+            self._cancel = ctx.cancel = cancel.for_agent(self._address)
 
     def __repr__(self) -> str:
         state = "finished" if self._finished else "running" if self._run is not None else "not started"
@@ -148,8 +157,11 @@ class ReactRun:
         ctx = self._ctx
         events = ctx.events
         if self._run is None and not self._finished:
-            # the run's entry: a cancellation point before anything (trio's rule for async APIs)
-            await anyio.lowlevel.checkpoint_if_cancelled()
+            # the run's entry: a cancellation point before anything (trio's rule for async APIs), unless the
+            # Runner's entry has just been one
+            if not self._session.entry_checked:
+                await anyio.lowlevel.checkpoint_if_cancelled()
+            self._session.entry_checked = False
         if events:
             return events.pop(0)
         if self._finished:
@@ -206,8 +218,10 @@ class ReactRun:
         """Start the graph run, then run supersteps until there are events."""
         messages, self._input = self._input, None
         x: Any = StreamReader.from_iterable((messages,)) if self._streaming else messages
-        await self._callbacks.start(messages)
-        opts: dict[str, Any] = self._callbacks.graph_options()
+        callbacks = self._callbacks
+        if callbacks.handlers:
+            await callbacks.start(messages)
+        opts: dict[str, Any] = callbacks.graph_options() if callbacks.given else {}
         if self._graph_id:
             opts["checkpoint_id"] = self._graph_id
             stop = run_stop.get()
@@ -222,6 +236,8 @@ class ReactRun:
         # bridge was written
         checked = not self._callbacks.handlers and self._resume is None
         self._run = await self._runnable.start_run(x, streaming=self._streaming, cancel_checked=checked, **opts)
+        if self._cancel is not None:  # a cancellable run stops where its cancel says, before a node runs
+            self._run.set_pause_check(self._cancel.pause_here)
         # supersteps that produce no event run back to back: there is nothing to hand out between them
         return await self._run.step(until=self._has_events)
 
@@ -268,7 +284,8 @@ class ReactRun:
             ctx.session_values[self._output_key] = final.content
         ctx.termination_reason = "completed"
         self._count()
-        await self._callbacks.end(final)
+        if self._callbacks.live:
+            await self._callbacks.end(final)
 
     async def _pause(self, exc: GraphInterrupt) -> None:
         """The graph paused: queue the interrupt event carrying the graph's checkpoint."""
@@ -306,26 +323,34 @@ class ReactRun:
         self._ctx.events.append(AgentEvent(self._ctx.agent_name, self._ctx.run_path, error=error))
         await self._callbacks.fail(exc)
 
-    async def aclose(self) -> None:
-        """Stop the run: close the graph run and every event stream not yet handed out (idempotent)."""
+    async def aclose(self, *, shielded: bool = False) -> None:
+        """Stop the run: close the graph run and every event stream not yet handed out (idempotent).
+        ``shielded``: the caller is inside a shielded cancel scope already (the Runner's run closing)."""
         if self._closed:
             return
         self._closed = True
         ctx = self._ctx
         if self._finished and not ctx.events and ctx.held is None and ctx.termination_reason == "completed":
             return  # a completed run has closed what it held
+        if shielded:
+            await self._abandon()
+            return
         with anyio.CancelScope(shield=True):
-            self._finished = True
-            if self._run is not None:
-                await self._run.aclose()
-            await self._forget_graph()
-            await self._callbacks.cancel()  # closed before its end (a no-op once it ended)
-            self._flush_held()
-            while ctx.events:
-                await ctx.events.pop(0).aclose()
-            if ctx.termination_reason is None:
-                ctx.termination_reason = "closed"
-            self._count()
+            await self._abandon()
+
+    async def _abandon(self) -> None:
+        ctx = self._ctx
+        self._finished = True
+        if self._run is not None:
+            await self._run.aclose(shielded=True)
+        await self._forget_graph()
+        await self._callbacks.cancel()  # closed before its end (a no-op once it ended)
+        self._flush_held()
+        while ctx.events:
+            await ctx.events.pop(0).aclose()
+        if ctx.termination_reason is None:
+            ctx.termination_reason = "closed"
+        self._count()
 
     async def __aenter__(self) -> ReactRun:
         return self

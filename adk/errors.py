@@ -8,6 +8,9 @@
         ├── TokenBudgetExceededError    the run's token usage reached ``max_budget_tokens``
         ├── StallDetectedError          the same tool was called ``stall_window`` times in a row
         ├── AgentTimeoutError           the run took longer than ``timeout`` (also a ``TimeoutError``)
+        ├── AgentCancelledError         ``run.cancel()`` stopped the run (``adk.cancel``); ``.interrupt_contexts``,
+        │                               ``.checkpoint_id`` (resume it there), ``.mode``, ``.escalated``
+        ├── StreamCancelledError        ends an event stream an immediate cancel cut off
         ├── RetryExhaustedError         every model retry failed; ``.last_error``, ``.total_retries``
         ├── StructuredOutputError       no answer matched the agent's ``output_type`` within its retries; ``.raw``
         ├── WillRetryError              ends the event stream of a failed model attempt that will be retried
@@ -47,9 +50,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from compose.errors import CheckpointNotFoundError, ComposeError
 
 __all__ = [
+    "AgentCancelledError",
     "AgentError",
     "AgentTimeoutError",
     "BackendFileNotFoundError",
@@ -78,6 +84,7 @@ __all__ = [
     "SessionStoreError",
     "SkillError",
     "StallDetectedError",
+    "StreamCancelledError",
     "StructuredOutputError",
     "TaskListError",
     "TokenBudgetExceededError",
@@ -134,6 +141,48 @@ class AgentTimeoutError(AgentError, TimeoutError):
     def __init__(self, timeout: float) -> None:
         super().__init__(f"agent run timed out after {timeout:g}s")
         self.timeout = timeout
+
+
+class AgentCancelledError(AgentError):
+    """The run was cancelled by ``run.cancel()`` (Eino's ``CancelError``; ``adk.cancel``): its last event's error.
+
+    Attributes:
+        mode: the cancel modes in force when it took effect (``{"immediate"}`` after an escalation).
+        escalated: a safe-point cancel was escalated to immediate (by a later call, or its ``timeout``).
+        timed_out: the escalation was the timeout's (the safe point was not reached in time).
+        interrupt_contexts: where the run stopped (an interrupt's contexts: ids and addresses).
+        checkpoint_id: the id the run was saved under (``runner.resume(checkpoint_id)`` continues it), or None
+            when the run has no checkpoint store or id.
+    """
+
+    reason = "cancelled"
+
+    def __init__(
+        self,
+        mode: frozenset[str],
+        *,
+        escalated: bool = False,
+        timed_out: bool = False,
+        interrupt_contexts: list[Any] | None = None,
+        checkpoint_id: str | None = None,
+    ) -> None:
+        modes = ", ".join(sorted(mode))
+        super().__init__(f"agent cancelled: mode={modes}, escalated={escalated}")
+        self.mode = mode
+        self.escalated = escalated
+        self.timed_out = timed_out
+        self.interrupt_contexts = list(interrupt_contexts or [])
+        self.checkpoint_id = checkpoint_id
+
+
+class StreamCancelledError(AgentError):
+    """Ends an event's message stream that an immediate cancel cut off (Eino's ``ErrStreamCanceled``); the model
+    call runs again when the run is resumed."""
+
+    reason = "cancelled"
+
+    def __init__(self) -> None:
+        super().__init__("stream cancelled")
 
 
 class RetryExhaustedError(AgentError):

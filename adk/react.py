@@ -524,6 +524,8 @@ async def _observed(run: RunContext, inp: ToolInput, call: Awaitable[T]) -> T:
     no event until the call runs on resume)."""
     if run.telemetry:
         run.emit("tool.call.started", tool=inp.name, call_id=inp.call_id, arguments=inp.arguments)
+    if run.cancel is not None:  # a cancellable run's: an immediate cancel cuts the call off (adk.cancel)
+        call = run.cancel.guard(call)
     try:
         return await call
     except GraphInterrupt:
@@ -556,7 +558,7 @@ def tool_result_collector() -> ToolMiddleware:
             msg = tool_message(out.result, inp.call_id, tool_name=inp.name)
             variant = MessageVariant(False, message=msg, role="tool", tool_name=inp.name)
             _deliver(run, AgentEvent(output=AgentOutput(variant), action=action), held, inp.call_id)
-            return out
+            return ToolOutput(out.result, msg)  # the node's output is the event's message, not a copy of it
 
         return endpoint
 

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import anyio
 
 from adk.errors import AgentTimeoutError, RetryExhaustedError
-from compose.errors import CassetteError, ModelAuthError, ModelBadRequestError
+from compose.errors import CassetteError, GraphInterrupt, ModelAuthError, ModelBadRequestError
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo
 from compose.stream import StreamReader
@@ -91,7 +91,9 @@ class ModelRetryConfig:
     max_retry_after: float = 10.0
 
     def retryable(self, error: BaseException) -> bool:
-        """Whether ``error`` may be retried."""
+        """Whether ``error`` may be retried (never an interrupt: a pause, such as a cancel's, is not a failure)."""
+        if isinstance(error, GraphInterrupt):
+            return False
         if self.is_retryable is None:
             return default_is_retryable(error)
         return bool(self.is_retryable(error))

@@ -371,6 +371,11 @@ class RunHandle:
         """END's value once ``step()`` returned True."""
         return self._run.result
 
+    def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
+        """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` whether the run pauses there (see
+        ``GraphRun.set_pause_check``)."""
+        self._run.set_pause_check(check)
+
     async def begin(self, x: Any) -> None:
         await self._guard(self._run.begin(x))
 
@@ -395,9 +400,10 @@ class RunHandle:
                 raise
         return done
 
-    async def aclose(self) -> None:
-        """Abandon the run: close every stream it holds (and release a claimed checkpoint)."""
-        await self._run.aclose()
+    async def aclose(self, *, shielded: bool = False) -> None:
+        """Abandon the run: close every stream it holds (and release a claimed checkpoint). ``shielded``: the
+        caller is inside a shielded cancel scope already, so the run needs no scope of its own."""
+        await self._run.aclose(shielded=shielded)
         await self._release_claim()
 
     async def _guard(self, work: Any) -> Any:

@@ -149,16 +149,22 @@ def process_state(state_type: type[S]) -> AbstractAsyncContextManager[S]:
 async def call_handler(
     handler: Callable[[Any, Any], Any], value: Any, frame: _StateFrame
 ) -> Any:
-    """Run a state handler under its graph's lock (sync or async handler)."""
+    """Run a state handler under its graph's lock (sync or async handler). Every state handler of every run
+    comes this way (three per ReAct round): the lock's uncontended paths and the common awaitable are inline."""
     lock = frame.lock
-    if not lock.acquire_nowait():
+    if lock._locked:
         await lock.__aenter__()
+    else:
+        lock._locked = True
     try:
         result = handler(value, frame.state)
-        if is_awaitable(result):
+        if result.__class__ is CoroutineType or is_awaitable(result):
             result = await result
     finally:
-        lock._release()
+        if lock._waiters:
+            lock._release()
+        else:
+            lock._locked = False
     return result
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
@@ -27,6 +27,7 @@ from compose.callbacks import (
     fire_start,
 )
 from compose.errors import GraphInterrupt, StreamEnd, ToolExecutionError, ToolTimeoutError
+from compose.schema import Message
 from compose.stream import StreamReader
 from compose.stream._copy import MapReader
 from compose.stream._core import _EMPTY, _END, _Signal
@@ -77,6 +78,9 @@ class ToolOutput:
     """The result of an invokable endpoint."""
 
     result: str
+    _message: Message | None = field(default=None, repr=False, compare=False)
+    """The call's tool message, when the middleware that returned this built one already (the agent's event
+    collector): ``tool_message(result, call_id, tool_name=name)``, which the node then returns as it is."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,7 +96,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-_STR_ONLY = {str}
+_OUTPUT_ONLY = {ToolOutput}
 
 # ----------------------------------------------------------------------------------------------------------
 # The node
@@ -211,41 +211,76 @@ class ToolsNode:
             ToolNotFoundError: a call names an unknown tool and there is no unknown-tools handler.
             ToolExecutionError: a call failed (the first in call order); the cause is ``__cause__``.
         """
+        if _resumed.get() is None and self._tool_arguments_handler is None and type(message) is Message:
+            tcs = message.tool_calls
+            if len(tcs) == 1 and message.role == "assistant":  # the hot path: one call of a known tool, run inline
+                tc = tcs[0]
+                name = tc.function.name
+                endpoints = self._endpoints.get(name)
+                if endpoints is not None:
+                    return [await self._invoke_single(message, _Call(name, tc.id, tc.function.arguments, endpoints))]
         message, executed, resumed = _restore_rerun(message)
         calls = await self._prepare(message)
         # a tool sees its own saved interrupt, never its node's: needed only inside a resumed run
         isolate = resumed is not None or _resumed.get() is not None
         if len(calls) == 1 and not executed:  # the common case: one call, run inline
             call = calls[0]
-            result = await self._invoke_one(call, resumed, isolate)
-            if type(result) is not str:
-                _raise_first_failure(calls, [result], streaming=False)
-                _raise_interrupts(message, calls, [result])
-            return [tool_message(cast(str, result), call.call_id, tool_name=call.name)]
-        results: list[str | Exception | None] = [None] * len(calls)
+            out = await self._invoke_one(call, resumed, isolate)
+            if type(out) is not ToolOutput:
+                _raise_first_failure(calls, [out], streaming=False)
+                _raise_interrupts(message, calls, [out])
+            return [_message_of(cast(ToolOutput, out), call)]
+        results: list[ToolOutput | Exception | None] = [None] * len(calls)
 
         async def run_one(i: int) -> None:
             call = calls[i]
             if call.call_id in executed:  # finished before the interrupt: never run twice
-                results[i] = executed[call.call_id]
+                results[i] = ToolOutput(executed[call.call_id])
                 return
             results[i] = await self._invoke_one(call, resumed, isolate)
 
         await self._run_all(run_one, len(calls))
-        if set(map(type, results)) != _STR_ONLY:  # all(type(r) is str ...) without a generator frame per call
-            _raise_first_failure(calls, results, streaming=False)
-            _raise_interrupts(message, calls, results)
-        texts = cast(list[str], results)  # no failure left: every slot holds the call's result
-        return [tool_message(text, c.call_id, tool_name=c.name) for c, text in zip(calls, texts, strict=True)]
+        if set(map(type, results)) != _OUTPUT_ONLY:  # all(type(r) is ToolOutput ...) without a generator frame
+            texts = [r.result if type(r) is ToolOutput else r for r in results]
+            _raise_first_failure(calls, texts, streaming=False)
+            _raise_interrupts(message, calls, texts)
+        outputs = cast(list[ToolOutput], results)  # no failure left: every slot holds the call's output
+        return [
+            out._message
+            if out._message is not None and out._message.tool_call_id == c.call_id and out._message.tool_name == c.name
+            else tool_message(out.result, c.call_id, tool_name=c.name)
+            for c, out in zip(calls, outputs, strict=True)
+        ]
 
-    async def _invoke_one(self, call: _Call, resumed: _Resumed | None, isolate: bool) -> str | Exception:
-        """One call's result, or its failure (a result too: the node decides)."""
+    async def _invoke_single(self, message: Message, call: _Call) -> Message:
+        """``message``'s one call of a known tool, outside a resumed run (``invoke``'s common case)."""
+        assert call.endpoints is not None
+        token = _tool_call_id.set(call.call_id)
+        try:
+            inp = ToolInput(call.name, call.arguments, call.call_id)
+            out: ToolOutput | Exception = await call.endpoints.invoke(inp)
+        except Exception as exc:
+            out = exc
+        finally:
+            _tool_call_id.reset(token)
+        if type(out) is not ToolOutput:
+            if not isinstance(out, Exception):  # a middleware's own output type: its result is what counts
+                return _message_of(ToolOutput(out.result), call)
+            _raise_first_failure((call,), (out,), streaming=False)
+            _raise_interrupts(message, (call,), (out,))
+        return _message_of(cast(ToolOutput, out), call)
+
+    async def _invoke_one(self, call: _Call, resumed: _Resumed | None, isolate: bool) -> ToolOutput | Exception:
+        """One call's output, or its failure (a result too: the node decides)."""
         token = _tool_call_id.set(call.call_id)
         rtoken = _resumed.set(_child_resumed(resumed, call)) if isolate else None
         try:
             if call.endpoints is None:
-                return await self._unknown(call)
-            return (await call.endpoints.invoke(ToolInput(call.name, call.arguments, call.call_id))).result
+                return ToolOutput(await self._unknown(call))
+            out = await call.endpoints.invoke(ToolInput(call.name, call.arguments, call.call_id))
+            if type(out) is not ToolOutput:
+                return ToolOutput(out.result)  # a middleware's own output type: its result is what counts
+            return out
         except Exception as exc:
             return exc
         finally:
@@ -388,6 +423,15 @@ async def _read_finished(call: _Call, reader: StreamReader[str]) -> str:
         if named is exc:
             raise
         raise named from exc
+
+
+def _message_of(out: ToolOutput, call: _Call) -> Message:
+    """The call's tool message: the one a middleware built already (the agent's event collector: its event and
+    the node's output share it), else a new one."""
+    msg = out._message
+    if msg is not None and msg.tool_call_id == call.call_id and msg.tool_name == call.name:
+        return msg
+    return tool_message(out.result, call.call_id, tool_name=call.name)
 
 
 def _raise_first_failure(calls: Sequence[_Call], results: Sequence[object], *, streaming: bool) -> None:

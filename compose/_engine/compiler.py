@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 from compose._engine.tables import BranchRT, EdgeCheck, NodeRT, Tables, WrongOutput
 from compose._engine.type_checks import runtime_branch_checks, runtime_edge_checks
 from compose._types import ClassInfo, instance_check
-from compose.branch import GraphBranch
+from compose.branch import GraphBranch, StreamGraphBranch
 from compose.callbacks import RunInfo
 from compose.checkpoint._snapshot import fingerprint
 from compose.errors import GraphBuildError, InvalidGraphError
 from compose.graph import END, START, FanInMergeConfig
 from compose.graph_info import CompileCallback, check_compile_callbacks
 from compose.models.base import model_identity
+from compose.state import is_async_callable
 
 if TYPE_CHECKING:
     from compose.graph import Graph
@@ -237,6 +238,7 @@ def build_tables(
                 or (d.component == "Lambda" and d.impl.takes_options),
                 invoke1=d.paradigms.invoke1 if plain and sub is None and d.paradigms is not None else None,
                 instance=d.impl,
+                checked_chunks=d.component == "ChatModel" and getattr(d.impl, "checks_messages", False) is True,
             )
         )
 
@@ -289,6 +291,7 @@ def build_tables(
     fused_stream: list[Callable[[Any], Any] | None] = []
     fused_check: list[ClassInfo | None] = []
     route: list[BranchRT | None] = []
+    value_route: list[tuple[Callable[[Any], Any], BranchRT] | None] = []
     for si, node_rt in enumerate(nodes):
         call = None if dag or node_rt.index in interrupt_after_idx else _fused_call(defs[keys[si]], node_rt)
         fused.append(call)
@@ -307,6 +310,7 @@ def build_tables(
             and not any((si, e) in checks for e in one.ends)
         )
         route.append(one if simple else None)
+        value_route.append(_value_route(one, si, checks))
     return Tables(
         name=name,
         keys=(*keys, END, START),
@@ -341,6 +345,7 @@ def build_tables(
         fused_stream=tuple(fused_stream),
         fused_check=tuple(fused_check),
         route=tuple(route),
+        value_route=tuple(value_route),
         edge_maps={(index[a], index[b]): fn for (a, b), fn in graph._edge_maps.items()},
         builds={index[k]: fn for k, fn in graph._input_builds.items()},
         data_only=frozenset(
@@ -365,6 +370,20 @@ def output_check(d: Any) -> ClassInfo | None:
     if d.component in ("Passthrough", "Graph", "ChatModel"):
         return None
     return instance_check(d.output_type)
+
+
+def _value_route(
+    one: BranchRT | None, si: int, checks: Mapping[tuple[int, int], EdgeCheck]
+) -> tuple[Callable[[Any], Any], BranchRT] | None:
+    """``Tables.value_route`` of node ``si``, whose only branch (if it has no other successor) is ``one``."""
+    if one is None or one.check is not None or any((si, e) in checks for e in one.ends):
+        return None
+    b = one.branch
+    if type(b) is GraphBranch and not b._is_async:
+        return b.condition, one
+    if type(b) is StreamGraphBranch and b.value_condition is not None and not is_async_callable(b.value_condition):
+        return b.value_condition, one
+    return None
 
 
 def _fused_call(d: Any, node: NodeRT) -> Callable[[Any], Any] | None:

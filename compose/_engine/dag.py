@@ -36,7 +36,7 @@ async def run_dag(self: GraphRun) -> Any:
     end = t.end
     ready = self.ready
     while self.pending:
-        src, value = self.pending.popleft()
+        src, value = self.pending.pop(0)
         await self._finish(src, value)
     # nodes restored from a checkpoint run without re-checking interrupt_before
     unchecked = set(ready) if self.skip_before else set()

@@ -298,7 +298,7 @@ class RecordedRun(GraphRun):
         if self.pending and not (self.skip_before and self.rerun_restored):
             srcs: list[int] = []
             while self.pending:
-                src, out = self.pending.popleft()
+                src, out = self.pending.pop(0)
                 try:
                     await self._finish(src, out)
                 except BaseException:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -54,6 +55,7 @@ from compose.callbacks import (
 )
 from compose.checkpoint._snapshot import RerunRecord, RunSnapshot
 from compose.errors import (
+    BranchError,
     FieldMappingError,
     GraphInterrupt,
     GraphRunError,
@@ -105,6 +107,19 @@ def _check_condition_input(key: str, b: BranchRT, chunk: Any) -> Any:
             f"{type_name(b.branch.input_type)}, actual type: {type(chunk).__qualname__}"
         )
     return chunk
+
+
+async def _choose(vr: tuple[Callable[[Any], Any], BranchRT], value: Any, key: str) -> int:
+    """The node a branch with a synchronous value condition chooses for ``value`` (as ``decide_value``)."""
+    condition, rt = vr
+    try:
+        chosen = condition(value)
+    except (BranchError, RuntimeTypeError, NodeRunError):
+        raise  # the condition read a stream that broke: the node that produced it is named already
+    except Exception as exc:
+        raise rt.branch.failed(exc, key) from exc
+    j = rt.index_of.get(chosen, -1) if type(chosen) is str else -1
+    return j if j >= 0 else rt.index_of[await rt.branch.settle(chosen, key)]
 
 
 def _with_callbacks(p: Paradigms, handlers: tuple[CallbackHandler, ...], info: RunInfo) -> Paradigms:
@@ -228,7 +243,8 @@ class GraphRun:
         self.path = path
         self.info = info
         self.inbox: dict[int, dict[int, Any]] = {}
-        self.pending: deque[tuple[int, Any]] = deque()
+        # outputs to route at the next step's start (a list: a few at a time; an empty deque is 600 bytes)
+        self.pending: list[tuple[int, Any]] = []
         self.steps = 0
         self.frame: _StateFrame | None = None
         self.cb: CallbackConfig | None = _NOTHING
@@ -282,13 +298,34 @@ class GraphRun:
         finally:
             self._exit(tokens)
 
-    async def aclose(self) -> None:
-        """Abandon the run: close every stream it holds (idempotent); a run not finished reports a cancel."""
+    def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
+        """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` (the nodes of the step before,
+        empty before the first; the nodes about to run): True pauses the run there, as an external interrupt
+        requested then does (the waiting inputs kept, the checkpoint saved; END reached first wins). For a driver
+        that decides where its run may stop (the agent runner's cancel at safe points, ``adk.cancel``); a run
+        without one pays nothing."""
+        self.options = replace(self.options, pause_check=check)
+        self.gated = self.gated or check is not None
+
+    @property
+    def last_nodes(self) -> list[str]:
+        """The nodes of the last superstep run."""
+        return [self.t.keys[j] for j in self.last]
+
+    async def aclose(self, *, shielded: bool = False) -> None:
+        """Abandon the run: close every stream it holds (idempotent); a run not finished reports a cancel.
+        ``shielded``: the caller is inside a shielded cancel scope already (this needs no scope of its own)."""
+        if shielded:
+            await self._abandon()
+            return
         with anyio.CancelScope(shield=True):
-            await self._close_all()
-            if self.live:
-                self.live = False
-                await fire_cancel(self._handlers(), self.info)
+            await self._abandon()
+
+    async def _abandon(self) -> None:
+        await self._close_all()
+        if self.live:
+            self.live = False
+            await fire_cancel(self._handlers(), self.info)
 
     async def _enter_or_close(self, value: Any) -> tuple[Any, Any]:
         try:
@@ -388,7 +425,7 @@ class GraphRun:
                 await _close(v)
         self.inbox.clear()
         while self.pending:
-            _, v = self.pending.popleft()
+            _, v = self.pending.pop(0)
             await _close(v)
 
     # ------------------------------------------------------------------ nodes
@@ -418,19 +455,19 @@ class GraphRun:
         node = self.t.nodes[j]
         if self.resume_for and j in self.resume_for:
             return await self._exec_resumed(j, x)
-        if node.invoke1 is not None and not self.streaming and self.cb is None and not self.options.node_options:
-            try:
-                out = await node.invoke1(x)
-            except Exception as exc:
-                if isinstance(exc, GraphInterrupt):
-                    raise
-                raise NodeRunError([*self.path, node.key], exc) from exc
-            cls = node.out_check
-            if cls is not None and not isinstance(out, cls):
-                await _close(out)
-                raise NodeOutputTypeError([*self.path, node.key], node.declared, type(out))
-            return out
-        return await self._exec_general(j, x, None)
+        if node.invoke1 is None or self.streaming or self.cb is not None or self.options.node_options:
+            return await self._exec_general(j, x, None)
+        try:
+            out = await node.invoke1(x)
+        except Exception as exc:
+            if isinstance(exc, GraphInterrupt):
+                raise
+            raise NodeRunError([*self.path, node.key], exc) from exc
+        cls = node.out_check
+        if cls is not None and not isinstance(out, cls):
+            await _close(out)
+            raise NodeOutputTypeError([*self.path, node.key], node.declared, type(out))
+        return out
 
     async def _exec_tracked(self, j: int, x: Any) -> Any:
         """``_exec`` with the node's address visible to what it runs (``compose.interrupt.current_address``)."""
@@ -514,6 +551,8 @@ class GraphRun:
             if node.sub is not None or component == "Passthrough":  # their streams' errors are named upstream
                 return out if key is None else out.map(partial(_wrap_key, key))
             model = node.info.type if component == "ChatModel" else ""
+            if model and node.checked_chunks:
+                model, cls = "", None  # its chunks are checked already: only their errors are named
             return OutputStream((*self.path, node.key), self.origin, cls, node.declared, key, model).wrap(out)
         if cls is not None and not isinstance(out, cls):
             await _close(out)
@@ -578,6 +617,11 @@ class GraphRun:
                 out = await self._post(node, out)
         succ = t.succ[src]
         brs = t.branches[src]
+        if brs and src < t.n and not self.streaming:
+            vr = t.value_route[src]
+            if vr is not None:  # the common case: one branch choosing with a synchronous condition
+                self._deliver(src, await _choose(vr, out, t.keys[src]), out)
+                return
         if not brs:
             if not succ:
                 await _close(out)

@@ -63,6 +63,9 @@ class NodeRT:
     # the node's own single-argument invoke when it is plain and not a sub-graph: the invoke-mode fast path
     invoke1: Callable[[Any], Any] | None
     instance: Any = None  # what was added (the model, the Lambda, the sub-graph), for ``graph_info()`` only
+    # a chat model whose stream checks its chunks itself (``checks_messages``: an agent's event layer): the
+    # node's output stream is not checked again, only its errors named
+    checked_chunks: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +125,9 @@ class Tables:
     # the call, as a node with an output key is)
     fused_check: tuple[ClassInfo | None, ...] = ()
     route: tuple[BranchRT | None, ...] = ()
+    # per node (Pregel only): a node whose one branch (and nothing else) chooses with a synchronous condition on
+    # a whole value, as (that condition, the branch): an invoke run's routing calls it directly (``_finish``)
+    value_route: tuple[tuple[Callable[[Any], Any], BranchRT] | None, ...] = ()
     # Workflow field mapping (eino-semantics 1.13): a transform per (source, successor) applied, when the node's
     # input is taken, to the value (stream) that came along that edge or branch; a build per node applied to the
     # merged result;

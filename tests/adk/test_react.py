@@ -369,6 +369,23 @@ async def test_a_failing_tool_ends_the_run_with_one_error_event(streaming: bool)
     assert run.termination_reason == "error"
 
 
+async def test_a_tool_error_whose_cause_chain_loops_ends_the_run_with_one_error_event() -> None:
+    @tool
+    def tangled() -> str:
+        """Raises an error that is its own cause's cause."""
+        first, second = RuntimeError("first"), ValueError("second")
+        first.__cause__, second.__cause__ = second, first
+        raise first
+
+    model = ScriptedChatModel([calling(call("tangled")), "never"])
+    run = Runner(agent_with(model, tools=[tangled])).query("go")
+    with anyio.fail_after(5):
+        seen = await collect(run)
+    assert kinds(seen) == ["assistant", "error"]
+    assert isinstance(seen[-1].error, NodeRunError)
+    assert run.termination_reason == "error"
+
+
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_json_action_model_drives_the_agent(streaming: bool) -> None:
     inner = ScriptedChatModel(
