@@ -287,14 +287,39 @@ class Runnable(Generic[I, O]):
             ),
         )
 
-    async def transform(self, reader: StreamReader[I], **opts: Any) -> StreamReader[O]:
-        """Run in streaming mode with a stream; returns END's stream. Takes ownership of ``reader``."""
+    @overload
+    async def transform(self, reader: StreamReader[I], *, stream_mode: None = None, **opts: Any) -> StreamReader[O]: ...
+
+    @overload
+    async def transform(
+        self,
+        reader: StreamReader[I],
+        *,
+        stream_mode: StreamMode | Sequence[StreamMode],
+        subgraphs: bool = False,
+        **opts: Any,
+    ) -> StreamReader[StreamPart]: ...
+
+    async def transform(
+        self,
+        reader: StreamReader[I],
+        *,
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+        subgraphs: bool = False,
+        **opts: Any,
+    ) -> StreamReader[O] | StreamReader[StreamPart]:
+        """Run in streaming mode with a stream; returns END's stream. Takes ownership of ``reader``.
+
+        With ``stream_mode`` the reader yields ``StreamPart`` s instead, as for ``stream``."""
         _check_reader(reader, "transform")
         try:
             options = CallOptions.parse(opts)
+            modes = parse_modes(stream_mode) if stream_mode is not None else None
         except BaseException:
             await reader.aclose()
             raise
+        if modes is not None:
+            return stream_parts(self, None, modes, subgraphs, opts, source=reader)
         return cast(
             StreamReader[O],
             await self._execute(reader, streaming=True, options=options, path=(), info=self._info),
