@@ -192,8 +192,7 @@ class _Collector(CallbackHandler):
         if "debug" in self.modes:
             self.push(StreamPart("debug", {"type": "snapshot", "step": step, "node": None}))
 
-    def _ended(self, ns: tuple[str, ...], node: str) -> None:
-        self._debug("task_end", ns, node)
+    def _completed(self, ns: tuple[str, ...]) -> None:
         if not ns and self.run is not None and self.run.t.dag:
             self.snapshot(self.step + 1)  # a DAG step: one node completion
 
@@ -213,16 +212,18 @@ class _Collector(CallbackHandler):
         ns, node = where
         if run_info.component == "ChatModel" and "messages" in self.modes:
             self.add("messages", (output, {"node": node, "namespace": ns}), ns)
+        self._debug("task_end", ns, node)
         if "updates" in self.modes:
             self.add("updates", {node: output}, ns)
-        self._ended(ns, node)
+        self._completed(ns)
 
     async def wrap_stream_output(self, run_info: RunInfo, reader: StreamReader[Any]) -> StreamReader[Any]:
         where = self._node(run_info)
         if where is None:
             return reader
         ns, node = where
-        self._ended(ns, node)
+        self._debug("task_end", ns, node)
+        self._completed(ns)
         updates = "updates" in self.modes and (self.subgraphs or not ns)
         chat = run_info.component == "ChatModel" and "messages" in self.modes
         if not (updates or chat):
@@ -256,6 +257,7 @@ class _PartsReader(StreamReader[StreamPart]):
         self._tg: TaskGroup | None = None
         self._reader_task: int | None = None
         self._outcome: Any = _OVER  # once the run's task ended: None, or the exception it ended with
+        self._run_scope = anyio.CancelScope()  # the run's task's: cancelling it never touches the reader's scopes
         self._busy = False
 
     def _poll(self) -> object:
@@ -292,9 +294,11 @@ class _PartsReader(StreamReader[StreamPart]):
                 "lives there): read it in one task"
             )
         self._busy = True
+        opened = False
         try:
             if self._start is not None:
                 self._reader_task = me
+                opened = True
                 await self._open()
             while True:
                 x = self._poll()
@@ -306,9 +310,15 @@ class _PartsReader(StreamReader[StreamPart]):
                 self._sink.wake = anyio.Event()
                 await self._sink.wake.wait()
         except BaseException as exc:
-            # cancelled while waiting (or an error of our own): end the run, leave the task group here
-            self._outcome = None
-            if self._tg is not None:
+            # cancelled while waiting: the run is cancelled with it (its task, never the task group's scope,
+            # which the reader's own code runs inside between reads); the task group is left here if it was
+            # entered in this call, else by the next read or aclose()
+            if self._outcome is _OVER:
+                self._outcome = StreamError(
+                    "a recv() of this stream_mode reader was cancelled, and the run with it (the stream ends here)"
+                )
+            self._run_scope.cancel()
+            if opened and self._tg is not None:
                 tg, self._tg = self._tg, None
                 tg.cancel_scope.cancel()
                 await tg.__aexit__(type(exc), exc, exc.__traceback__)
@@ -331,12 +341,26 @@ class _PartsReader(StreamReader[StreamPart]):
             await tg.__aexit__(None, None, None)
 
     async def _drive(self, runnable: Runnable[Any, Any], source: StreamReader[Any], opts: dict[str, Any]) -> None:
-        """The run's task: the graph run driven to its end, its parts queued by the callbacks."""
+        """The run's task; its outcome (None, or the exception to raise) for the reader."""
+        outcome: BaseException | None = None
+        with self._run_scope:
+            try:
+                await self._run(runnable, source, opts)
+            except BaseException as exc:
+                if isinstance(exc, anyio.get_cancelled_exc_class()):
+                    raise
+                outcome = exc  # the reader raises it (a child that raised would cancel the reader's task group)
+        if self._outcome is _OVER:
+            self._outcome = outcome
+        if self._sink.wake is not None:
+            self._sink.wake.set()
+
+    async def _run(self, runnable: Runnable[Any, Any], source: StreamReader[Any], opts: dict[str, Any]) -> None:
+        """The graph run driven to its end, its parts queued by the callbacks."""
         sink = self._sink
         modes = sink.modes
         _sink.set(sink)  # this task's own context
         _node_address.set(_node_address.get() or "")  # nodes run with their address (where() reads it)
-        outcome: BaseException | None = None
         result: StreamReader[Any] | None = None
         handle = None
         try:
@@ -367,21 +391,14 @@ class _PartsReader(StreamReader[StreamPart]):
                     await sink.barrier()
             if "values" in modes and run.frame is not None:
                 sink.push(StreamPart("values", copy.deepcopy(run.frame.state)))
-        except BaseException as exc:
-            if isinstance(exc, anyio.get_cancelled_exc_class()):
-                raise
-            outcome = exc  # the reader raises it (a child that raised would cancel the reader's task group)
         finally:
             with anyio.CancelScope(shield=True):
                 if result is not None:
                     await result.aclose()
                 elif handle is not None:
                     await handle.aclose()
-                elif self._start is None:
+                else:
                     await source.aclose()
-        self._outcome = outcome
-        if sink.wake is not None:
-            sink.wake.set()
 
     async def _aclose_owned(self) -> None:
         if self._start is not None:  # never read: the run never started
@@ -393,7 +410,9 @@ class _PartsReader(StreamReader[StreamPart]):
         if tg is None:
             return
         if anyio.get_current_task().id != self._reader_task:
-            raise StreamError("a stream_mode reader is closed by the task that read it (its run's task group lives there)")
+            raise StreamError(
+                "a stream_mode reader is closed by the task that read it (its run's task group lives there)"
+            )
         tg.cancel_scope.cancel()
         await tg.__aexit__(None, None, None)
 
