@@ -261,9 +261,9 @@ class Runnable(Generic[I, O]):
         """Run in streaming mode with a value; returns END's stream as soon as END has one.
 
         With ``stream_mode`` (one mode or several: ``"values"``, ``"updates"``, ``"messages"``, ``"custom"``,
-        ``"debug"``, ``"output"``) the reader yields ``StreamPart(mode, data, namespace)`` s instead, the run
-        happening as it is read (see ``compose.stream_modes``); ``subgraphs=True`` adds the parts of nodes
-        inside sub-graphs.
+        ``"debug"``, ``"output"``) the reader yields ``StreamPart(mode, data, namespace)`` s instead, live as
+        the run goes (it starts at the first ``recv()``; read the parts in one task: see
+        ``compose.stream_modes``); ``subgraphs=True`` adds the parts of nodes inside sub-graphs.
 
         Example::
 

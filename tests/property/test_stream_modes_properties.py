@@ -10,7 +10,8 @@ trigger modes of the top graph, read with ``stream`` or ``transform``. In one ru
   nodes with their namespace; ``False``: the top graph's only), each node's in its run order, in a DAG a node's
   after its predecessors', and each after that node's ``task_end``;
 * ``debug``: each task ends after it started; the top graph's snapshots are numbered 1, 2, 3;
-* ``output``: the chunks concatenate to the reference output, and come after the tokens they are made of.
+* ``output``: the chunks concatenate to the reference output, and come after the tokens they are made of;
+* ``subgraphs=False``: no part of the spec's nodes but tokens.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def _behind_a_model(spec: GraphSpec, text: str, chunk_size: int, mode: Any) -> A
     return g.compile(trigger_mode=mode)
 
 
-@settings(max_examples=60)
+@settings(max_examples=100)
 @given(
     spec=graphs(failures=False),
     text=st.text("xyz", min_size=1, max_size=6),
@@ -70,6 +71,10 @@ async def test_several_modes_at_once_each_keep_their_order(
         parts = [p async for p in reader]
     where = spec.to_python()
 
+    if not subgraphs:  # the top graph's parts only, but for the tokens (from anywhere, with their namespace)
+        assert all(p.namespace == () for p in parts if p.mode != "messages"), where
+    else:
+        assert any(p.namespace == ("spec",) for p in parts if p.mode == "debug"), where
     tokens = [p for p in parts if p.mode == "messages"]
     assert all(p.data[1] == {"node": "model", "namespace": ()} for p in tokens), where
     assert concat_messages([p.data[0] for p in tokens]).content == text, where
