@@ -354,18 +354,23 @@ class GraphRun:
                     out = await self._pregel(to_end)
                 if out is _NOTHING:
                     return False
-            handlers = self._handlers()
-            if handlers:
-                self.live = False
-                if self.streaming:
-                    out = await fire_end_stream(handlers, self.info, out)
-                else:
-                    await fire_end(handlers, self.info, out)
-            self.result = out
+            await self._end_run(out)
             return True
         except BaseException as exc:
             await self._fail(exc)
             raise
+
+    async def _end_run(self, out: Any) -> None:
+        """The run ended with ``out``: the graph's end callbacks see it (they may wrap a stream), then it is the
+        result."""
+        handlers = self._handlers()
+        if handlers:
+            self.live = False
+            if self.streaming:
+                out = await fire_end_stream(handlers, self.info, out)
+            else:
+                await fire_end(handlers, self.info, out)
+        self.result = out
 
     async def _fail(self, exc: BaseException) -> None:
         handlers = self._handlers()
