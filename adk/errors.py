@@ -24,6 +24,8 @@
         ├── TaskListError               a plantask tool (``TaskCreate`` ...) refused its call (also ValueError)
         ├── ServeError                  an AG-UI request the server (``adk.serve``) cannot run
         │   └── InterruptPendingError   a run on a thread with open interrupts does not answer them all
+        ├── RemoteAgentError            a remote A2A agent (``RemoteA2AAgent``) failed, refused or was unreachable;
+        │                               ``.url``, ``.task_id``, ``.state``
         ├── DurableError                a durable run's failure (``adk.durable``, extra ``dbos``)
         │   ├── DurableBackendError     ``adk.durable`` called under trio (DBOS is asyncio-only; also RuntimeError)
         │   ├── DurableSerializationError  a value is not JSON, or a pickled row was refused (also TypeError)
@@ -65,6 +67,7 @@ __all__ = [
     "FilesystemError",
     "GrepPatternError",
     "InterruptPendingError",
+    "RemoteAgentError",
     "RetryExhaustedError",
     "ServeError",
     "SessionBusyError",
@@ -186,6 +189,21 @@ class InterruptPendingError(ServeError):
         )
         self.thread_id = thread_id
         self.pending = sorted(pending)
+
+
+class RemoteAgentError(AgentError):
+    """A remote A2A agent (``adk.agents.RemoteA2AAgent``) could not be reached, answered with an error, or
+    ended its task ``failed``/``rejected``/``canceled``; ``.url`` names the server, ``.task_id`` and ``.state``
+    the remote task (when there was one); the client's exception, if any, is the ``__cause__``."""
+
+    reason = "remote"
+
+    def __init__(self, url: str, message: str, *, task_id: str | None = None, state: str | None = None) -> None:
+        where = f" (task {task_id!r}, {state})" if task_id and state else f" (task {task_id!r})" if task_id else ""
+        super().__init__(f"remote A2A agent at {url}{where}: {message}")
+        self.url = url
+        self.task_id = task_id
+        self.state = state
 
 
 class DurableError(AgentError):

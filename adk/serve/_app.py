@@ -16,7 +16,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from adk.agent import Agent, check_agent
 from adk.chat_model_agent import ChatModelAgent
@@ -235,6 +235,19 @@ def routes(server: _Server) -> list[Route]:
     ]
 
 
+def _a2a(server: _Server, enabled: bool | None) -> list[BaseRoute]:
+    """The A2A mounts, when A2A is on (see ``create_app``)."""
+    if enabled is False:
+        return []
+    try:
+        from adk.serve._a2a_app import a2a_mounts
+    except ImportError as exc:
+        if enabled:
+            raise ImportError(f'create_app(a2a=True) needs the a2a extra: pip install "pyeino[a2a]" ({exc})') from exc
+        return []
+    return list(a2a_mounts(server.agents, auth=server.auth, tracker=server.tracker))
+
+
 def create_app(
     agents: Agent | Runner | Mapping[str, Agent | Runner],
     *,
@@ -243,6 +256,7 @@ def create_app(
     auth: Auth | None = None,
     cors_origins: tuple[str, ...] | list[str] = (),
     max_body_bytes: int = 1_048_576,
+    a2a: bool | None = None,
 ) -> Starlette:
     """The Starlette app serving ``agents`` over AG-UI 1.0 (see the ``adk.serve`` docstring for the routes).
 
@@ -256,6 +270,8 @@ def create_app(
             created them.
         cors_origins: origins allowed by CORS (none: CORS is off).
         max_body_bytes: a larger request body is answered 413.
+        a2a: serve each agent over A2A too, under ``/a2a/{name}/`` (``adk.serve._a2a_app``); None (default):
+            when the a2a extra is installed; True without it raises ImportError.
 
     Raises:
         TypeError: an entry is neither an agent nor a Runner.
@@ -286,7 +302,7 @@ def create_app(
                 allow_headers=["*"],
             )
         )
-    app = Starlette(routes=routes(server), middleware=middleware)
+    app = Starlette(routes=[*routes(server), *_a2a(server, a2a)], middleware=middleware)
     app.state.server = server
     app.state.tracker = server.tracker
     return app
