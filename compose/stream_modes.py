@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import anyio
 
 from compose._engine.options import CallOptions
-from compose.callbacks import CallbackHandler, RunInfo, StreamObserver, observe_stream
+from compose.callbacks import CallbackHandler, RunInfo, StreamObserver, _current_config, observe_stream
 from compose.errors import StreamEnd, StreamError
 from compose.interrupt import _node_address
 from compose.stream import StreamReader
@@ -168,6 +168,8 @@ class _Collector(CallbackHandler):
         address = _node_address.get() or ""
         if not (address == self.root or address.startswith(self.root + ";")):
             return None
+        if self.run is not None and _current_config.get() is not self.run.cb:
+            return None  # a runnable a node calls: its own run (its handlers merged anew), not a sub-graph's
         keys = [seg[5:] for seg in address.split(";")[1:]]
         if not keys:
             return (), None

@@ -366,3 +366,34 @@ async def test_a_wrong_input_or_a_reader_never_read(anyio_backend: Any) -> None:
     with pytest.raises(ValueError, match="unknown stream_mode"):
         await r.transform(source, stream_mode="tokens")  # type: ignore[arg-type]
     assert source.closed
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_runnable_a_node_calls_is_not_one_of_the_watched_graphs_nodes(anyio_backend: Any, mode: Mode) -> None:
+    other = Graph[str, str]()
+
+    async def helper(x: str) -> str:
+        get_stream_writer()("from the helper")
+        return x + "!"
+
+    other.add_lambda_node("helper", helper)
+    other.add_edge(START, "helper")
+    other.add_edge("helper", END)
+    called = other.compile()
+    g = Graph[str, str]()
+
+    async def calls(x: str) -> str:
+        return await called.invoke(x)
+
+    g.add_lambda_node("calls", calls)
+    g.add_edge(START, "calls")
+    g.add_edge("calls", END)
+    modes: list[Any] = ["updates", "custom", "debug"]
+    got = [p async for p in await g.compile(trigger_mode=mode).stream("x", stream_mode=modes, subgraphs=True)]
+    # the helper's custom part is the calling node's; the helper is no node of the watched graph (the two graphs
+    # have the same name, so the same addresses)
+    assert [(p.mode, p.data) for p in got if p.mode != "debug"] == [
+        ("custom", "from the helper"),
+        ("updates", {"calls": "x!"}),
+    ]
+    assert {p.data["node"] for p in got if p.mode == "debug"} == {"calls", None}
