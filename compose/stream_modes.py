@@ -4,9 +4,9 @@ The parts come from the callback mechanism, live: a callback handler turns node 
 they happen, node output streams are observed as they are read (``wrap_stream_output``, no copy), and the
 reader takes the parts as they are queued. Modes:
 
-* ``"values"``: the graph state after each step (graphs with state), and once more at the end. A Pregel step
-  is a superstep; a DAG step is one node completion (as the history numbers them). A node's post handler runs
-  as its output is routed, after its step's part: its changes show in the next part;
+* ``"values"``: the top graph's state after each step (graphs with state), and once more at the end. A Pregel
+  step is a superstep; a DAG step is one node completion (as the history numbers them). A node's post handler
+  runs as its output is routed, after its step's part: its changes show in the next part;
 * ``"updates"``: ``{node: output}`` as each node finishes (a streamed output once its stream has been read to
   its end; one closed before its end gives no part);
 * ``"messages"``: ``(chunk, {"node": key, "namespace": ns})`` for every chat model token anywhere in the run, as
