@@ -1,5 +1,5 @@
-"""``python -m adk.serve module:build [--host 127.0.0.1] [--port 8000] [--db runs.db] [--grace 10]``: serve agents
-over AG-UI on uvicorn.
+"""``python -m adk.serve module:build [--host 127.0.0.1] [--port 8000] [--db runs.db] [--grace 10] [--no-dev-ui]``:
+serve agents over AG-UI on uvicorn, with the dev page at ``/`` (``--no-dev-ui``: without it).
 
 ``module:build`` names an agent, a Runner or a mapping of names to them, or a function of no arguments returning
 one. Threads and paused runs are kept in ``--db``: a SQLite file (default ``runs.db`` in the working directory,
@@ -74,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--db", default="runs.db", help="SQLite file, postgresql:// URL or 'memory' (threads, paused runs)")
     p.add_argument("--grace", type=float, default=10.0, help="seconds in-flight runs may take to finish on shutdown")
     p.add_argument("--cors", action="append", default=[], metavar="ORIGIN", help="allow this origin (repeatable)")
+    p.add_argument("--no-dev-ui", dest="dev_ui", action="store_false", help="do not serve the dev page at /")
     return p
 
 
@@ -83,7 +84,13 @@ async def serve(argv: Sequence[str] | None = None) -> None:
     target = load_target(args.target)
     session_store, checkpoint_store = stores(args.db)
     try:
-        app = create_app(target, session_store=session_store, checkpoint_store=checkpoint_store, cors_origins=args.cors)
+        app = create_app(
+            target,
+            session_store=session_store,
+            checkpoint_store=checkpoint_store,
+            cors_origins=args.cors,
+            dev_ui=args.dev_ui,
+        )
         config = uvicorn.Config(
             app,
             host=args.host,

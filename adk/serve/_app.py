@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Route
 from adk.agent import Agent, check_agent
 from adk.chat_model_agent import ChatModelAgent
 from adk.runner import Runner
+from adk.serve import _devui as devui
 from adk.serve._client_tools import RequestExtras
 from adk.serve._messages import conversation
 from adk.serve._run import ServedAgent, _state, _thread_messages, agui_run
@@ -225,13 +226,14 @@ def _mermaid(served: ServedAgent) -> str | None:
     return text
 
 
-def routes(server: _Server) -> list[Route]:
+def routes(server: _Server, *, dev_ui: bool = False) -> list[Route]:
     """Every route of the app, in one place (later front doors add theirs here)."""
     return [
         Route("/agents/{name}/agui", server.agui, methods=["POST"]),
         Route("/agents/{name}/threads/{thread_id}", server.thread, methods=["GET", "DELETE"]),
         Route("/agents", server.list_agents, methods=["GET"]),
         Route("/health", server.health, methods=["GET"]),
+        *devui.routes(server, page=dev_ui),
     ]
 
 
@@ -257,6 +259,7 @@ def create_app(
     cors_origins: tuple[str, ...] | list[str] = (),
     max_body_bytes: int = 1_048_576,
     a2a: bool | None = None,
+    dev_ui: bool = False,
 ) -> Starlette:
     """The Starlette app serving ``agents`` over AG-UI 1.0 (see the ``adk.serve`` docstring for the routes).
 
@@ -272,6 +275,7 @@ def create_app(
         max_body_bytes: a larger request body is answered 413.
         a2a: serve each agent over A2A too, under ``/a2a/{name}/`` (``adk.serve._a2a_app``); None (default):
             when the a2a extra is installed; True without it raises ImportError.
+        dev_ui: serve the dev page at ``/`` (``adk.serve._devui``; on by default under ``python -m adk.serve``).
 
     Raises:
         TypeError: an entry is neither an agent nor a Runner.
@@ -302,7 +306,7 @@ def create_app(
                 allow_headers=["*"],
             )
         )
-    app = Starlette(routes=[*routes(server), *_a2a(server, a2a)], middleware=middleware)
+    app = Starlette(routes=[*routes(server, dev_ui=dev_ui), *_a2a(server, a2a)], middleware=middleware)
     app.state.server = server
     app.state.tracker = server.tracker
     return app

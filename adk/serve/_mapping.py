@@ -24,6 +24,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from ag_ui.core import (
     BaseEvent,
     StepFinishedEvent,
@@ -155,6 +156,10 @@ class EventMapper:
                             out = []
                 except WillRetryError:
                     pass  # a failed attempt that is retried: its events end here, the retry is a new answer
+                finally:
+                    # cancelled (the client went away) or closed mid-answer: the mapper's copy is its to close
+                    with anyio.CancelScope(shield=True):
+                        await variant.message_stream.aclose()
             answer.close(out)
         finally:
             self._answer = None
