@@ -361,7 +361,11 @@ def test_stop_cancels_the_run_and_the_thread_keeps_what_it_had(page: Page, live:
     expect(page.locator("#send")).to_be_enabled()
     assert live.app.state.tracker.wait_idle(10)  # the server cancelled the run when the page let go of it
     thread = page.evaluate("devui.threadId")
-    assert httpx.get(f"{live.url}/agents/travel_agent/threads/{thread}").json()["messages"] == []
+    kept = httpx.get(f"{live.url}/agents/travel_agent/threads/{thread}").json()
+    assert kept["interrupts"] == []
+    # stopped before the model answered, the run paused at once: its turn is kept with its checkpoint (the same
+    # input continues it); stopped mid-answer, the thread has what it had before the run
+    assert [m["role"] for m in kept["messages"]] == (["user"] if at == "start" else [])
 
 
 def test_the_keyboard_reaches_every_control_in_order(page: Page, live: Live) -> None:
