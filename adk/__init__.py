@@ -22,9 +22,11 @@ from adk.approval import (
     ApprovalRequest,
     approval_middleware,
 )
+from adk.cancel import CancelHandle, CancelMode, CancelOutcome
 from adk.chat_model_agent import ChatModelAgent, ToolExecutionMode, ToolsConfig, exit_tool
 from adk.checkpointing import AgentCheckpoint
 from adk.errors import (
+    AgentCancelledError,
     AgentError,
     AgentTimeoutError,
     BackendFileNotFoundError,
@@ -42,6 +44,7 @@ from adk.errors import (
     SessionStoreError,
     SkillError,
     StallDetectedError,
+    StreamCancelledError,
     StructuredOutputError,
     TaskListError,
     TokenBudgetExceededError,
@@ -121,6 +124,7 @@ __all__ = [
     "TRANSFER_TO_AGENT_TOOL_NAME",
     "Agent",
     "AgentAction",
+    "AgentCancelledError",
     "AgentCheckpoint",
     "AgentContext",
     "AgentError",
@@ -138,6 +142,9 @@ __all__ = [
     "ApprovalRequest",
     "BackendFileNotFoundError",
     "BreakLoopAction",
+    "CancelHandle",
+    "CancelMode",
+    "CancelOutcome",
     "ChatModelAgent",
     "ChatModelAgentContext",
     "ChatModelAgentState",
@@ -183,6 +190,7 @@ __all__ = [
     "SkillError",
     "StallDetectedError",
     "State",
+    "StreamCancelledError",
     "StructuredOutputError",
     "SummarizationMiddleware",
     "Summarized",

@@ -84,10 +84,11 @@ class EventModel:
             if isinstance(bare, Message):
                 return bare
             return checked_message(bare, f"chat model {type(self.inner).__qualname__}: generate()")
+        inner = self.inner if run.cancel is None else run.cancel.model(self.inner)  # cancellable: adk.cancel
         if run.telemetry:
             run.emit("model.call.started", attempt=current_attempt.get(), streaming=False)
             try:
-                got: object = await self.inner.generate(messages, **opts)
+                got: object = await inner.generate(messages, **opts)
                 msg = got if isinstance(got, Message) else checked_message(got, self._source(run, "generate()"))
             except Exception as exc:
                 run.emit("model.call.completed", attempt=current_attempt.get(), error=repr(exc), usage=None)
@@ -95,7 +96,7 @@ class EventModel:
             run.emit("model.call.completed", attempt=current_attempt.get(), usage=_usage(msg))
         else:
             # the error names the agent: its text is built only when it is needed
-            answer: object = await self.inner.generate(messages, **opts)
+            answer: object = await inner.generate(messages, **opts)
             msg = answer if isinstance(answer, Message) else checked_message(answer, self._source(run, "generate()"))
         output = AgentOutput(MessageVariant(False, message=msg))
         if self.output is not None and not msg.tool_calls:
@@ -109,8 +110,11 @@ class EventModel:
             return await self.inner.stream(messages, **opts)
         attempt = current_attempt.get()
         run.emit("model.call.started", attempt=attempt, streaming=True)
+        cancel = run.cancel  # a cancellable run's: the call and the stream's reads are cut off by a cancel
         try:
-            started: object = await self.inner.stream(messages, **opts)
+            started: object = await (self.inner if cancel is None else cancel.model(self.inner)).stream(
+                messages, **opts
+            )
             reader = (
                 started if isinstance(started, StreamReader) else checked_stream(started, self._source(run, "stream()"))
             )
@@ -123,7 +127,11 @@ class EventModel:
             reader = StreamReader.from_async_iterator(_Deadline(reader, run.deadline, run.timeout))
         if run.telemetry:
             reader = StreamReader.from_async_iterator(_Tap(reader, run, attempt))
+        if cancel is not None:
+            reader = cancel.model_stream(reader)
         event_copy, out = reader.copy(2)
+        if cancel is not None:
+            event_copy = cancel.event_stream(event_copy)
         failover = failover_has_more.get()
         if (self.retry is not None and self.retry.max_retries > 0) or failover:
             event_copy = StreamReader.from_async_iterator(_RetryMarker(event_copy, self.retry, attempt, failover))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -37,14 +38,20 @@ from adk.errors import AgentError, AgentTimeoutError
 from adk.events import AgentAction, AgentEvent, AgentInterruptInfo
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.errors import CheckpointError, GraphInterrupt
+from compose.interrupt import ExternalInterrupt
 from compose.runnable import RunHandle, Runnable
 from compose.schema import Message
 from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:
     from adk.agent import AgentContext
+    from adk.cancel import CancelLink
 
-__all__ = ["ReactResumeState", "ReactRun"]
+__all__ = ["ReactResumeState", "ReactRun", "run_stop"]
+
+# The graphs of the agent runs started in this context obey it (``external_interrupt=``): ``adk.serve`` pauses a
+# run whose client hung up with ``run_stop.get().interrupt(grace_period=0)``, so that it can be resumed.
+run_stop: ContextVar[ExternalInterrupt | None] = ContextVar("pyeino_agent_run_stop", default=None)
 
 
 class ReactResumeState(BaseModel):
@@ -95,26 +102,7 @@ def load_resume_state(state: Any, agent_name: str) -> ReactResumeState:
 class ReactRun:
     """One ``ChatModelAgent`` run (see the module docstring); an async iterator of its events."""
 
-    __slots__ = (
-        "_address",
-        "_bridge",
-        "_callbacks",
-        "_closed",
-        "_counted",
-        "_ctx",
-        "_deadline",
-        "_finished",
-        "_graph_id",
-        "_input",
-        "_output_key",
-        "_resume",
-        "_run",
-        "_runnable",
-        "_session",
-        "_streaming",
-        "_timeout",
-        "final_message",
-    )
+    _cancel: CancelLink | None = None  # a cancellable run's (adk.cancel)
 
     def __init__(
         self,
@@ -151,6 +139,9 @@ class ReactRun:
         self._finished = False
         self._counted = False
         self.final_message: Message | None = None
+        cancel = agent_ctx.session.cancel
+        if cancel is not None:  # a cancellable run: its view of the cancel (adk.cancel)
+            self._cancel = ctx.cancel = cancel.for_agent(self._address)
 
     def __repr__(self) -> str:
         state = "finished" if self._finished else "running" if self._run is not None else "not started"
@@ -233,6 +224,9 @@ class ReactRun:
         opts: dict[str, Any] = callbacks.graph_options() if callbacks.given else {}
         if self._graph_id:
             opts["checkpoint_id"] = self._graph_id
+            stop = run_stop.get()
+            if stop is not None:
+                opts["external_interrupt"] = stop
         if self._resume is not None:
             saved, targets = self._resume
             await self._bridge.set(self._graph_id, saved.graph.encode())
@@ -242,6 +236,8 @@ class ReactRun:
         # bridge was written
         checked = not self._callbacks.handlers and self._resume is None
         self._run = await self._runnable.start_run(x, streaming=self._streaming, cancel_checked=checked, **opts)
+        if self._cancel is not None:  # a cancellable run stops where its cancel says, before a node runs
+            self._run.set_pause_check(self._cancel.pause_here)
         # supersteps that produce no event run back to back: there is nothing to hand out between them
         return await self._run.step(until=self._has_events)
 

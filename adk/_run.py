@@ -43,6 +43,7 @@ class RunContext:
     tools_node: Any = None  # the ToolsNode of this run when before_agent middlewares ran (adk.chat_model_agent)
     structured: tuple[str, Any] | None = None  # (call id or "", parsed answer) once a structured answer is valid
     failover_model: Any = None  # the model that last answered under model failover (None: the agent's own)
+    cancel: Any = None  # the run's ``adk.cancel.CancelLink`` when it is cancellable: its calls run guarded
 
     @property
     def step(self) -> int:

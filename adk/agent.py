@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from adk.errors import WillRetryError
+from adk.errors import StreamCancelledError, WillRetryError
 from adk.events import AgentEvent, AgentInput, MessageVariant
 from compose.schema import Message
 from compose.stream import concat
@@ -113,7 +113,7 @@ class _Record:
                 stream, variant.message_stream = variant.message_stream, None
                 try:
                     variant.message = await concat(stream)
-                except WillRetryError:  # a failed model attempt that was retried: not history (flow.go)
+                except (WillRetryError, StreamCancelledError):  # a failed (or cut-off) model attempt: not history
                     variant.message = None
             message = variant.message
         self.resolved = RecordedEvent(self.agent_name, message, variant.role if variant else None, self.transfer)
@@ -223,6 +223,7 @@ class RunSession:
     final_message: Message | None = None
     history: History = field(default_factory=History)
     _lanes: list[History] = field(default_factory=list)
+    cancel: Any = None  # an ``adk.cancel.CancelLink`` when the run is cancellable (``cancellable=True``)
     # the Runner has just passed its run's entry cancellation check and awaited nothing since: the root agent's
     # own entry need not check again (one check per run); cleared once the first event is out
     entry_checked: bool = field(default=False, repr=False)

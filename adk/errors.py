@@ -8,6 +8,9 @@
         ├── TokenBudgetExceededError    the run's token usage reached ``max_budget_tokens``
         ├── StallDetectedError          the same tool was called ``stall_window`` times in a row
         ├── AgentTimeoutError           the run took longer than ``timeout`` (also a ``TimeoutError``)
+        ├── AgentCancelledError         ``run.cancel()`` stopped the run (``adk.cancel``); ``.interrupt_contexts``,
+        │                               ``.checkpoint_id`` (resume it there), ``.mode``, ``.escalated``
+        ├── StreamCancelledError        ends an event stream an immediate cancel cut off
         ├── RetryExhaustedError         every model retry failed; ``.last_error``, ``.total_retries``
         ├── StructuredOutputError       no answer matched the agent's ``output_type`` within its retries; ``.raw``
         ├── WillRetryError              ends the event stream of a failed model attempt that will be retried
@@ -23,7 +26,10 @@
         ├── SkillError                  a skill (``SKILL.md``) is malformed or unknown; ``.skill``, ``.path``
         ├── TaskListError               a plantask tool (``TaskCreate`` ...) refused its call (also ValueError)
         ├── ServeError                  an AG-UI request the server (``adk.serve``) cannot run
-        │   └── InterruptPendingError   a run on a thread with open interrupts does not answer them all
+        │   ├── InterruptPendingError   a run on a thread with open interrupts does not answer them all
+        │   └── RunNotFoundError        a run's parentRunId names no run of its thread
+        ├── RemoteAgentError            a remote A2A agent (``RemoteA2AAgent``) failed, refused or was unreachable;
+        │                               ``.url``, ``.task_id``, ``.state``
         ├── DurableError                a durable run's failure (``adk.durable``, extra ``dbos``)
         │   ├── DurableBackendError     ``adk.durable`` called under trio (DBOS is asyncio-only; also RuntimeError)
         │   ├── DurableSerializationError  a value is not JSON, or a pickled row was refused (also TypeError)
@@ -44,9 +50,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from compose.errors import CheckpointNotFoundError, ComposeError
 
 __all__ = [
+    "AgentCancelledError",
     "AgentError",
     "AgentTimeoutError",
     "BackendFileNotFoundError",
@@ -65,7 +74,9 @@ __all__ = [
     "FilesystemError",
     "GrepPatternError",
     "InterruptPendingError",
+    "RemoteAgentError",
     "RetryExhaustedError",
+    "RunNotFoundError",
     "ServeError",
     "SessionBusyError",
     "SessionError",
@@ -73,6 +84,7 @@ __all__ = [
     "SessionStoreError",
     "SkillError",
     "StallDetectedError",
+    "StreamCancelledError",
     "StructuredOutputError",
     "TaskListError",
     "TokenBudgetExceededError",
@@ -131,6 +143,48 @@ class AgentTimeoutError(AgentError, TimeoutError):
         self.timeout = timeout
 
 
+class AgentCancelledError(AgentError):
+    """The run was cancelled by ``run.cancel()`` (Eino's ``CancelError``; ``adk.cancel``): its last event's error.
+
+    Attributes:
+        mode: the cancel modes in force when it took effect (``{"immediate"}`` after an escalation).
+        escalated: a safe-point cancel was escalated to immediate (by a later call, or its ``timeout``).
+        timed_out: the escalation was the timeout's (the safe point was not reached in time).
+        interrupt_contexts: where the run stopped (an interrupt's contexts: ids and addresses).
+        checkpoint_id: the id the run was saved under (``runner.resume(checkpoint_id)`` continues it), or None
+            when the run has no checkpoint store or id.
+    """
+
+    reason = "cancelled"
+
+    def __init__(
+        self,
+        mode: frozenset[str],
+        *,
+        escalated: bool = False,
+        timed_out: bool = False,
+        interrupt_contexts: list[Any] | None = None,
+        checkpoint_id: str | None = None,
+    ) -> None:
+        modes = ", ".join(sorted(mode))
+        super().__init__(f"agent cancelled: mode={modes}, escalated={escalated}")
+        self.mode = mode
+        self.escalated = escalated
+        self.timed_out = timed_out
+        self.interrupt_contexts = list(interrupt_contexts or [])
+        self.checkpoint_id = checkpoint_id
+
+
+class StreamCancelledError(AgentError):
+    """Ends an event's message stream that an immediate cancel cut off (Eino's ``ErrStreamCanceled``); the model
+    call runs again when the run is resumed."""
+
+    reason = "cancelled"
+
+    def __init__(self) -> None:
+        super().__init__("stream cancelled")
+
+
 class RetryExhaustedError(AgentError):
     """Every attempt of a model call failed with a retryable error ("exceeds max retries")."""
 
@@ -186,6 +240,32 @@ class InterruptPendingError(ServeError):
         )
         self.thread_id = thread_id
         self.pending = sorted(pending)
+
+
+class RunNotFoundError(ServeError):
+    """A ``RunAgentInput``'s ``parentRunId`` names no run of its thread that the server knows (AG-UI's branching:
+    the parent is a prior run of the same thread); ``.thread_id`` and ``.run_id`` say which."""
+
+    def __init__(self, thread_id: str, run_id: str, known: list[str]) -> None:
+        shown = ", ".join(repr(r) for r in known[-10:]) or "none"
+        super().__init__(f"thread {thread_id!r} has no run {run_id!r} to branch from (its runs: {shown})")
+        self.thread_id = thread_id
+        self.run_id = run_id
+
+
+class RemoteAgentError(AgentError):
+    """A remote A2A agent (``adk.agents.RemoteA2AAgent``) could not be reached, answered with an error, or
+    ended its task ``failed``/``rejected``/``canceled``; ``.url`` names the server, ``.task_id`` and ``.state``
+    the remote task (when there was one); the client's exception, if any, is the ``__cause__``."""
+
+    reason = "remote"
+
+    def __init__(self, url: str, message: str, *, task_id: str | None = None, state: str | None = None) -> None:
+        where = f" (task {task_id!r}, {state})" if task_id and state else f" (task {task_id!r})" if task_id else ""
+        super().__init__(f"remote A2A agent at {url}{where}: {message}")
+        self.url = url
+        self.task_id = task_id
+        self.state = state
 
 
 class DurableError(AgentError):

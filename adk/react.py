@@ -524,6 +524,8 @@ async def _observed(run: RunContext, inp: ToolInput, call: Awaitable[T]) -> T:
     no event until the call runs on resume)."""
     if run.telemetry:
         run.emit("tool.call.started", tool=inp.name, call_id=inp.call_id, arguments=inp.arguments)
+    if run.cancel is not None:  # a cancellable run's: an immediate cancel cuts the call off (adk.cancel)
+        call = run.cancel.guard(call)
     try:
         return await call
     except GraphInterrupt:

@@ -18,20 +18,22 @@ In an agent, each attempt produces its own model event; a failed attempt's event
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
 from adk.errors import AgentTimeoutError, RetryExhaustedError
-from compose.errors import CassetteError, ModelAuthError, ModelBadRequestError
+from compose.errors import CassetteError, GraphInterrupt, ModelAuthError, ModelBadRequestError
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo
 from compose.stream import StreamReader
 
 __all__ = ["ModelRetryConfig", "RetryChatModel", "default_backoff", "default_is_retryable"]
+
+T = TypeVar("T")
 
 # The attempt (0-based) of the model call in progress; read by the agent's event-emitting model.
 current_attempt: ContextVar[int] = ContextVar("pyeino_model_attempt", default=0)
@@ -89,7 +91,9 @@ class ModelRetryConfig:
     max_retry_after: float = 10.0
 
     def retryable(self, error: BaseException) -> bool:
-        """Whether ``error`` may be retried."""
+        """Whether ``error`` may be retried (never an interrupt: a pause, such as a cancel's, is not a failure)."""
+        if isinstance(error, GraphInterrupt):
+            return False
         if self.is_retryable is None:
             return default_is_retryable(error)
         return bool(self.is_retryable(error))
@@ -126,47 +130,36 @@ class RetryChatModel:
         return f"RetryChatModel({self.inner!r}, max_retries={self.config.max_retries})"
 
     async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
-        config = self.config
-        last: BaseException | None = None
-        for attempt in range(config.max_retries + 1):
-            token = current_attempt.set(attempt)
-            try:
-                return await self.inner.generate(messages, **opts)
-            except Exception as exc:
-                if not config.retryable(exc):
-                    raise
-                last = exc
-            finally:
-                current_attempt.reset(token)
-            if attempt < config.max_retries:
-                await anyio.sleep(config.delay(attempt + 1, last))
-        assert last is not None
-        raise RetryExhaustedError(last, config.max_retries) from last
+        return await self._retrying(lambda: self.inner.generate(messages, **opts))
 
     async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
+        async def attempt() -> StreamReader[Message]:
+            reader = await self.inner.stream(messages, **opts)
+            check, keep = reader.copy(2)
+            error = await _read_to_end(check)
+            if error is None:
+                return keep
+            await keep.aclose()
+            raise error
+
+        return await self._retrying(attempt)
+
+    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """``attempt()``, tried again after each retryable error, waiting ``config.delay`` between tries."""
         config = self.config
         last: BaseException | None = None
-        for attempt in range(config.max_retries + 1):
-            token = current_attempt.set(attempt)
+        for n in range(config.max_retries + 1):
+            token = current_attempt.set(n)
             try:
-                reader = await self.inner.stream(messages, **opts)
+                return await attempt()
             except Exception as exc:
                 if not config.retryable(exc):
                     raise
                 last = exc
-            else:
-                check, keep = reader.copy(2)
-                error = await _read_to_end(check)
-                if error is None:
-                    return keep
-                await keep.aclose()
-                if not config.retryable(error):
-                    raise error
-                last = error
             finally:
                 current_attempt.reset(token)
-            if attempt < config.max_retries:
-                await anyio.sleep(config.delay(attempt + 1, last))
+            if n < config.max_retries:
+                await anyio.sleep(config.delay(n + 1, last))
         assert last is not None
         raise RetryExhaustedError(last, config.max_retries) from last
 

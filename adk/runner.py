@@ -16,7 +16,7 @@ continues it, in this or any other process sharing the store.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -27,9 +27,10 @@ from adk._react_run import ReactRun
 from adk._run import current_session
 from adk.agent import Agent, AgentContext, AgentEvents, ResumableAgent, ResumeInfo, RunSession, check_agent
 from adk.agents.history import RecordedEvent
+from adk.cancel import _CANCELLING, CancelController, CancelHandle, CancelMode
 from adk.checkpointing import _UNSET, AgentCheckpoint, CheckpointBinding, SavedEvent
-from adk.errors import AgentError
-from adk.events import AgentEvent, AgentInput, checked_messages
+from adk.errors import AgentCancelledError, AgentError
+from adk.events import AgentEvent, AgentInput, AgentInterruptInfo, checked_messages
 from adk.sessions import SessionRun, SessionStore
 from adk.sessions.base import SessionHistory, Turn, check_session_id
 from adk.telemetry import TelemetryHandler
@@ -46,14 +47,14 @@ class AgentRun:
     After the iteration, ``final_message`` holds the answer (the last agent's final message: the model's last
     message, or the return-directly tool's message), ``termination_reason`` says how the run ended
     (``"completed"``, ``"exit"``, ``"interrupted"``, ``"max_iterations"``, ``"token_budget"``, ``"stall"``,
-    ``"timeout"``, ``"retry_exhausted"``, ``"error"``, ``"closed"``), and ``total_tokens`` the token usage summed
-    over every model call of the run.
+    ``"timeout"``, ``"retry_exhausted"``, ``"cancelled"``, ``"error"``, ``"closed"``), and ``total_tokens`` the
+    token usage summed over every model call of the run.
 
     A resume loads its checkpoint when the iteration starts; errors doing so are raised by that first
     ``__anext__`` (no agent ran, so there is no event to carry them).
     """
 
-    __slots__ = ("_agent", "_checkpoint", "_ctx", "_events", "_exit", "_finished", "_reason", "_session", "_started")
+    _cancel: CancelController | None = None  # a cancellable run's (``cancel()``)
 
     def __init__(
         self,
@@ -62,11 +63,15 @@ class AgentRun:
         *,
         input: AgentInput | None = None,
         checkpoint: CheckpointBinding | None = None,
+        cancellable: bool = False,
     ) -> None:
         self._agent = agent
         self._session = session
         self._checkpoint = checkpoint
         self._ctx = AgentContext.root(agent.name, session)
+        if cancellable:  # the run's own cancel (adk.cancel): its agents see it through the session
+            self._cancel = CancelController()
+            session.cancel = self._cancel.root
         # a fresh run starts the agent's iterator now (a bad input fails the call), a resume on first iteration
         self._events: AgentEvents | None = agent.run(input, self._ctx) if input is not None else None
         self._started = False
@@ -98,6 +103,33 @@ class AgentRun:
         state = "finished" if self._finished else "running" if self._started else "not started"
         checkpoint = f", {self._checkpoint!r}" if self._checkpoint is not None else ""
         return f"AgentRun({self._agent.name!r}, {state}, reason={self._reason!r}{checkpoint})"
+
+    def cancel(
+        self,
+        mode: CancelMode | Collection[CancelMode] = "immediate",
+        *,
+        timeout: float | None = None,
+        recursive: bool = False,
+    ) -> CancelHandle:
+        """Cancel the run (from any task, while another iterates it): see ``adk.cancel``.
+
+        Args:
+            mode: ``"immediate"`` (default), ``"after_chat_model"``, ``"after_tool_calls"``, or a set of them.
+            timeout: seconds a safe-point cancel waits for its safe point before it is made immediate.
+            recursive: reach the agents inside agent tools and workflow agents too.
+
+        Returns:
+            A :class:`~adk.cancel.CancelHandle`; ``await handle.wait()`` says how the cancel ended.
+
+        Raises:
+            ValueError: the run was not started with ``cancellable=True``; an unknown mode; a timeout not > 0.
+        """
+        if self._cancel is None:
+            raise ValueError(
+                f"run of agent '{self._agent.name}' is not cancellable: start it with cancellable=True "
+                "(runner.run/query/resume(..., cancellable=True))"
+            )
+        return self._cancel.request(mode, timeout, recursive)
 
     def __aiter__(self) -> AgentRun:
         return self
@@ -163,6 +195,8 @@ class AgentRun:
         if event.error is not None:
             error = event.error
             self._reason = error.reason if isinstance(error, AgentError) else "error"
+            if self._cancel is not None:
+                self._cancel.finish()
             if self._checkpoint is not None:
                 await self._checkpoint.release(error)  # a failing release is noted on the error: one error event
             return event
@@ -175,6 +209,8 @@ class AgentRun:
         if info is not None:  # one per run: agents nested in the root's pause fold theirs into its event
             self._reason = "interrupted"
             cp = self._checkpoint
+            if self._cancel is not None and self._cancel.state == _CANCELLING:
+                return await self._cancelled(event, info)
             if cp is not None:
                 try:
                     await cp.save(await self._snapshot(info))
@@ -185,6 +221,35 @@ class AgentRun:
                     return AgentEvent(event.agent_name, event.run_path, error=error)
                 info.checkpoint_id = cp.checkpoint_id
         return event
+
+    async def _cancelled(self, event: AgentEvent, info: AgentInterruptInfo) -> AgentEvent:
+        """A pause while a cancel is pending (the cancel's, or a business interrupt it absorbs): the run is saved
+        as for any pause, and ends with ``AgentCancelledError`` instead of the interrupt event."""
+        ctl = self._cancel
+        assert ctl is not None
+        self._reason = "cancelled"
+        cp = self._checkpoint
+        checkpoint_id: str | None = None
+        if cp is not None and info.resume_state is not None:
+            try:
+                await cp.save(await self._snapshot(info))
+            except Exception as error:
+                self._reason = "error"
+                ctl.finish()
+                await cp.release(error)
+                await self._close_events()
+                return AgentEvent(event.agent_name, event.run_path, error=error)
+            checkpoint_id = info.checkpoint_id = cp.checkpoint_id
+        modes, escalated, timed_out = ctl.modes, ctl.escalated, ctl.timed_out
+        ctl.handled()
+        cancelled = AgentCancelledError(
+            modes,
+            escalated=escalated,
+            timed_out=timed_out,
+            interrupt_contexts=info.interrupt_contexts,
+            checkpoint_id=checkpoint_id,
+        )
+        return AgentEvent(event.agent_name, event.run_path, error=cancelled)
 
     async def _snapshot(self, info: Any) -> AgentCheckpoint:
         session = self._session
@@ -221,6 +286,8 @@ class AgentRun:
         # the agent's events ended: closing its finished iterator and a session without records waits on
         # nothing, so no shield is needed (the common path of every run)
         self._finished = True
+        if self._cancel is not None:
+            self._cancel.finish()
         events, self._events = self._events, None
         if events is not None:
             await events.aclose()
@@ -246,6 +313,8 @@ class AgentRun:
             return  # it ended (``_end``): its agent's run and its session are closed
         with anyio.CancelScope(shield=True):
             await self._close_shielded()
+            if self._cancel is not None:
+                self._cancel.finish()
             if self._checkpoint is not None:
                 await self._checkpoint.release()
             if self._reason is None:
@@ -353,6 +422,7 @@ class Runner:
         session_values: Mapping[str, Any] | None = None,
         skip_transfer_messages: bool = False,
         session_id: str | None = None,
+        cancellable: bool = False,
     ) -> AgentRun | SessionRun:
         """Run the agent on ``messages``; iterate the result for the events.
 
@@ -363,6 +433,7 @@ class Runner:
             skip_transfer_messages: leave the transfer messages out of the history the agents of a multi-agent
                 run are given (Eino's ``WithSkipTransferMessages``).
             session_id: run on the conversation stored under this id in the session store (see ``Runner``).
+            cancellable: the run can be cancelled with ``run.cancel(...)`` (``adk.cancel``; not with ``session_id``).
 
         Raises:
             ValueError: ``checkpoint_id`` without a checkpoint store, ``session_id`` without a session store.
@@ -370,7 +441,9 @@ class Runner:
         """
         new = checked_messages(messages, "Runner.run")
         if session_id is None:
-            return self._start(new, checkpoint_id, session_values, skip_transfer_messages)
+            return self._start(new, checkpoint_id, session_values, skip_transfer_messages, cancellable=cancellable)
+        if cancellable:
+            raise ValueError("a run on a session (session_id=...) cannot be cancellable yet")
         store = self._sessions()
         check_session_id(session_id)
         self._session(session_values)  # a bad mapping fails here, not at the first event
@@ -389,6 +462,8 @@ class Runner:
         session_values: Mapping[str, Any] | None,
         skip_transfer_messages: bool,
         stored: Mapping[str, Any] | None = None,
+        *,
+        cancellable: bool = False,
     ) -> AgentRun:
         checkpoint = (
             CheckpointBinding(self._store("checkpoint a run"), checkpoint_id) if checkpoint_id is not None else None
@@ -398,7 +473,7 @@ class Runner:
         session.root_input = list(input.messages)
         session.resumable = checkpoint is not None
         session.skip_transfer_messages = skip_transfer_messages
-        return AgentRun(self.agent, session, input=input, checkpoint=checkpoint)
+        return AgentRun(self.agent, session, input=input, checkpoint=checkpoint, cancellable=cancellable)
 
     def _sessions(self) -> SessionStore:
         if self.session_store is None:
@@ -413,6 +488,7 @@ class Runner:
         session_values: Mapping[str, Any] | None = None,
         skip_transfer_messages: bool = False,
         session_id: str | None = None,
+        cancellable: bool = False,
     ) -> AgentRun | SessionRun:
         """Run the agent on one user message (see :meth:`run`)."""
         return self.run(
@@ -421,6 +497,7 @@ class Runner:
             session_values=session_values,
             skip_transfer_messages=skip_transfer_messages,
             session_id=session_id,
+            cancellable=cancellable,
         )
 
     async def history(self, session_id: str) -> list[Turn]:
@@ -464,7 +541,12 @@ class Runner:
         )
 
     def resume(
-        self, checkpoint_id: str, targets: Mapping[str, Any] | None = None, *, resume_all: Any = _UNSET
+        self,
+        checkpoint_id: str,
+        targets: Mapping[str, Any] | None = None,
+        *,
+        resume_all: Any = _UNSET,
+        cancellable: bool = False,
     ) -> AgentRun | SessionRun:
         """Continue the run paused under ``checkpoint_id``; iterate the result for the rest of its events.
 
@@ -474,6 +556,7 @@ class Runner:
                 not named stay pending (they pause the run again). The streaming mode is the checkpoint's.
             resume_all: resume data for every interrupt of the checkpoint that ``targets`` does not name
                 ("approve all": ``resume_all=ApprovalDecision(approved=True)``).
+            cancellable: the resumed run can be cancelled with ``run.cancel(...)`` (``adk.cancel``).
 
         Raises:
             ValueError: the runner has no checkpoint store (here). From the first ``__anext__``:
@@ -496,8 +579,10 @@ class Runner:
             )
             session = self._session(None)
             session.resumable = True
-            return AgentRun(self.agent, session, checkpoint=binding)
+            return AgentRun(self.agent, session, checkpoint=binding, cancellable=cancellable)
 
         if self.session_store is None:
             return resume()
+        if cancellable:
+            raise ValueError("a run on a session (session_id=...) cannot be cancellable yet")
         return SessionRun.resuming(self.session_store, checkpoint_id, resume, wait=self.session_wait)

@@ -263,6 +263,15 @@ async def _read(opening: Awaitable[Any]) -> Any:
     return await concat(await opening)
 
 
+async def _parts(opening: Awaitable[Any]) -> int:
+    """Read a ``stream_mode`` run's parts: the watched run (a task of its own, a part per node)."""
+    n = 0
+    async with await opening as reader:
+        async for _ in reader:
+            n += 1
+    return n
+
+
 async def _lg_stream(graph: Any) -> None:
     async for _ in graph.astream({"x": 0}, stream_mode="updates"):
         pass
@@ -373,6 +382,8 @@ async def main(quick: bool, backend: str, count_opcodes: bool = False) -> None:
          (lambda: lloop.ainvoke({"x": 0}, {"recursion_limit": 10 * N_LOOP})) if lg else None, lambda: plain_loop(0)),
         ("chain, stream", N_CHAIN, lambda: _read(chain.stream(0)), (lambda: _lg_stream(lchain)) if lg else None,
          lambda: plain_chain(0)),
+        ("chain, updates", N_CHAIN, lambda: _parts(chain.stream(0, stream_mode="updates")),
+         (lambda: _lg_stream(lchain)) if lg else None, lambda: plain_chain(0)),
         ("loop, stepped", 2 * N_LOOP, lambda: stepped(loop, 0), None, lambda: plain_loop(0)),
         ("fan-1-100-1", N_FAN + 2, lambda: fan.invoke(0),
          (lambda: lfan.ainvoke({"x": 0, "parts": []})) if lg else None, lambda: plain_fan(0)),
@@ -380,6 +391,8 @@ async def main(quick: bool, backend: str, count_opcodes: bool = False) -> None:
         ("workflow-100", N_CHAIN, lambda: wf.invoke({"x": 0}), None, lambda: plain_dict_chain({"x": 0})),
         ("dag, stream", N_CHAIN, lambda: _read(dag.stream({"x": 0})), None, lambda: plain_dict_chain({"x": 0})),
         ("wf, stream", N_CHAIN, lambda: _read(wf.stream({"x": 0})), None, lambda: plain_dict_chain({"x": 0})),
+        ("dag, updates", N_CHAIN, lambda: _parts(dag.stream({"x": 0}, stream_mode="updates")), None,
+         lambda: plain_dict_chain({"x": 0})),
     ]
     for name, nodes, ours, theirs, plain in shapes:
         t_ours = await timeit(ours, repeat)

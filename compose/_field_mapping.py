@@ -369,13 +369,10 @@ class _BuildReader(StreamReader[Any]):
 
     async def _pull(self) -> object:
         while True:
-            x = self._ready()
-            if x is not _MORE:
+            x = self._poll()
+            if x is not _EMPTY:
                 return x
-            y = self._src._poll()
-            if y is _EMPTY:
-                y = await self._src._pull()
-            x = self._step(y)
+            x = self._step(await self._src._pull())  # the source has nothing ready: wait for its next item
             if x is not _MORE:
                 return x
 

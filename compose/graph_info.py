@@ -35,8 +35,26 @@ __all__ = ["BranchInfo", "CompileCallback", "GraphCompileCallback", "GraphInfo",
 _START, _END = "start", "end"  # compose.graph's START and END (not imported: graph.py imports this module)
 
 
+class _TypeNames:
+    """``input_type_name`` and ``output_type_name`` of a record with ``input_type`` and ``output_type``."""
+
+    __slots__ = ()
+    input_type: Any
+    output_type: Any
+
+    @property
+    def input_type_name(self) -> str:
+        """``input_type`` as printed in error messages (``list[Message]``)."""
+        return type_name(self.input_type)
+
+    @property
+    def output_type_name(self) -> str:
+        """``output_type`` as printed in error messages."""
+        return type_name(self.output_type)
+
+
 @dataclass(frozen=True, slots=True)
-class NodeInfo:
+class NodeInfo(_TypeNames):
     """One node of a compiled graph.
 
     ``kind``: the component (``"ChatModel"``, ``"ToolsNode"``, ``"Lambda"``, ``"Graph"``, ``"Passthrough"``, ...);
@@ -58,16 +76,6 @@ class NodeInfo:
     instance: Any = field(default=None, compare=False, repr=False)
     graph: GraphInfo | None = None
 
-    @property
-    def input_type_name(self) -> str:
-        """``input_type`` as printed in error messages (``list[Message]``)."""
-        return type_name(self.input_type)
-
-    @property
-    def output_type_name(self) -> str:
-        """``output_type`` as printed in error messages."""
-        return type_name(self.output_type)
-
 
 @dataclass(frozen=True, slots=True)
 class BranchInfo:
@@ -84,7 +92,7 @@ class BranchInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class GraphInfo:
+class GraphInfo(_TypeNames):
     """What a compiled graph is made of (Eino's ``GraphInfo``).
 
     ``nodes`` in the order they were added; ``edges``: ``(start, end)`` pairs that carry data and control,
@@ -118,16 +126,6 @@ class GraphInfo:
     def sub_graphs(self) -> dict[str, GraphInfo]:
         """Node key -> the sub-graph's ``GraphInfo``, for every node that is a sub-graph."""
         return {n.key: n.graph for n in self.nodes if n.graph is not None}
-
-    @property
-    def input_type_name(self) -> str:
-        """``input_type`` as printed in error messages."""
-        return type_name(self.input_type)
-
-    @property
-    def output_type_name(self) -> str:
-        """``output_type`` as printed in error messages."""
-        return type_name(self.output_type)
 
     def to_mermaid(self) -> str:
         """A Mermaid flowchart of the graph, to paste into a ```` ```mermaid ```` block of a Markdown file.

@@ -261,9 +261,9 @@ class Runnable(Generic[I, O]):
         """Run in streaming mode with a value; returns END's stream as soon as END has one.
 
         With ``stream_mode`` (one mode or several: ``"values"``, ``"updates"``, ``"messages"``, ``"custom"``,
-        ``"debug"``, ``"output"``) the reader yields ``StreamPart(mode, data, namespace)`` s instead, the run
-        happening as it is read (see ``compose.stream_modes``); ``subgraphs=True`` adds the parts of nodes
-        inside sub-graphs.
+        ``"debug"``, ``"output"``) the reader yields ``StreamPart(mode, data, namespace)`` s instead, live as
+        the run goes (it starts at the first ``recv()``; read the parts in one task: see
+        ``compose.stream_modes``); ``subgraphs=True`` adds the parts of nodes inside sub-graphs.
 
         Example::
 
@@ -287,14 +287,39 @@ class Runnable(Generic[I, O]):
             ),
         )
 
-    async def transform(self, reader: StreamReader[I], **opts: Any) -> StreamReader[O]:
-        """Run in streaming mode with a stream; returns END's stream. Takes ownership of ``reader``."""
+    @overload
+    async def transform(self, reader: StreamReader[I], *, stream_mode: None = None, **opts: Any) -> StreamReader[O]: ...
+
+    @overload
+    async def transform(
+        self,
+        reader: StreamReader[I],
+        *,
+        stream_mode: StreamMode | Sequence[StreamMode],
+        subgraphs: bool = False,
+        **opts: Any,
+    ) -> StreamReader[StreamPart]: ...
+
+    async def transform(
+        self,
+        reader: StreamReader[I],
+        *,
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+        subgraphs: bool = False,
+        **opts: Any,
+    ) -> StreamReader[O] | StreamReader[StreamPart]:
+        """Run in streaming mode with a stream; returns END's stream. Takes ownership of ``reader``.
+
+        With ``stream_mode`` the reader yields ``StreamPart`` s instead, as for ``stream``."""
         _check_reader(reader, "transform")
         try:
             options = CallOptions.parse(opts)
+            modes = parse_modes(stream_mode) if stream_mode is not None else None
         except BaseException:
             await reader.aclose()
             raise
+        if modes is not None:
+            return stream_parts(self, None, modes, subgraphs, opts, source=reader)
         return cast(
             StreamReader[O],
             await self._execute(reader, streaming=True, options=options, path=(), info=self._info),
@@ -370,6 +395,11 @@ class RunHandle:
     def result(self) -> Any:
         """END's value once ``step()`` returned True."""
         return self._run.result
+
+    def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
+        """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` whether the run pauses there (see
+        ``GraphRun.set_pause_check``)."""
+        self._run.set_pause_check(check)
 
     async def begin(self, x: Any) -> None:
         await self._guard(self._run.begin(x))

@@ -4,6 +4,8 @@ history a flow gives the next agent.
 The flow, workflow and agent-tool agents build on these; their public names are re-exported from ``adk``.
 """
 
+from typing import TYPE_CHECKING
+
 from adk.agents.agent_tool import AgentTool
 from adk.agents.flow import (
     DeterministicTransfer,
@@ -24,6 +26,12 @@ from adk.agents.history import (
     rewrite_message,
 )
 from adk.agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
+from compose._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from adk.agents.remote_a2a import RemoteA2AAgent
+else:  # the a2a extra's client is imported on first use
+    __getattr__, __dir__ = lazy_names(__name__, {"RemoteA2AAgent": "adk.agents.remote_a2a"})
 
 __all__ = [
     "AgentTool",
@@ -34,6 +42,7 @@ __all__ = [
     "LoopAgent",
     "ParallelAgent",
     "RecordedEvent",
+    "RemoteA2AAgent",
     "SequentialAgent",
     "agent_with_deterministic_transfer_to",
     "agent_with_options",

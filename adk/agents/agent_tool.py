@@ -119,6 +119,8 @@ class AgentTool:
             telemetry=outer.telemetry if outer is not None else (),
             resumable=outer.resumable if outer is not None else False,
         )
+        if outer is not None and outer.cancel is not None:  # a cancellable run: the inner agent is nested
+            session.cancel = outer.cancel.inner()
         store = InMemoryCheckPointStore() if session.resumable else None
         was_interrupted, has_state, state = get_interrupt_state()
         if was_interrupted and has_state and isinstance(state, dict) and state.get("kind") == _STATE_KIND:

@@ -49,7 +49,21 @@ def is_workflow(agent: Any) -> bool:
     return bool(getattr(agent, "_is_workflow_agent", False))
 
 
-class FlowAgent:
+class _Wrapping:
+    """An agent around ``agent``: it goes by the wrapped agent's name and description."""
+
+    agent: Agent
+
+    @property
+    def name(self) -> str:
+        return self.agent.name
+
+    @property
+    def description(self) -> str:
+        return self.agent.description
+
+
+class FlowAgent(_Wrapping):
     """An agent in a multi-agent tree (see the module docstring): made by :func:`set_sub_agents` and
     :func:`agent_with_options`, and around every child of a workflow agent."""
 
@@ -66,14 +80,6 @@ class FlowAgent:
         self.parent: FlowAgent | None = None
         self.disallow_transfer_to_parent = disallow_transfer_to_parent
         self.history_rewriter = history_rewriter
-
-    @property
-    def name(self) -> str:
-        return self.agent.name
-
-    @property
-    def description(self) -> str:
-        return self.agent.description
 
     def __repr__(self) -> str:
         subs = [a.name for a in self.sub_agents]
@@ -272,21 +278,13 @@ def set_sub_agents(parent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
 # Deterministic transfer
 
 
-class DeterministicTransfer:
+class DeterministicTransfer(_Wrapping):
     """``agent``, then a transfer to each of ``to_agent_names`` (see :func:`agent_with_deterministic_transfer_to`)."""
 
     def __init__(self, agent: Agent, to_agent_names: Sequence[str]) -> None:
         check_agent(agent, "agent_with_deterministic_transfer_to(agent)")
         self.agent = agent
         self.to_agent_names = list(to_agent_names)
-
-    @property
-    def name(self) -> str:
-        return self.agent.name
-
-    @property
-    def description(self) -> str:
-        return self.agent.description
 
     def __repr__(self) -> str:
         return f"DeterministicTransfer({self.agent!r}, to={self.to_agent_names})"

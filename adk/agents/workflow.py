@@ -33,6 +33,7 @@ import anyio
 
 from adk.agent import Agent, AgentContext, AgentEvents, History, ResumeInfo, check_agent
 from adk.agents.flow import FlowAgent, _dump_record, _load_record, set_sub_agents, to_flow
+from adk.cancel import cancel_contexts
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentInterruptInfo
 from compose.errors import CheckpointError
 from compose.interrupt import InterruptCtx
@@ -169,17 +170,28 @@ async def _run_children(
     # the run path accumulates every child run before (in earlier iterations too)
     before = [c.name for _ in range(iteration) for c in children] + [c.name for c in children[:start]]
     path = (*ctx.run_path, *before)
+    cancel = _cancel_link(ctx) if ctx.session.cancel is not None else None
     for j in range(start, len(children)):
         child = children[j]
         child_path = (*path, child.name)
         child_ctx = AgentContext(ctx.session, child_path, (*ctx.addresses, child.name), ctx.history)
         broke = False  # this child's run broke the loop (kept across a pause of the same child)
-        if resume is not None:
+        if resume is not None and wf._state(resume).get("child") is not None:
             saved = wf._state(resume)
             broke = bool(saved.get("broke"))
             events = child.resume(ResumeInfo(saved["child"], resume.targets, resume.enable_streaming), child_ctx)
             resume = None
         else:
+            if cancel is not None and resume is None and cancel.at_transition():
+                # a cancel between two children (any mode: no child is working): resume starts child j
+                outcome.stop = True
+                state: dict[str, Any] = {"kind": _KIND, "agent": wf.name, "index": j, "child": None}
+                if loop:
+                    state["iteration"] = iteration
+                info = AgentInterruptInfo(cancel_contexts(ctx.addresses, "CancelAtTransition"), None, state)
+                yield AgentEvent(wf.name, ctx.run_path, action=AgentAction(interrupted=info))
+                return
+            resume = None
             events = child.run(AgentInput([], ctx.session.enable_streaming), child_ctx)
         path = child_path
         held: AgentEvent | None = None
@@ -223,7 +235,7 @@ async def _run_children(
         broke |= loop and _mark_break(held, iteration)
         if action.interrupted is not None:
             outcome.stop = True
-            state: dict[str, Any] = {"index": j}
+            state = {"index": j}
             if loop:
                 state["iteration"] = iteration
                 if broke:
@@ -234,6 +246,13 @@ async def _run_children(
         if action.exit or broke:
             outcome.stop = True
             return
+
+
+def _cancel_link(ctx: AgentContext) -> Any:
+    """A cancellable run's view of its cancel for this workflow agent, whose children are nested (``adk.cancel``)."""
+    link = ctx.session.cancel.for_agent(ctx.addresses)
+    link.ctl.nest(tuple(ctx.addresses))
+    return link
 
 
 def _mark_break(event: AgentEvent, iteration: int) -> bool:
@@ -271,6 +290,8 @@ class ParallelAgent(_WorkflowAgent):
         if not self.sub_agents:
             return
         state = self._state(resume) if resume is not None else None
+        if ctx.session.cancel is not None:
+            _cancel_link(ctx)  # a cancellable run: the children are nested
         lanes: list[History] = [ctx.session.track(ctx.records.fork()) for _ in self.sub_agents]
         runs: dict[int, AgentEvents] = {}
         for i, child in enumerate(self.sub_agents):

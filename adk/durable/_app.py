@@ -39,7 +39,7 @@ from adk.durable._events import (
 from adk.durable._ledger import Ledger, current_ledger, event_name
 from adk.durable._liveness import Liveness
 from adk.durable._serializer import JsonSerializer, refuse_pickled_rows
-from adk.durable._steps import DurableChatModel, DurableTool, ScopedAgentTool, token_sink
+from adk.durable._steps import DurableChatModel, DurableTool, ScopedAgentTool, step_scope, token_sink
 from adk.errors import DurableRunError
 from adk.runner import Agent, Runner
 from compose.checkpoint import InMemoryCheckPointStore
@@ -315,7 +315,7 @@ class DurableApp:
                 return {"status": "interrupted", "interrupts": targets}
             run = runner.resume(run_id, targets=targets)
         await ledger.close(EVENTS_STREAM)
-        return {"status": "completed", "output": last}
+        return {"status": "completed", "output": last, "session_values": json_value(dict(run.session_values))}
 
     async def _run_graph(self, run_id: str, ledger: Ledger, payload: Mapping[str, Any]) -> dict[str, Any]:
         target = cast(Runnable[Any, Any], self.target)
@@ -405,5 +405,18 @@ def _current_ids(
     return {id_at.get(address_of.get(k, ""), k): v for k, v in targets.items()}
 
 
+_EXECUTION = uuid.uuid4().hex[:12]  # this process: a model call replayed elsewhere streams under another attempt
+
+
 async def _write_token(chunk: Message) -> None:
-    await DBOS.write_stream_async(EVENTS_STREAM, token_event(chunk))
+    from adk._run import current_run
+
+    run = current_run.get()
+    event = token_event(
+        chunk,
+        agent_name=run.agent_name if run is not None else "",
+        run_path=run.run_path if run is not None else (),
+        internal=bool(step_scope.get()),  # inside an agent tool
+        attempt=f"{_EXECUTION}:{DBOS.workflow_id}:{DBOS.step_id}",
+    )
+    await DBOS.write_stream_async(EVENTS_STREAM, event)

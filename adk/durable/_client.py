@@ -17,6 +17,7 @@ from typing import Any, cast
 import anyio
 import anyio.to_thread
 from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
+from dbos._error import DBOSStreamTimeoutError
 from pydantic import BaseModel
 
 from adk.durable._app import DEFAULT_QUEUE, WORKFLOW_NAME, check_asyncio
@@ -32,11 +33,13 @@ __all__ = ["DurableClient", "DurableHandle", "DurableResult", "DurableWorker"]
 @dataclass(frozen=True)
 class DurableResult:
     """How a durable run ended: ``status`` ``"completed"`` (``output``: the agent's last answer, a Message, or
-    the graph's output) or ``"interrupted"`` (its resume timed out; ``interrupts`` were pending)."""
+    the graph's output; ``session_values``: an agent run's session values at its end, JSON) or
+    ``"interrupted"`` (its resume timed out; ``interrupts`` were pending)."""
 
     status: str
     output: Any = None
     interrupts: list[DurableInterrupt] = field(default_factory=list)
+    session_values: dict[str, Any] = field(default_factory=dict)
 
 
 def _resume_value(value: Any) -> Any:
@@ -86,18 +89,28 @@ class DurableHandle:
         if out is None:
             raise DurableTimeoutError(self.run_id, await self.status(), cast(float, timeout))
         interrupts = [DurableInterrupt.model_validate(i) for i in out.get("interrupts", ())]
-        return DurableResult(status=out["status"], output=out.get("output"), interrupts=interrupts)
+        return DurableResult(
+            status=out["status"],
+            output=out.get("output"),
+            interrupts=interrupts,
+            session_values=dict(out.get("session_values") or {}),
+        )
 
-    async def events(self, *, offset: int = 0) -> AsyncIterator[DurableEvent]:
-        """The run's events from ``offset`` on, as they are published, until the run ends (see ``DurableEvent``)."""
+    async def events(self, *, offset: int = 0, idle: float | None = None) -> AsyncIterator[DurableEvent]:
+        """The run's events from ``offset`` on, as they are published, until the run ends (see ``DurableEvent``);
+        with ``idle`` (seconds), also stop when no event comes for that long (what is there now, e.g. up to a
+        pause)."""
         check_asyncio()
         await self._client._ensure_schema()
         values = self._client._dbos.read_stream_async(
-            self.run_id, EVENTS_STREAM, offset=offset, polling_interval_sec=0.05
+            self.run_id, EVENTS_STREAM, offset=offset, polling_interval_sec=0.05, timeout_seconds=idle
         )
         try:
             async for value in values:
                 yield DurableEvent.model_validate(value)
+        except DBOSStreamTimeoutError:
+            if idle is None:  # pragma: no cover - DBOS raises it only with a timeout
+                raise
         finally:
             await values.aclose()
 

@@ -44,7 +44,11 @@ class DurableEvent(BaseModel):
             tool result, whole), ``"output"`` (a graph's output: each chunk of a streaming run, the whole output of
             an invoke), ``"interrupted"`` (the run paused; ``interrupts`` says for what), ``"error"`` (the run
             failed; ``error_type`` and ``error``).
-        agent_name, run_path: who emitted it (empty for token events).
+        agent_name, run_path: who emitted it (for a token event: the agent whose model streams).
+        internal: emitted inside an agent tool (the agent tool's ``emit_internal_events``; a token event of a
+            model inside an agent tool): not part of the run's own conversation.
+        attempt: a token event's model call execution: the tokens of one execution share it (a call run again
+            after its worker died streams under another).
         role, tool_name, message: the message of a ``message`` or ``token`` event.
         action: the event's action, JSON (``exit``, ``transfer_to_agent``, ...), if any.
         output: an ``output`` event's value, JSON.
@@ -55,6 +59,8 @@ class DurableEvent(BaseModel):
     kind: Literal["token", "message", "output", "interrupted", "error"]
     agent_name: str = ""
     run_path: list[str] = Field(default_factory=list)
+    internal: bool = False
+    attempt: str | None = None
     role: Literal["assistant", "tool"] | None = None
     tool_name: str | None = None
     message: Message | None = None
@@ -72,7 +78,11 @@ def json_value(value: Any) -> Any:
 
 async def from_agent_event(event: AgentEvent) -> DurableEvent:
     """The durable form of ``event``; a streaming message is read to its end (and closed) here."""
-    common: dict[str, Any] = {"agent_name": event.agent_name, "run_path": list(event.run_path)}
+    common: dict[str, Any] = {
+        "agent_name": event.agent_name,
+        "run_path": list(event.run_path),
+        "internal": event.internal,
+    }
     if event.error is not None:
         return DurableEvent(kind="error", error_type=type(event.error).__qualname__, error=str(event.error), **common)
     action = event.action
@@ -99,5 +109,16 @@ async def from_agent_event(event: AgentEvent) -> DurableEvent:
     )
 
 
-def token_event(chunk: Message) -> dict[str, Any]:
-    return DurableEvent(kind="token", role="assistant", message=chunk).model_dump(mode="json", exclude_none=True)
+def token_event(
+    chunk: Message, *, agent_name: str = "", run_path: tuple[str, ...] = (), internal: bool = False, attempt: str
+) -> dict[str, Any]:
+    event = DurableEvent(
+        kind="token",
+        role="assistant",
+        message=chunk,
+        agent_name=agent_name,
+        run_path=list(run_path),
+        internal=internal,
+        attempt=attempt,
+    )
+    return event.model_dump(mode="json", exclude_none=True)

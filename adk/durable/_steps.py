@@ -140,7 +140,25 @@ class DurableChatModel:
         return concat_messages(chunks)
 
 
-class DurableTool:
+class _StepsTool:
+    """What the tool wrappers of a durable run share: the wrapped tool's info, ``parallel_safe`` and ``timeout``,
+    and the name of a call's step (or step scope), ``"<prefix>tool.<name>[<call id>]"``."""
+
+    def __init__(self, tool: BaseTool, prefix: str) -> None:
+        self.tool = tool
+        self.prefix = prefix
+        self.name = tool.info().name
+        self.parallel_safe = tool_parallel_safe(tool)
+        self.timeout = tool_timeout(tool)
+
+    def info(self) -> ToolInfo:
+        return self.tool.info()
+
+    def _step_name(self, call_id: str) -> str:
+        return f"{self.prefix}tool.{self.name}[{call_id}]"
+
+
+class DurableTool(_StepsTool):
     """A tool whose calls are DBOS steps inside a workflow (the plain tool outside one).
 
     A call that pauses (the tool raised ``interrupt(...)``) is recorded as a pause, not as a failure; a replay
@@ -156,20 +174,15 @@ class DurableTool:
         prefix: put before the step names (``"<prefix>tool.<name>[<call id>]"``).
     """
 
+    tool: InvokableTool | StreamableTool
+
     def __init__(self, tool: BaseTool, *, prefix: str = "") -> None:
         if not isinstance(tool, (InvokableTool, StreamableTool)):
             raise TypeError(f"DurableTool needs an invokable or streamable tool, got {type(tool).__qualname__}")
-        self.tool = tool
-        self.prefix = prefix
-        self.name = tool.info().name
-        self.parallel_safe = tool_parallel_safe(tool)
-        self.timeout = tool_timeout(tool)
+        super().__init__(tool, prefix)
 
     def __repr__(self) -> str:
         return f"DurableTool({self.name!r}, prefix={self.prefix!r})"
-
-    def info(self) -> ToolInfo:
-        return self.tool.info()
 
     async def run(self, arguments: str) -> str:
         if not in_workflow():
@@ -184,7 +197,7 @@ class DurableTool:
                 paused.append(exc)
                 return {_PAUSED: True}
 
-        out = await run_step(f"{self.prefix}tool.{self.name}[{call_id}]", step, arguments, call_id=call_id)
+        out = await run_step(self._step_name(call_id), step, arguments, call_id=call_id)
         if isinstance(out, dict):
             if paused:
                 raise paused[0]
@@ -206,27 +219,22 @@ class DurableTool:
         return "".join(parts)
 
 
-class ScopedAgentTool:
+class ScopedAgentTool(_StepsTool):
     """An agent tool in a durable run: no step itself (the model and tool calls of its agent are), but the
     steps of its agent are named in this call's scope (``<prefix>tool.<name>[<call id>]/``), so that two calls
     of one agent tool running at the same time have steps of their own names."""
 
+    tool: InvokableTool
+
     def __init__(self, tool: InvokableTool, *, prefix: str = "") -> None:
-        self.tool = tool
-        self.prefix = prefix
-        self.name = tool.info().name
-        self.parallel_safe = tool_parallel_safe(tool)
-        self.timeout = tool_timeout(tool)
+        super().__init__(tool, prefix)
 
     def __repr__(self) -> str:
         return f"ScopedAgentTool({self.tool!r}, prefix={self.prefix!r})"
 
-    def info(self) -> ToolInfo:
-        return self.tool.info()
-
     async def run(self, arguments: str) -> str:
         call_id = get_tool_call_id() or ""
-        token = step_scope.set(f"{step_scope.get()}{self.prefix}tool.{self.name}[{call_id}]/")
+        token = step_scope.set(f"{step_scope.get()}{self._step_name(call_id)}/")
         try:
             return await self.tool.run(arguments)
         finally:

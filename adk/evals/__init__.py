@@ -27,8 +27,9 @@ Example::
 """
 
 from adk.errors import DatasetError
-from adk.evals._dataset import BUILTIN_EVALUATORS, Case, Dataset
+from adk.evals._dataset import Case, Dataset
 from adk.evals._evaluators import (
+    BUILTIN_EVALUATORS,
     Contains,
     EvaluationResult,
     Evaluator,

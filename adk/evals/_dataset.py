@@ -16,29 +16,18 @@ import anyio
 
 from adk.errors import DatasetError
 from adk.evals._evaluators import (
-    Contains,
+    BUILTIN_EVALUATORS,
     EvaluationResult,
     Evaluator,
     EvaluatorContext,
-    ExactMatch,
     ExpectedToolCall,
-    MatchesSchema,
-    MaxDuration,
-    MaxTokens,
-    TrajectoryMatch,
     check_evaluators,
 )
-from adk.evals._judge import LLMJudge
 from adk.evals._report import CaseResult, EvaluationReport, RunResult, Score
 from adk.evals._target import RunOutcome, Target, open_target, run_case
 from compose.errors import NodeRunError
 
-__all__ = ["BUILTIN_EVALUATORS", "Case", "Dataset"]
-
-BUILTIN_EVALUATORS: dict[str, type[Evaluator]] = {
-    cls.__name__: cls
-    for cls in (ExactMatch, Contains, MatchesSchema, TrajectoryMatch, LLMJudge, MaxDuration, MaxTokens)
-}
+__all__ = ["Case", "Dataset"]
 
 
 @dataclass

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from adk.evals._dataset import Case
 
 __all__ = [
+    "BUILTIN_EVALUATORS",
     "Contains",
     "EvaluationResult",
     "Evaluator",
@@ -103,6 +104,11 @@ class EvaluationResult:
     reason: str | None = None
 
 
+BUILTIN_EVALUATORS: dict[str, type[Evaluator]] = {}
+"""The built-in evaluator types by class name, as a dataset file names them: each subclass whose own body sets
+``builtin = True`` is entered here as it is defined (``LLMJudge`` when ``adk.evals`` imports it)."""
+
+
 class Evaluator:
     """Base of evaluators: override :meth:`evaluate`. ``threshold`` is the lowest passing score (1.0 by default);
     ``name`` (default: the class name) labels its column in reports.
@@ -123,6 +129,11 @@ class Evaluator:
     name: str | None = None
     builtin: ClassVar[bool] = False
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("builtin", False):
+            BUILTIN_EVALUATORS[cls.__name__] = cls
+
     def evaluate(self, ctx: EvaluatorContext) -> bool | float | EvaluationResult | Awaitable[Any]:
         """Score one run (sync or async)."""
         raise NotImplementedError(f"{type(self).__qualname__}.evaluate")
@@ -135,7 +146,7 @@ class Evaluator:
     def to_data(self) -> dict[str, Any]:
         """The evaluator in a dataset file: its type and the fields that differ from their defaults."""
         cls = type(self)
-        kind = cls.__name__ if cls.builtin else f"{cls.__module__}:{cls.__qualname__}"
+        kind = cls.__name__ if cls.__dict__.get("builtin", False) else f"{cls.__module__}:{cls.__qualname__}"
         data: dict[str, Any] = {"type": kind}
         fields: tuple[dataclasses.Field[Any], ...] = dataclasses.fields(self) if dataclasses.is_dataclass(self) else ()
         if fields:

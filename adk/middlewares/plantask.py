@@ -16,7 +16,7 @@ import posixpath
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -200,6 +200,25 @@ class PlanTaskMiddleware(AgentMiddleware):
             raise TaskListError(f"{tool} validate {what} failed, err: invalid format: {task_id}")
         return task_id
 
+    async def _link(
+        self, tasks: dict[str, Task], task_id: str, task: Task, others: list[str], field: Literal["blocks", "blockedBy"]
+    ) -> None:
+        """Add ``others`` to ``task``'s ``field`` (``blocks`` or ``blockedBy``), and ``task`` to the other side of
+        each of them, after checking every id and that no link closes a cycle in ``tasks``."""
+        reverse: Literal["blocks", "blockedBy"] = "blockedBy" if field == "blocks" else "blocks"
+        for other in others:
+            self._check_id("TaskUpdate", other, "blocked task ID" if field == "blocks" else "blocking task ID")
+            blocker, blocked = (task_id, other) if field == "blocks" else (other, task_id)
+            if _cyclic(tasks, blocker, blocked):
+                raise TaskListError(
+                    f"TaskUpdate adding Task #{other} to {field} of Task #{task_id} would create a cyclic dependency"
+                )
+        for other in others:
+            target = await self._read(other, f"TaskUpdate update Task #{task_id} {field} failed, err")
+            setattr(target, reverse, _unique(getattr(target, reverse), [task_id]))
+            await self._write(target)
+        setattr(task, field, _unique(getattr(task, field), others))
+
     async def task_create(self, args: dict[str, Any]) -> str:
         """``TaskCreate``."""
         mark = 0
@@ -281,32 +300,10 @@ class PlanTaskMiddleware(AgentMiddleware):
         if add_blocks or add_blocked_by:
             tasks = {t.id: t for t in await self._list()}
             if add_blocks:
-                for other in add_blocks:
-                    self._check_id("TaskUpdate", other, "blocked task ID")
-                    if _cyclic(tasks, task_id, other):
-                        raise TaskListError(
-                            f"TaskUpdate adding Task #{other} to blocks of Task #{task_id} would create a cyclic "
-                            "dependency"
-                        )
-                for other in add_blocks:
-                    target = await self._read(other, f"TaskUpdate update Task #{task_id} blocks failed, err")
-                    target.blockedBy = _unique(target.blockedBy, [task_id])
-                    await self._write(target)
-                task.blocks = _unique(task.blocks, add_blocks)
+                await self._link(tasks, task_id, task, add_blocks, "blocks")
                 updated.append("blocks")
             if add_blocked_by:
-                for other in add_blocked_by:
-                    self._check_id("TaskUpdate", other, "blocking task ID")
-                    if _cyclic(tasks, other, task_id):
-                        raise TaskListError(
-                            f"TaskUpdate adding Task #{other} to blockedBy of Task #{task_id} would create a cyclic "
-                            "dependency"
-                        )
-                for other in add_blocked_by:
-                    target = await self._read(other, f"TaskUpdate update Task #{task_id} blockedBy failed, err")
-                    target.blocks = _unique(target.blocks, [task_id])
-                    await self._write(target)
-                task.blockedBy = _unique(task.blockedBy, add_blocked_by)
+                await self._link(tasks, task_id, task, add_blocked_by, "blockedBy")
                 updated.append("blockedBy")
         if args.get("owner"):
             task.owner = str(args["owner"])

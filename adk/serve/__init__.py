@@ -8,10 +8,14 @@ module:build`` runs it on uvicorn). Routes:
   (``adk.serve._run`` says which, in which order);
 * ``GET /agents/{name}/threads/{thread_id}``: the thread's messages (AG-UI), its session values as ``state`` and
   its pending interrupts; ``DELETE`` forgets it;
-* ``GET /agents``: name, description and Mermaid drawing of each agent's graph; ``GET /health``.
+* ``GET /agents``: name, description and Mermaid drawing of each agent's graph; ``GET /health``;
+* ``/a2a/{name}/``: the agent over A2A 1.0 and 0.3 (extra ``pyeino[a2a]``; ``adk.serve._a2a_app`` says what it
+  serves; :func:`a2a_app` is the same as an app of its own).
 
 The server is a client of the Runner: a thread is a session of the session store (one run at a time), a pause is
-the Runner's checkpoint and its resume ``runner.resume``; the server adds transport, identity and limits. The
+the Runner's checkpoint and its resume ``runner.resume``, a ``parentRunId`` branch ``runner.fork``; the server
+adds transport, identity and limits. With ``durable=DurableClient(dsn)`` the runs go to ``adk.durable`` workers
+and stream back from their durable event streams (``adk.serve._durable``: reconnect by runId). The
 routes are assembled in one place (``adk.serve._app.routes``); the AG-UI mapping of a run's events is
 :class:`EventMapper`.
 
@@ -32,8 +36,16 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(f'adk.serve needs the serve extra: pip install "pyeino[serve]" ({exc})') from exc
 
+from typing import TYPE_CHECKING
+
 from adk.serve._app import Auth, RunTracker, create_app
 from adk.serve._client_tools import ClientToolCall, RequestExtras
 from adk.serve._mapping import EventMapper
+from compose._lazy import lazy_names
 
-__all__ = ["Auth", "ClientToolCall", "EventMapper", "RequestExtras", "RunTracker", "create_app"]
+if TYPE_CHECKING:
+    from adk.serve._a2a_app import a2a_app
+else:  # the a2a extra is imported on first use
+    __getattr__, __dir__ = lazy_names(__name__, {"a2a_app": "adk.serve._a2a_app"})
+
+__all__ = ["Auth", "ClientToolCall", "EventMapper", "RequestExtras", "RunTracker", "a2a_app", "create_app"]

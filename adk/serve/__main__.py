@@ -1,10 +1,12 @@
-"""``python -m adk.serve module:build [--host 127.0.0.1] [--port 8000] [--db runs.db] [--grace 10]``: serve agents
-over AG-UI on uvicorn.
+"""``python -m adk.serve module:build [--host 127.0.0.1] [--port 8000] [--db runs.db] [--grace 10] [--no-dev-ui]``:
+serve agents over AG-UI on uvicorn, with the dev page at ``/`` (``--no-dev-ui``: without it).
 
 ``module:build`` names an agent, a Runner or a mapping of names to them, or a function of no arguments returning
 one. Threads and paused runs are kept in ``--db``: a SQLite file (default ``runs.db`` in the working directory,
 shared by the processes of one machine), a ``postgresql://`` URL (several server processes on one database
-serve the same threads) or ``memory`` (this process only). The server prints ``serving <names> on
+serve the same threads) or ``memory`` (this process only). With ``--durable [QUEUE]`` the runs go to the queue of
+``adk.durable`` workers whose DBOS system database is ``--db`` (``python -m adk.durable worker ... --db`` the
+same URL) and are streamed back from there (``adk.serve._durable``). The server prints ``serving <names> on
 http://host:port`` once it listens; Ctrl-C or SIGTERM stops it taking requests and lets the runs in flight finish
 for up to ``--grace`` seconds (then they are cancelled: their threads keep what they had before the run).
 """
@@ -74,6 +76,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--db", default="runs.db", help="SQLite file, postgresql:// URL or 'memory' (threads, paused runs)")
     p.add_argument("--grace", type=float, default=10.0, help="seconds in-flight runs may take to finish on shutdown")
     p.add_argument("--cors", action="append", default=[], metavar="ORIGIN", help="allow this origin (repeatable)")
+    p.add_argument("--no-dev-ui", dest="dev_ui", action="store_false", help="do not serve the dev page at /")
+    p.add_argument(
+        "--durable",
+        metavar="QUEUE",
+        nargs="?",
+        const="pyeino",
+        default=None,
+        help="submit runs to the queue of the adk.durable workers on --db (its DBOS system database) instead of "
+        "running them here",
+    )
     return p
 
 
@@ -82,8 +94,21 @@ async def serve(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     target = load_target(args.target)
     session_store, checkpoint_store = stores(args.db)
+    durable: Any = None
+    if args.durable is not None:
+        from adk.durable import DurableClient
+
+        system_db = args.db if "://" in args.db else f"sqlite:///{args.db}"
+        durable = DurableClient(system_db, queue=args.durable)
     try:
-        app = create_app(target, session_store=session_store, checkpoint_store=checkpoint_store, cors_origins=args.cors)
+        app = create_app(
+            target,
+            session_store=session_store,
+            checkpoint_store=checkpoint_store,
+            cors_origins=args.cors,
+            dev_ui=args.dev_ui,
+            durable=durable,
+        )
         config = uvicorn.Config(
             app,
             host=args.host,
@@ -116,6 +141,8 @@ async def serve(argv: Sequence[str] | None = None) -> None:
     finally:
         await session_store.aclose()
         await checkpoint_store.aclose()
+        if durable is not None:
+            await durable.aclose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

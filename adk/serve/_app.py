@@ -16,17 +16,20 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from adk.agent import Agent, check_agent
 from adk.chat_model_agent import ChatModelAgent
 from adk.runner import Runner
+from adk.serve import _devui as devui
 from adk.serve._client_tools import RequestExtras
+from adk.serve._durable import catch_up, durable_client, numbered
 from adk.serve._messages import conversation
 from adk.serve._run import ServedAgent, _state, _thread_messages, agui_run
 from adk.serve._threads import ThreadRecord, delete_record, forget, load_record
 from adk.sessions import InMemorySessionStore, SessionStore
 from compose.checkpoint import CheckPointStore, InMemoryCheckPointStore
+from compose.interrupt import ExternalInterrupt
 
 __all__ = ["Auth", "RunTracker", "create_app", "routes"]
 
@@ -58,6 +61,21 @@ class RunTracker:
         """Block until no run is in flight (True), or ``timeout`` seconds pass (False)."""
         with self._cond:
             return self._cond.wait_for(lambda: self.in_flight == 0, timeout)
+
+
+class RunResponse(StreamingResponse):
+    """A run's event stream: a client's hang-up (or the server cancelling the request) first asks the run to
+    pause at once (``stop``), so that it leaves its checkpoint, then cancels the stream as Starlette does."""
+
+    def __init__(self, stop: ExternalInterrupt, content: Any, **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self.stop = stop
+
+    async def listen_for_disconnect(self, receive: Any) -> None:
+        try:
+            await super().listen_for_disconnect(receive)
+        finally:
+            self.stop.interrupt(grace_period=0)  # a no-op for a run that has ended
 
 
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -143,19 +161,30 @@ class _Server:
         except LookupError:
             return _error(404, f"no thread {input.thread_id!r}")
         encoder = EventEncoder(accept=accept)
-        return StreamingResponse(
-            self._stream(served, input, record, owner, encoder),
+        stop = ExternalInterrupt()
+        frames = self._stream(served, input, record, owner, encoder, stop)
+        if served.durable is not None:
+            frames = numbered(frames, encoder, request.headers.get("last-event-id"))
+        return RunResponse(
+            stop,
+            frames,
             media_type=encoder.get_content_type(),
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
     async def _stream(
-        self, served: ServedAgent, input: RunAgentInput, record: ThreadRecord | None, owner: str | None, encoder: Any
+        self,
+        served: ServedAgent,
+        input: RunAgentInput,
+        record: ThreadRecord | None,
+        owner: str | None,
+        encoder: Any,
+        stop: ExternalInterrupt,
     ) -> AsyncIterator[str]:
         self.tracker.enter()
         try:
             event: BaseEvent
-            async for event in agui_run(served, input, record, owner):
+            async for event in agui_run(served, input, record, owner, stop):
                 if event.timestamp is None:
                     event.timestamp = int(time.time() * 1000)
                 yield encoder.encode(event)
@@ -176,14 +205,18 @@ class _Server:
             record = None
         if record is None:
             return _error(404, f"no thread {thread_id!r}")
+        if served.durable is not None and request.method == "GET":
+            record = await catch_up(served, thread_id, record)
+        session_id = record.session_of(thread_id)
         if request.method == "DELETE":
-            await served.sessions.delete(thread_id)
+            for branch in {thread_id, session_id, *(s for s, _ in record.runs.values())}:
+                await served.sessions.delete(branch)
             if record.checkpoint_id is not None:
                 await forget(served.checkpoints, record.checkpoint_id)
             await delete_record(served.checkpoints, thread_id)
             return Response(status_code=204)
-        messages = await _thread_messages(served, thread_id, record.checkpoint_id)
-        session = await served.sessions.load(thread_id)
+        messages = await _thread_messages(served, session_id, record.checkpoint_id)
+        session = await served.sessions.load(session_id)
         interrupts = [
             {k: v for k, v in i.model_dump(mode="json", by_alias=True).items() if k in _INTERRUPT_FIELDS}
             for i in record.pending()
@@ -225,14 +258,28 @@ def _mermaid(served: ServedAgent) -> str | None:
     return text
 
 
-def routes(server: _Server) -> list[Route]:
+def routes(server: _Server, *, dev_ui: bool = False) -> list[Route]:
     """Every route of the app, in one place (later front doors add theirs here)."""
     return [
         Route("/agents/{name}/agui", server.agui, methods=["POST"]),
         Route("/agents/{name}/threads/{thread_id}", server.thread, methods=["GET", "DELETE"]),
         Route("/agents", server.list_agents, methods=["GET"]),
         Route("/health", server.health, methods=["GET"]),
+        *devui.routes(server, page=dev_ui),
     ]
+
+
+def _a2a(server: _Server, enabled: bool | None) -> list[BaseRoute]:
+    """The A2A mounts, when A2A is on (see ``create_app``)."""
+    if enabled is False:
+        return []
+    try:
+        from adk.serve._a2a_app import a2a_mounts
+    except ImportError as exc:
+        if enabled:
+            raise ImportError(f'create_app(a2a=True) needs the a2a extra: pip install "pyeino[a2a]" ({exc})') from exc
+        return []
+    return list(a2a_mounts(server.agents, auth=server.auth, tracker=server.tracker))
 
 
 def create_app(
@@ -243,6 +290,9 @@ def create_app(
     auth: Auth | None = None,
     cors_origins: tuple[str, ...] | list[str] = (),
     max_body_bytes: int = 1_048_576,
+    durable: Any = None,
+    a2a: bool | None = None,
+    dev_ui: bool = False,
 ) -> Starlette:
     """The Starlette app serving ``agents`` over AG-UI 1.0 (see the ``adk.serve`` docstring for the routes).
 
@@ -256,10 +306,17 @@ def create_app(
             created them.
         cors_origins: origins allowed by CORS (none: CORS is off).
         max_body_bytes: a larger request body is answered 413.
+        durable: an ``adk.durable.DurableClient`` (or a mapping of agent names to one each: one queue serves
+            one agent): runs are submitted to its queue's workers and streamed back from their durable event
+            streams; a client reconnects by POSTing the same runId (``adk.serve._durable``). The stores hold
+            the threads; the workers run the agent (the one given here names and describes it).
+        a2a: serve each agent over A2A too, under ``/a2a/{name}/`` (``adk.serve._a2a_app``); None (default):
+            when the a2a extra is installed; True without it raises ImportError.
+        dev_ui: serve the dev page at ``/`` (``adk.serve._devui``; on by default under ``python -m adk.serve``).
 
     Raises:
         TypeError: an entry is neither an agent nor a Runner.
-        ValueError: no agents, or an empty name.
+        ValueError: no agents, or an empty name; one ``durable`` client for several agents.
     """
     sessions = session_store if session_store is not None else InMemorySessionStore()
     checkpoints = checkpoint_store if checkpoint_store is not None else InMemoryCheckPointStore()
@@ -275,6 +332,7 @@ def create_app(
         if not isinstance(name, str) or not name:
             raise ValueError(f"create_app: agent names must be non-empty strings, got {name!r}")
         served[name] = _served(name, agent, sessions, checkpoints)
+        served[name].durable = durable_client(durable, name, len(named))
     server = _Server(served, auth, max_body_bytes)
     middleware = []
     if cors_origins:
@@ -286,7 +344,7 @@ def create_app(
                 allow_headers=["*"],
             )
         )
-    app = Starlette(routes=routes(server), middleware=middleware)
+    app = Starlette(routes=[*routes(server, dev_ui=dev_ui), *_a2a(server, a2a)], middleware=middleware)
     app.state.server = server
     app.state.tracker = server.tracker
     return app

@@ -21,9 +21,10 @@ it under the id the client saw.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import anyio
 from ag_ui.core import (
     BaseEvent,
     StepFinishedEvent,
@@ -56,9 +57,10 @@ def _new_id(kind: str) -> str:
 class _Answer:
     """The AG-UI state of one model answer being streamed: its open text message and tool calls."""
 
-    __slots__ = ("calls", "ended", "message_id", "sub", "text_id")
+    __slots__ = ("calls", "ended", "message_id", "new_id", "sub", "text_id")
 
-    def __init__(self, message_id: str, sub: str | None) -> None:
+    def __init__(self, message_id: str, sub: str | None, new_id: Callable[[str], str]) -> None:
+        self.new_id = new_id
         self.message_id = message_id
         self.sub = sub
         self.text_id: str | None = None  # the open text message
@@ -70,7 +72,7 @@ class _Answer:
         if chunk.content:
             if self.text_id is None:
                 # the answer's first text message takes the answer's id; text after a tool call gets its own
-                self.text_id = self.message_id if not self.calls else _new_id("msg")
+                self.text_id = self.message_id if not self.calls else self.new_id("msg")
                 out.append(TextMessageStartEvent(message_id=self.text_id, role="assistant", subagent_run_id=sub))
             out.append(TextMessageContentEvent(message_id=self.text_id, delta=chunk.content, subagent_run_id=sub))
         for call in chunk.tool_calls:
@@ -80,7 +82,7 @@ class _Answer:
                 if self.text_id is not None:
                     out.append(TextMessageEndEvent(message_id=self.text_id, subagent_run_id=sub))
                     self.text_id = None
-                call_id = call.id or _new_id("call")
+                call_id = call.id or self.new_id("call")
                 known = (call_id, call.function.name)
                 self.calls[key] = known
                 out.append(
@@ -111,9 +113,15 @@ class EventMapper:
     ``finish(suspended=...)`` closes the open step and subagents before the terminal event. ``structured`` is the
     structured answer seen (an ``output_type`` agent's), as JSON data; ``tool_calls`` maps the ids of the calls
     started in this run to their tool names.
+
+    Args:
+        new_id: makes the ids of messages and subagent runs from a kind (``"msg"``, ``"call"``, ``"sub"``);
+            default: random. Give a deterministic one to map a recorded run to the same events each time
+            (``adk.serve._durable``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, new_id: Callable[[str], str] | None = None) -> None:
+        self.new_id = new_id if new_id is not None else _new_id
         self.step: str | None = None
         self.subagents: dict[tuple[str, ...], str] = {}  # run path -> subagentRunId, open ones
         self.tool_calls: dict[str, str] = {}
@@ -135,7 +143,7 @@ class EventMapper:
             self._result(event, variant, message, sub, out)
             yield out
             return
-        answer = _Answer(_new_id("msg"), sub)
+        answer = _Answer(self.new_id("msg"), sub, self.new_id)
         self._answer = answer
         try:
             if variant.message is not None or variant.message_stream is None:
@@ -155,6 +163,10 @@ class EventMapper:
                             out = []
                 except WillRetryError:
                     pass  # a failed attempt that is retried: its events end here, the retry is a new answer
+                finally:
+                    # cancelled (the client went away) or closed mid-answer: the mapper's copy is its to close
+                    with anyio.CancelScope(shield=True):
+                        await variant.message_stream.aclose()
             answer.close(out)
         finally:
             self._answer = None
@@ -188,7 +200,7 @@ class EventMapper:
         if sub is not None:
             return sub
         parent = self._parent_subagent(path)
-        sub = _new_id("sub")
+        sub = self.new_id("sub")
         self.subagents[path] = sub
         out.append(
             SubagentStartedEvent(
@@ -210,7 +222,7 @@ class EventMapper:
     def _result(
         self, event: AgentEvent, variant: MessageVariant, message: Message, sub: str | None, out: list[BaseEvent]
     ) -> None:
-        message_id = _new_id("msg")
+        message_id = self.new_id("msg")
         stamp(message, message_id)
         if variant.tool_name is not None:
             # an agent tool's result: its agent's invocation (and those nested in it) is over

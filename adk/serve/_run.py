@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from ag_ui.core import (
     BaseEvent,
     MessagesSnapshotEvent,
@@ -28,7 +29,9 @@ from ag_ui.core import (
     StateSnapshotEvent,
 )
 
+from adk._react_run import run_stop
 from adk.agent import Agent
+from adk.errors import RunNotFoundError
 from adk.events import AgentInterruptInfo
 from adk.runner import Runner
 from adk.serve._client_tools import ClientToolCall, Extras, request_extras
@@ -45,6 +48,7 @@ from adk.serve._threads import (
 from adk.sessions import SessionStore
 from compose.checkpoint import CheckPointStore
 from compose.errors import ComposeError, InterruptNotFoundError, NodeRunError
+from compose.interrupt import ExternalInterrupt
 from compose.schema import Message
 
 logger = logging.getLogger("adk.serve")
@@ -59,6 +63,7 @@ class ServedAgent:
     runner: Runner
     sessions: SessionStore
     checkpoints: CheckPointStore
+    durable: Any = None  # a DurableClient: runs go to its queue's workers (adk.serve._durable)
 
     @property
     def agent(self) -> Agent:
@@ -98,9 +103,9 @@ def state_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str
     return ops
 
 
-async def _thread_messages(served: ServedAgent, thread_id: str, checkpoint_id: str | None) -> list[Message]:
-    """The thread's stored messages, then the turn of its paused run (if any)."""
-    session = await served.sessions.load(thread_id)
+async def _thread_messages(served: ServedAgent, session_id: str, checkpoint_id: str | None) -> list[Message]:
+    """The thread's stored messages (``session_id``: its current branch), then the turn of its paused run."""
+    session = await served.sessions.load(session_id)
     messages = list(session.messages)
     if checkpoint_id is not None:
         pending = await served.sessions.pending(checkpoint_id)
@@ -110,15 +115,30 @@ async def _thread_messages(served: ServedAgent, thread_id: str, checkpoint_id: s
 
 
 async def agui_run(
-    served: ServedAgent, input: RunAgentInput, record: ThreadRecord | None, owner: str | None
+    served: ServedAgent,
+    input: RunAgentInput,
+    record: ThreadRecord | None,
+    owner: str | None,
+    stop: ExternalInterrupt | None = None,
 ) -> AsyncIterator[BaseEvent]:
-    """The AG-UI events of one run (see the module docstring); ``record`` is the thread's, if it exists."""
+    """The AG-UI events of one run (see the module docstring); ``record`` is the thread's, if it exists. ``stop``
+    (the request's): when the client hangs up, the server calls ``stop.interrupt(grace_period=0)`` and the run
+    pauses at once, leaving its checkpoint (the thread's next run with the same input continues it)."""
     thread_id, run_id = input.thread_id, input.run_id
-    yield RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version="1.0")
-    mapper = EventMapper()
+    yield RunStartedEvent(thread_id=thread_id, run_id=run_id, parent_run_id=input.parent_run_id, protocol_version="1.0")
+    if served.durable is not None:
+        from adk.serve._durable import durable_run, stable_ids
+
+        mapper = EventMapper(new_id=stable_ids(thread_id, run_id))
+        body = durable_run(served, input, record, owner, mapper)
+        stop = None  # the run is the workers': a hang-up leaves it going
+    else:
+        mapper = EventMapper()
+        body = _run(served, input, record, owner, mapper)
     token = request_extras.set(Extras(tuple(input.tools or ()), tuple(input.context or ())))
+    stopping = run_stop.set(stop)
     try:
-        async for event in _run(served, input, record, owner, mapper):
+        async for event in body:
             yield event
     except Exception as exc:
         for event in mapper.abort():
@@ -129,6 +149,7 @@ async def agui_run(
             logger.exception("agent %r: run %r on thread %r failed", served.name, run_id, thread_id)
         yield error_event(exc)
     finally:
+        run_stop.reset(stopping)
         request_extras.reset(token)
 
 
@@ -141,56 +162,89 @@ async def _run(
     if record is None:
         record = ThreadRecord(served.name, owner)
         await save_record(served.checkpoints, thread_id, record)
-    state = _state((await served.sessions.load(thread_id)).values)
+    session_id = await branch(served, input, record)
+    state = _state((await served.sessions.load(session_id)).values)
     if record.checkpoint_id is not None and not await served.checkpoints.get(record.checkpoint_id):
         # the paused run's checkpoint is gone (its resume completed but the process stopped before saying so
         # here, or it was deleted): the thread is not paused any more
         record.checkpoint_id, record.interrupts = None, []
         await save_record(served.checkpoints, thread_id, record)
+    if record.checkpoint_id is not None and record.cut and not input.resume:
+        # a run its client hung up on: the same input again continues it; new input starts afresh
+        held = await _thread_messages(served, session_id, record.checkpoint_id)
+        if new_input(thread_id, held, input.messages):
+            await forget(served.checkpoints, record.checkpoint_id)
+            record.checkpoint_id, record.cut, record.turn_runs = None, False, []
+            await save_record(served.checkpoints, thread_id, record)
     if record.checkpoint_id is not None:
         pending = record.pending()
-        if not input.resume:
-            from adk.errors import InterruptPendingError
+        if record.cut and not input.resume:
+            targets: dict[str, Any] = {}
+        else:
+            if not input.resume:
+                from adk.errors import InterruptPendingError
 
-            raise InterruptPendingError(thread_id, [i.id for i in pending])
-        targets = resume_targets(thread_id, pending, input.resume)
-        messages = await _thread_messages(served, thread_id, record.checkpoint_id)
+                raise InterruptPendingError(thread_id, [i.id for i in pending])
+            targets = resume_targets(thread_id, pending, input.resume)
+        messages = await _thread_messages(served, session_id, record.checkpoint_id)
         yield MessagesSnapshotEvent(messages=conversation(thread_id, messages))
         run: Any = runner.resume(record.checkpoint_id, targets)
     else:
         if input.resume:
             raise InterruptNotFoundError(f"thread {thread_id!r}", [e.interrupt_id for e in input.resume], [])
-        stored = await served.sessions.load(thread_id)
+        stored = await served.sessions.load(session_id)
         turn = new_input(thread_id, stored.messages, input.messages)
         values = dict(input.state) if isinstance(input.state, Mapping) else None
         if values:
             state = {**state, **_state(values)}
-        run = runner.run(turn, session_id=thread_id, checkpoint_id=checkpoint_id, session_values=values)
+        run = runner.run(turn, session_id=session_id, checkpoint_id=checkpoint_id, session_values=values)
     yield StateSnapshotEvent(snapshot=state)
     paused: AgentInterruptInfo | None = None
     seen: dict[str, Any] | None = None
+    stop = run_stop.get()
+    event: Any = None
+    failed: BaseException | None = None
     async with run:
-        async for event in run:
-            if event.error is not None:
-                raise event.error
-            async for batch in mapper.map(event):
-                for out in batch:
-                    yield out
-            if event.action is not None and event.action.interrupted is not None:
-                paused = event.action.interrupted
-            if run.session_values != seen:  # values changed (cheap check first: most events change none)
-                seen = dict(run.session_values)
-                now = _state(seen)
-                if now != state:
-                    ops = state_patch(state, now)
-                    state = now
-                    yield StateDeltaEvent.model_validate({"delta": ops})
+        try:
+            while True:
+                # a hang-up pauses the run at once (``stop``, the server's disconnect listener) instead of
+                # cancelling it mid-step, so that it leaves its checkpoint
+                with anyio.CancelScope(shield=stop is not None):
+                    event = await anext(run, None)
+                if event is None:
+                    break
+                if stop is not None and stop.requested:
+                    raise _HungUp  # the client is gone: nothing more to send
+                if event.error is not None:
+                    failed = event.error
+                    break
+                async for batch in mapper.map(event):
+                    for out in batch:
+                        yield out
+                if event.action is not None and event.action.interrupted is not None:
+                    paused = event.action.interrupted
+                event = None
+                if run.session_values != seen:  # values changed (cheap check first: most events change none)
+                    seen = dict(run.session_values)
+                    now = _state(seen)
+                    if now != state:
+                        ops = state_patch(state, now)
+                        state = now
+                        yield StateDeltaEvent.model_validate({"delta": ops})
+        except (_HungUp, GeneratorExit, anyio.get_cancelled_exc_class()) as exc:
+            if stop is not None:  # cancelled or closed mid-run: the client hung up
+                stop.interrupt(grace_period=0)
+                await _cut(served, record, run, event, input, checkpoint_id, session_id)
+            if isinstance(exc, _HungUp):
+                return
+            raise
         final = run.final_message
         values = dict(run.session_values)
+    if failed is not None:
+        raise failed
     if paused is None:
-        if record.checkpoint_id is not None:
-            record.checkpoint_id, record.interrupts = None, []
-            await save_record(served.checkpoints, thread_id, record)
+        record.checkpoint_id, record.interrupts, record.cut = None, [], False
+        await note_turn(served, thread_id, record, session_id, run_id)
         for out in mapper.finish():
             yield out
         result = mapper.structured if mapper.structured is not None else (final.content if final else None)
@@ -199,10 +253,9 @@ async def _run(
     causes = [c for c in paused.interrupt_contexts if c.is_root_cause]
     if causes and all(isinstance(c.info, ClientToolCall) for c in causes):
         # only client tools are waited for: the run is complete as far as AG-UI goes; keep its turn in the thread
-        await _settle(served, thread_id, checkpoint_id, values)
-        if record.checkpoint_id is not None:
-            record.checkpoint_id, record.interrupts = None, []
-            await save_record(served.checkpoints, thread_id, record)
+        await _settle(served, session_id, checkpoint_id, values)
+        record.checkpoint_id, record.interrupts = None, []
+        await note_turn(served, thread_id, record, session_id, run_id)
         for out in mapper.finish():
             yield out
         pending_calls = [c.info.call_id for c in causes]
@@ -210,16 +263,100 @@ async def _run(
         yield RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome)
         return
     interrupts = [describe(c, checkpoint_id) for c in causes]
-    record.checkpoint_id = checkpoint_id
+    record.checkpoint_id, record.cut = checkpoint_id, False
     record.interrupts = [i.model_dump(mode="json", by_alias=True) for i in interrupts]
+    if run_id not in record.turn_runs:
+        record.turn_runs.append(run_id)
     await save_record(served.checkpoints, thread_id, record)
-    messages = await _thread_messages(served, thread_id, checkpoint_id)
+    messages = await _thread_messages(served, session_id, checkpoint_id)
     yield MessagesSnapshotEvent(messages=conversation(thread_id, messages))
     for out in mapper.finish(suspended=True):
         yield out
     yield RunFinishedEvent(
         thread_id=thread_id, run_id=run_id, outcome=RunFinishedInterruptOutcome(interrupts=interrupts)
     )
+
+
+class _HungUp(Exception):
+    """The client hung up while the run was in a step (``run_stop`` was asked to pause it)."""
+
+
+async def _cut(
+    served: ServedAgent,
+    record: ThreadRecord,
+    run: Any,
+    event: Any,
+    input: RunAgentInput,
+    checkpoint_id: str,
+    session_id: str,
+) -> None:
+    """The client hung up mid-run and ``run_stop`` asked the run to pause at once: read it to its end in a shield
+    (closing what it hands out; the Runner saves the pause before its event) and, if it paused, keep the
+    checkpoint in the thread record, so that the thread's next run continues it."""
+    saved = False
+
+    def pause_saved(e: Any) -> bool:
+        return bool(e.action is not None and e.action.interrupted is not None and e.action.interrupted.checkpoint_id)
+
+    with anyio.CancelScope(shield=True) as scope:
+        scope.deadline = anyio.current_time() + _HANG_UP_GRACE
+        if event is not None:
+            saved = pause_saved(event)
+            await event.aclose()
+        async for rest in run:
+            saved = saved or pause_saved(rest)
+            await rest.aclose()
+        if saved:
+            record.checkpoint_id, record.interrupts, record.cut = checkpoint_id, [], True
+            if input.run_id not in record.turn_runs:
+                record.turn_runs.append(input.run_id)
+            await save_record(served.checkpoints, input.thread_id, record)
+    if scope.cancelled_caught:
+        logger.warning(
+            "run %r on thread %r did not pause within %s s of its client's hang-up",
+            input.run_id,
+            input.thread_id,
+            _HANG_UP_GRACE,
+        )
+
+
+_HANG_UP_GRACE = 10.0  # seconds a hung-up run may take to reach its pause
+
+
+async def branch(served: ServedAgent, input: RunAgentInput, record: ThreadRecord) -> str:
+    """The session the run goes on: the thread's current one, or a fork of the session holding the run's
+    ``parentRunId`` at that run's turn when the parent is not the thread's last run (see ``adk.serve._threads``).
+
+    Raises:
+        RunNotFoundError: ``parentRunId`` names no run of the thread.
+    """
+    thread_id, parent = input.thread_id, input.parent_run_id
+    current = record.session_of(thread_id)
+    if parent is None or input.resume or record.checkpoint_id is not None or record.durable is not None:
+        return current  # a pause is answered first (AG-UI: pending interrupts block new input)
+    if parent in record.turn_runs or parent == input.run_id:
+        return current
+    found = record.runs.get(parent)
+    if found is None:
+        raise RunNotFoundError(thread_id, parent, list(record.runs))
+    session_id, turn = found
+    if session_id == current and turn == (await served.sessions.load(current)).turns - 1:
+        return current  # the parent is the last run: no branch
+    new = f"{thread_id}~{input.run_id}"
+    await served.runner.fork(session_id, at_turn=turn + 1, new_session_id=new)
+    record.session = new
+    await save_record(served.checkpoints, thread_id, record)
+    return new
+
+
+async def note_turn(served: ServedAgent, thread_id: str, record: ThreadRecord, session_id: str, run_id: str) -> None:
+    """Record that the runs of the turn just appended to ``session_id`` (``run_id`` and the paused runs before
+    it) made its last turn, so that a later ``parentRunId`` finds it."""
+    turn = (await served.sessions.load(session_id)).turns - 1
+    for run in [*record.turn_runs, run_id]:
+        record.runs[run] = [session_id, turn]
+    record.turn_runs = []
+    await save_record(served.checkpoints, thread_id, record)
 
 
 async def _settle(served: ServedAgent, thread_id: str, checkpoint_id: str, values: Mapping[str, Any]) -> None:

@@ -5,6 +5,12 @@ sharing the stores sees it) says which agent and principal the thread belongs to
 paused, the checkpoint id and the AG-UI interrupts it waits for. The conversation and session values stay the
 session store's; the paused run stays the Runner's checkpoint.
 
+Branches (AG-UI's ``parentRunId``: a run branching from a prior run of the same thread). The record maps each
+run id to the session and turn it appended. A run whose ``parentRunId`` is not the thread's last run forks
+the session at that run's turn (``Runner.fork``) into a new session ``<thread id>~<run id>``, which becomes the
+thread's current branch (``session``): "edit message k and regenerate". The older branch stays in its session,
+so a later run may branch from any run of either.
+
 This module also turns pyeino's interrupt contexts into AG-UI ``Interrupt``s and AG-UI resume entries back
 into the Runner's resume targets.
 """
@@ -46,9 +52,19 @@ class ThreadRecord:
     owner: str | None
     checkpoint_id: str | None = None
     interrupts: list[dict[str, Any]] = field(default_factory=list)
+    durable: dict[str, Any] | None = None  # the turn a durable run is running (adk.serve._durable)
+    durable_last: dict[str, Any] | None = None  # the last one that ended (a reconnect replays it)
+    session: str | None = None  # the session holding the thread's current branch (None: the thread id)
+    runs: dict[str, list[Any]] = field(default_factory=dict)  # run id -> [session id, turn index it appended]
+    turn_runs: list[str] = field(default_factory=list)  # the runs of the turn not appended yet (paused ones)
+    cut: bool = False  # the paused run was paused by its client's hang-up (no interrupt to answer)
 
     def pending(self) -> list[Interrupt]:
         return [Interrupt.model_validate(i) for i in self.interrupts]
+
+    def session_of(self, thread_id: str) -> str:
+        """The session the thread's runs go on (its current branch)."""
+        return self.session or thread_id
 
 
 def checkpoint_id_for(thread_id: str) -> str:
@@ -70,16 +86,35 @@ async def load_record(store: CheckPointStore, thread_id: str) -> ThreadRecord | 
     if not data:
         return None
     raw = json.loads(data)
-    return ThreadRecord(raw["agent"], raw.get("owner"), raw.get("checkpoint_id"), list(raw.get("interrupts", [])))
+    return ThreadRecord(
+        raw["agent"],
+        raw.get("owner"),
+        raw.get("checkpoint_id"),
+        list(raw.get("interrupts", [])),
+        raw.get("durable"),
+        raw.get("durable_last"),
+        raw.get("session"),
+        dict(raw.get("runs", {})),
+        list(raw.get("turn_runs", [])),
+        bool(raw.get("cut", False)),
+    )
 
 
 async def save_record(store: CheckPointStore, thread_id: str, record: ThreadRecord) -> None:
-    raw = {
+    raw: dict[str, Any] = {
         "agent": record.agent,
         "owner": record.owner,
         "checkpoint_id": record.checkpoint_id,
         "interrupts": record.interrupts,
     }
+    if record.durable is not None or record.durable_last is not None:
+        raw["durable"], raw["durable_last"] = record.durable, record.durable_last
+    if record.session is not None:
+        raw["session"] = record.session
+    if record.cut:
+        raw["cut"] = True
+    if record.runs or record.turn_runs:
+        raw["runs"], raw["turn_runs"] = record.runs, record.turn_runs
     await store.set(_PREFIX + thread_id, json.dumps(raw).encode())
 
 

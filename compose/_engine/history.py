@@ -30,7 +30,6 @@ from compose._engine.resume import RERUN_SOURCE, interrupt_ids, open_interrupts,
 from compose._engine.scheduler import GraphRun
 from compose._engine.tables import NOTHING
 from compose._types import runtime_checker, type_name
-from compose.callbacks import fire_end, fire_end_stream
 from compose.checkpoint._history import (
     MAIN_BRANCH,
     HistoryRecord,
@@ -280,15 +279,7 @@ class RecordedRun(GraphRun):
         rec = self.rec
         if rec.replay_final is not NOTHING:  # the run ended here: its output, no node runs
             await self._close_all()
-            out = _one(rec.replay_final) if self.streaming else rec.replay_final
-            handlers = self._handlers()
-            if handlers:
-                self.live = False
-                if self.streaming:
-                    out = await fire_end_stream(handlers, self.info, out)
-                else:
-                    await fire_end(handlers, self.info, out)
-            self.result = out
+            await self._end_run(_one(rec.replay_final) if self.streaming else rec.replay_final)
             return True
         try:
             done = await super()._step(to_end, until)

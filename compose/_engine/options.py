@@ -44,6 +44,8 @@ class CallOptions:
     fork_id: str | None = None
     # answer every open interrupt of the checkpoint with this value
     resume_all: Any = _UNSET
+    # not a call option: set by GraphRun.set_pause_check for a driver deciding where its run may pause
+    pause_check: Callable[[list[str], list[str]], bool] | None = None
 
     @classmethod
     def parse(cls, opts: Mapping[str, Any]) -> CallOptions:
@@ -108,4 +110,4 @@ def _check_path(tables: Tables, path: tuple[str, ...], full: list[str]) -> None:
 
 
 _DEFAULT_OPTIONS = CallOptions()
-_OPTION_NAMES = frozenset(CallOptions.__dataclass_fields__)
+_OPTION_NAMES = frozenset(CallOptions.__dataclass_fields__) - {"pause_check"}

@@ -75,6 +75,12 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
             continue
         try:
             await self._finish(src, out)
+        except GraphInterrupt as sig:
+            # the node's output stream paused (read by its post handler or branch): the node itself re-runs on
+            # resume, as when the node raised it (a cancelled model stream: adk.cancel)
+            await _close(out)
+            self.last = [src]
+            raise await pause(self, reruns=[(src, sig)]) from None
         except BaseException:
             await _close(out)
             raise
@@ -256,12 +262,18 @@ async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
     t = self.t
     try:
         external = self.options.external_interrupt
-        if external is not None and external.requested:
+        check = self.options.pause_check
+        if (external is not None and external.requested) or (
+            check is not None and check(self.last_nodes, [t.keys[j] for j, _ in batch])
+        ):
+            ready = [j for j, _ in batch]
             _put_back(self, batch)
+            if not self.last:  # before the first node: the run pauses before the nodes it was to start with
+                raise await pause(self, before=ready)
             raise await pause(self, after=self.last)
         if self.skip_before:
             self.skip_before = False  # tasks restored from a checkpoint run without re-checking interrupt_before
-            self.gated = bool(t.interrupt_before or external is not None)
+            self.gated = bool(t.interrupt_before or external is not None or check is not None)
         elif t.interrupt_before:
             hit = [j for j, _ in batch if j in t.interrupt_before]
             if hit:

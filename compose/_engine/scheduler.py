@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -300,6 +301,20 @@ class GraphRun:
         finally:
             self._exit(tokens)
 
+    def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
+        """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` (the nodes of the step before,
+        empty before the first; the nodes about to run): True pauses the run there, as an external interrupt
+        requested then does (the waiting inputs kept, the checkpoint saved; END reached first wins). For a driver
+        that decides where its run may stop (the agent runner's cancel at safe points, ``adk.cancel``); a run
+        without one pays nothing."""
+        self.options = replace(self.options, pause_check=check)
+        self.gated = self.gated or check is not None
+
+    @property
+    def last_nodes(self) -> list[str]:
+        """The nodes of the last superstep run."""
+        return [self.t.keys[j] for j in self.last]
+
     async def aclose(self, *, shielded: bool = False) -> None:
         """Abandon the run: close every stream it holds (idempotent); a run not finished reports a cancel.
         ``shielded``: the caller is inside a shielded cancel scope already (this needs no scope of its own)."""
@@ -383,18 +398,23 @@ class GraphRun:
                     out = await self._pregel(to_end)
                 if out is _NOTHING:
                     return False
-            handlers = self._handlers()
-            if handlers:
-                self.live = False
-                if self.streaming:
-                    out = await fire_end_stream(handlers, self.info, out)
-                else:
-                    await fire_end(handlers, self.info, out)
-            self.result = out
+            await self._end_run(out)
             return True
         except BaseException as exc:
             await self._fail(exc)
             raise
+
+    async def _end_run(self, out: Any) -> None:
+        """The run ended with ``out``: the graph's end callbacks see it (they may wrap a stream), then it is the
+        result."""
+        handlers = self._handlers()
+        if handlers:
+            self.live = False
+            if self.streaming:
+                out = await fire_end_stream(handlers, self.info, out)
+            else:
+                await fire_end(handlers, self.info, out)
+        self.result = out
 
     async def _fail(self, exc: BaseException) -> None:
         handlers = self._handlers()

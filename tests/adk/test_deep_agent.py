@@ -134,28 +134,10 @@ async def test_the_general_purpose_clone_has_the_tools_but_no_task_tool(tmp_path
     seen = await collect(Runner(agent).query("find x"))
     assert seen[-1].content == "done" and seen[1].content == "x is found"
     outer, clone, _, _ = model.calls
-    assert [t.name for t in outer.tools] == [
-        "lookup",
-        "write_todos",
-        "ls",
-        "read_file",
-        "write_file",
-        "edit_file",
-        "glob",
-        "grep",
-        "task",
-    ]
+    tools = ["lookup", "write_todos", "ls", "read_file", "write_file", "edit_file", "glob", "grep"]
+    assert [t.name for t in outer.tools] == [*tools, "task"]  # the sub-agent's clone has no task tool
     assert outer.tools[-1].description == "Run a sub-agent."
-    assert [t.name for t in clone.tools] == [
-        "lookup",
-        "write_todos",
-        "ls",
-        "read_file",
-        "write_file",
-        "edit_file",
-        "glob",
-        "grep",
-    ]
+    assert [t.name for t in clone.tools] == tools
     assert clone.messages[0].content == BASE_AGENT_INSTRUCTION and clone.messages[1].content == "look up x"
 
 

@@ -372,6 +372,19 @@ def test_dataset_files_round_trip(tmp_path: Path, suffix: str) -> None:
         Dataset("d", [], [LLMJudge("r", JUDGE)]).to_data()
 
 
+@dataclass
+class TrimmedMatch(ExactMatch):
+    """A user's subclass of a built-in evaluator: saved under its own path, not the built-in's bare name."""
+
+
+def test_a_subclass_of_a_builtin_evaluator_round_trips(tmp_path: Path) -> None:
+    ds = Dataset("sub", [Case("a", "hi", expected_output="hi")], [TrimmedMatch(), ExactMatch()])
+    data = ds.to_data()
+    assert [e["type"] for e in data["evaluators"]] == [f"{__name__}:TrimmedMatch", "ExactMatch"]
+    ds.to_file(tmp_path / "d.json")
+    assert type(Dataset.from_file(tmp_path / "d.json").evaluators[0]) is TrimmedMatch
+
+
 def test_dataset_errors_name_what_is_wrong(tmp_path: Path) -> None:
     def load(text: str, name: str = "d.yaml") -> Dataset:
         (tmp_path / name).write_text(text, encoding="utf-8")

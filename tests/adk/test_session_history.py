@@ -4,12 +4,10 @@ copies the first k turns, so "edit message k and regenerate" is a fork and a que
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import anyio
 import pytest
 
 from adk.approval import ApprovalDecision
@@ -23,31 +21,15 @@ from compose.models import ScriptedChatModel
 from compose.schema import Message
 from compose.tools import tool
 from tests.adk.helpers import call, calling, collect, drain
+from tests.stores import STORE_KINDS, session_store
 
 pytestmark = pytest.mark.anyio
 
 
-def _drop(dsn: str, table: str) -> None:
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for t in (table, f"{table}_messages", f"{table}_pending", f"{table}_turns"):
-            conn.execute(f"DROP TABLE IF EXISTS {t}")
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(params=STORE_KINDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
-    if request.param == "memory":
-        yield InMemorySessionStore()
-    elif request.param == "sqlite":
-        async with SQLiteSessionStore(tmp_path / "sessions.db") as s:
-            yield s
-    else:
-        server = request.getfixturevalue("pg_server")
-        table = f"sess_hist_{os.getpid()}_{id(request)}"
-        async with PostgresSessionStore(server.dsn, table=table, max_size=2) as s:
-            yield s
-        await anyio.to_thread.run_sync(_drop, server.dsn, table)
+    async with session_store(request, tmp_path, max_size=2) as s:
+        yield s
 
 
 @tool

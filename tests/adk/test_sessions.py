@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,39 +20,22 @@ from adk.errors import (
 from adk.retry import ModelRetryConfig
 from adk.runner import Runner
 from adk.session_values import add_session_value
-from adk.sessions import HistoryLimit, InMemorySessionStore, PostgresSessionStore, SessionStore, SQLiteSessionStore
+from adk.sessions import HistoryLimit, InMemorySessionStore, SessionStore
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.errors import ModelServerError
 from compose.models import ScriptedChatModel
 from compose.schema import Message, user_message
 from compose.tools import tool
 from tests.adk.helpers import call, calling, collect, drain, kinds
-from tests.compose.pg_server import PgServer
+from tests.stores import STORE_KINDS, session_store
 
 pytestmark = pytest.mark.anyio
 
 
-def _drop_pg_tables(dsn: str, table: str) -> None:
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for t in (table, f"{table}_messages", f"{table}_pending", f"{table}_turns"):
-            conn.execute(f"DROP TABLE IF EXISTS {t}")
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(params=STORE_KINDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
-    if request.param == "memory":
-        yield InMemorySessionStore()
-    elif request.param == "sqlite":
-        async with SQLiteSessionStore(tmp_path / "sessions.db") as s:
-            yield s
-    else:
-        server: PgServer = request.getfixturevalue("pg_server")
-        table = f"sess_run_{os.getpid()}_{id(request)}"
-        async with PostgresSessionStore(server.dsn, table=table, max_size=4) as s:
-            yield s
-        await anyio.to_thread.run_sync(_drop_pg_tables, server.dsn, table)
+    async with session_store(request, tmp_path) as s:
+        yield s
 
 
 @tool

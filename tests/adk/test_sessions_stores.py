@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -25,36 +24,22 @@ from adk.sessions import (
 )
 from compose.schema import FunctionCall, Message, ToolCall, assistant_message, tool_message, user_message
 from tests.compose.pg_server import PgServer
+from tests.stores import STORE_KINDS, drop_session_tables, pg_table
 
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
 
-_tables = iter(range(1_000_000))
-
-
-def _pg_table() -> str:
-    return f"sess_test_{os.getpid()}_{next(_tables)}"
-
-
-def _drop_pg_tables(dsn: str, table: str) -> None:
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for t in (table, f"{table}_messages", f"{table}_pending", f"{table}_turns"):
-            conn.execute(f"DROP TABLE IF EXISTS {t}")
-
-
 StoreFactory = Callable[..., Any]
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(params=STORE_KINDS)
 async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
     """A factory of stores of one kind, all on the same database; every store is closed at the end."""
     made: list[Any] = []
     tables: list[str] = []
     server: PgServer | None = request.getfixturevalue("pg_server") if request.param == "postgres" else None
-    table = _pg_table()
+    table = pg_table("sess_test")
 
     def make(**options: Any) -> Any:
         if request.param == "memory":
@@ -73,7 +58,7 @@ async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
     for store in made:
         await store.aclose()
     if server is not None and tables:
-        await anyio.to_thread.run_sync(_drop_pg_tables, server.dsn, table)
+        await anyio.to_thread.run_sync(drop_session_tables, server.dsn, table)
 
 
 @pytest.fixture
@@ -405,20 +390,20 @@ async def test_sqlite_lease_of_a_killed_process_expires(tmp_path: Path) -> None:
 
 
 async def test_postgres_repr_and_unreachable_server(pg_server: PgServer) -> None:
-    table = _pg_table()
+    table = pg_table("sess_test")
     store = PostgresSessionStore(pg_server.dsn, table=table)
     assert repr(store) == f"<PostgresSessionStore table={table} not yet opened>"
     await append(store, "s", [user_message("hi")])
     assert repr(store).startswith(f"<PostgresSessionStore table={table} open pool_size=")
     await store.aclose()
-    await anyio.to_thread.run_sync(_drop_pg_tables, pg_server.dsn, table)
+    await anyio.to_thread.run_sync(drop_session_tables, pg_server.dsn, table)
     async with PostgresSessionStore("postgresql://nobody@127.0.0.1:1/none", timeout=0.5) as down:
         with pytest.raises(SessionStoreError, match="PostgreSQL session store"):
             await down.load("s")
 
 
 async def test_postgres_two_pools_one_lease(pg_server: PgServer) -> None:
-    table = _pg_table()
+    table = pg_table("sess_test")
     try:
         async with (
             PostgresSessionStore(pg_server.dsn, table=table) as one,
@@ -446,4 +431,4 @@ async def test_postgres_two_pools_one_lease(pg_server: PgServer) -> None:
             turns = (await one.load("s")).turns
             assert turns == results.count("won")  # every winner appended once, never two at a time
     finally:
-        await anyio.to_thread.run_sync(_drop_pg_tables, pg_server.dsn, table)
+        await anyio.to_thread.run_sync(drop_session_tables, pg_server.dsn, table)

@@ -42,20 +42,9 @@ def error_chain(exc: BaseException | None) -> list[BaseException]:
 async def test_a_tool_stream_failing_mid_stream_is_an_error_event_naming_the_tool() -> None:
     model = ScriptedChatModel([calling(call("download", '{"url": "a.b"}', "d1")), "never"])
     agent = ChatModelAgent("browser", "browses", "You browse.", model=model, tools=[download])
-    errors: list[BaseException] = []
-    tool_stream_errors: list[BaseException] = []
-    async with Runner(agent, enable_streaming=True).query("read a.b") as run:
-        async for event in run:
-            if event.error is not None:
-                errors.append(event.error)
-                continue
-            assert event.message is not None
-            try:
-                await event.message.get_message()
-            except Exception as exc:  # the tool event's own stream breaks too; its event names the tool
-                assert event.message.tool_name == "download"
-                tool_stream_errors.append(exc)
-    assert len(tool_stream_errors) == 1 and "peer went away" in str(tool_stream_errors[0])
+    errors, stream_errors = await _events(agent, streaming=True)
+    # the tool event's own stream breaks too; its event names the tool
+    assert list(stream_errors) == ["download"] and "peer went away" in str(stream_errors["download"])
     (error,) = errors
     assert isinstance(error, NodeRunError)
     assert "failed to stream tool call d1 (tool 'download'): ConnectionResetError: peer went away" in str(error)

@@ -20,8 +20,8 @@ from compose.checkpoint import InMemoryCheckPointStore, PostgresCheckPointStore,
 from compose.errors import CheckpointClaimedError, CheckpointError, CheckpointStoreError
 from compose.runnable import Runnable
 from tests.compose.pg_server import PgServer
-from tests.compose.test_checkpoint_store import _drop_pg_table, _pg_table
 from tests.compose.test_resume_reliability import Effects, pause
+from tests.stores import drop_checkpoint_table, pg_table
 
 pytestmark = pytest.mark.anyio
 
@@ -86,8 +86,8 @@ def claim_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[...,
     if request.param == "sqlite":
         return lambda **kw: SQLiteCheckPointStore(tmp_path / "cp.db", **kw)
     server: PgServer = request.getfixturevalue("pg_server")
-    table = _pg_table()
-    request.addfinalizer(lambda: _drop_pg_table(server.dsn, table))
+    table = pg_table("cp_test")
+    request.addfinalizer(lambda: drop_checkpoint_table(server.dsn, table))
     return lambda **kw: PostgresCheckPointStore(server.dsn, table=table, max_size=4, **kw)
 
 
@@ -153,7 +153,7 @@ async def test_postgres_stopped_mid_run_and_started_again_the_claim_expires(
             await anyio.to_thread.run_sync(pg_own_server.halt)
         return x
 
-    table = _pg_table()
+    table = pg_table("cp_test")
     fx = Effects()
     try:
         async with PostgresCheckPointStore(pg_own_server.dsn, table=table, timeout=1.0, claim_ttl=3.0) as store:
@@ -171,4 +171,4 @@ async def test_postgres_stopped_mid_run_and_started_again_the_claim_expires(
             assert all(e.holder == HOLDER for e in refused)
             assert await store.list() == []
     finally:
-        await anyio.to_thread.run_sync(_drop_pg_table, pg_own_server.dsn, table)
+        await anyio.to_thread.run_sync(drop_checkpoint_table, pg_own_server.dsn, table)

@@ -30,6 +30,7 @@ from compose.interrupt import get_resume_context, interrupt
 from compose.state import process_state
 from compose.stream import StreamReader, concat
 from tests.compose.workers.history_worker import build as restart_graph
+from tests.stores import STORE_KINDS, checkpoint_store, drop_checkpoint_table
 
 pytestmark = pytest.mark.anyio
 
@@ -448,27 +449,10 @@ async def test_prune_older_than_removes_whole_histories(anyio_backend: Any) -> N
     assert await store.list() == []
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(params=STORE_KINDS)
 async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
-    if request.param == "memory":
-        yield InMemoryCheckPointStore()
-    elif request.param == "sqlite":
-        async with SQLiteCheckPointStore(tmp_path / "cp.db") as s:
-            yield s
-    else:
-        server = request.getfixturevalue("pg_server")
-        table = f"hist_{os.getpid()}_{abs(hash(request.node.name)) % 10**8}"
-        async with PostgresCheckPointStore(server.dsn, table=table, max_size=2) as s:
-            yield s
-        await anyio.to_thread.run_sync(_drop, server.dsn, table)
-
-
-def _drop(dsn: str, table: str) -> None:
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"DROP TABLE IF EXISTS {table}")
-        conn.execute(f"DROP SEQUENCE IF EXISTS {table}_seq")
+    async with checkpoint_store(request, tmp_path, max_size=2) as s:
+        yield s
 
 
 async def test_history_on_every_store(anyio_backend: Any, any_store: Any) -> None:
@@ -507,7 +491,7 @@ async def test_history_survives_a_process_restart(anyio_backend: Any, kind: str,
             assert await r.invoke(None, checkpoint_id="run-1", from_step=3) == ">12345"
     finally:
         if kind == "postgres":
-            await anyio.to_thread.run_sync(_drop, where, table)
+            await anyio.to_thread.run_sync(drop_checkpoint_table, where, table)
 
 
 async def test_a_record_from_another_graph_is_refused(anyio_backend: Any) -> None:

@@ -33,6 +33,7 @@ from compose.checkpoint import (
 )
 from compose.schema import FunctionCall, Message, ToolCall, assistant_message, tool_message, user_message
 from tests.compose.pg_server import PgServer
+from tests.stores import STORE_KINDS, checkpoint_store, drop_checkpoint_table, pg_table
 
 pytestmark = pytest.mark.anyio
 
@@ -43,42 +44,18 @@ ROOT = Path(__file__).resolve().parents[2]
 # Fixtures
 
 
-_table_counter = iter(range(1_000_000))
-
-
-def _pg_table() -> str:
-    return f"cp_test_{os.getpid()}_{next(_table_counter)}"
-
-
-def _drop_pg_table(dsn: str, table: str) -> None:
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"DROP TABLE IF EXISTS {table}")
-        conn.execute(f"DROP SEQUENCE IF EXISTS {table}_seq")
-
-
 @pytest.fixture
 async def pg_store(pg_server: PgServer) -> AsyncIterator[PostgresCheckPointStore]:
-    table = _pg_table()
+    table = pg_table("cp_test")
     async with PostgresCheckPointStore(pg_server.dsn, table=table, max_size=4) as store:
         yield store
-    await anyio.to_thread.run_sync(_drop_pg_table, pg_server.dsn, table)
+    await anyio.to_thread.run_sync(drop_checkpoint_table, pg_server.dsn, table)
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(params=STORE_KINDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ClaimableCheckPointStore]:
-    if request.param == "memory":
-        yield InMemoryCheckPointStore()
-    elif request.param == "sqlite":
-        async with SQLiteCheckPointStore(tmp_path / "cp.db") as s:
-            yield s
-    else:
-        server: PgServer = request.getfixturevalue("pg_server")
-        table = _pg_table()
-        async with PostgresCheckPointStore(server.dsn, table=table, max_size=4) as s:
-            yield s
-        await anyio.to_thread.run_sync(_drop_pg_table, server.dsn, table)
+    async with checkpoint_store(request, tmp_path) as s:
+        yield s
 
 
 class DictStore:
@@ -367,7 +344,7 @@ async def test_sqlite_claim_across_processes(tmp_path: Path) -> None:
 
 
 async def test_postgres_two_pools_one_claim_winner(pg_server: PgServer) -> None:
-    table = _pg_table()
+    table = pg_table("cp_test")
     try:
         async with (
             PostgresCheckPointStore(pg_server.dsn, table=table) as one,
@@ -389,11 +366,11 @@ async def test_postgres_two_pools_one_claim_winner(pg_server: PgServer) -> None:
                 go.set()
             assert sorted(results) == [False] * 5 + [True]
     finally:
-        await anyio.to_thread.run_sync(_drop_pg_table, pg_server.dsn, table)
+        await anyio.to_thread.run_sync(drop_checkpoint_table, pg_server.dsn, table)
 
 
 async def test_postgres_survives_server_restart(pg_own_server: PgServer) -> None:
-    table = _pg_table()
+    table = pg_table("cp_test")
     try:
         async with PostgresCheckPointStore(pg_own_server.dsn, table=table, max_size=4) as pg_store:
             await pg_store.set("before", b"1")
@@ -402,7 +379,7 @@ async def test_postgres_survives_server_restart(pg_own_server: PgServer) -> None
             await pg_store.set("after", b"2")
             assert await pg_store.list() == ["before", "after"]
     finally:
-        await anyio.to_thread.run_sync(_drop_pg_table, pg_own_server.dsn, table)
+        await anyio.to_thread.run_sync(drop_checkpoint_table, pg_own_server.dsn, table)
 
 
 async def test_postgres_repr_and_close(pg_server: PgServer, pg_store: PostgresCheckPointStore) -> None:

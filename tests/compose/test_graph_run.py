@@ -21,6 +21,7 @@ from compose.errors import (
 from compose.graph import END, START, FanInMergeConfig, Graph
 from compose.lambdas import Lambda
 from compose.stream import SourceEOF, StreamReader, concat
+from tests.compose.helpers import line
 
 pytestmark = pytest.mark.anyio
 
@@ -529,10 +530,7 @@ async def test_paradigm_derivation_for_each_subset(anyio_backend: Any) -> None:
         assert await concat(await lam.stream("ab")) == "AB"
         assert await lam.collect(StreamReader.from_iterable(["a", "b"])) == "AB"
         assert await concat(await lam.transform(StreamReader.from_iterable(["a", "b"]))) == "AB"
-        g = Graph[str, str]()
-        g.add_lambda_node("n", lam)
-        g.add_edge(START, "n")
-        g.add_edge("n", END)
+        g = line(("n", lam))
         r = g.compile()
         assert await r.invoke("ab") == "AB"
         assert await concat(await r.stream("ab")) == "AB"
@@ -542,10 +540,7 @@ async def test_node_options_reach_lambdas(anyio_backend: Any) -> None:
     async def f(x: str, **opts: Any) -> str:
         return x + str(sorted(opts.items()))
 
-    g = Graph[str, str]()
-    g.add_lambda_node("f", f)
-    g.add_edge(START, "f")
-    g.add_edge("f", END)
+    g = line(("f", f))
     r = g.compile()
     assert await r.invoke("", node_options={"f": {"k": 1}}) == "[('k', 1)]"
     with pytest.raises(TypeError, match="unknown run option"):
@@ -660,10 +655,7 @@ async def test_sub_graph_error_path_and_cause(anyio_backend: Any) -> None:
     async def fail(x: str) -> str:
         raise ValueError("inner boom")
 
-    inner = Graph[str, str]()
-    inner.add_lambda_node("inner", fail)
-    inner.add_edge(START, "inner")
-    inner.add_edge("inner", END)
+    inner = line(("inner", fail))
     outer = Graph[str, str]()
     outer.add_graph_node("sub", inner)
     outer.add_edge(START, "sub")
@@ -678,10 +670,7 @@ async def test_sub_graph_error_path_and_cause(anyio_backend: Any) -> None:
 
 def a_then_sub(inner_fn: Any) -> Graph[str, str]:
     """START -> a -> sub -> END, where ``sub`` is a one-node graph (node ``i``) running ``inner_fn``."""
-    inner = Graph[str, str]()
-    inner.add_lambda_node("i", inner_fn)
-    inner.add_edge(START, "i")
-    inner.add_edge("i", END)
+    inner = line(("i", inner_fn))
     outer = Graph[str, str]()
     outer.add_lambda_node("a", appender("a"))
     outer.add_graph_node("sub", inner)
@@ -760,10 +749,7 @@ async def test_cancelling_a_run_closes_streams_and_ends_tasks(anyio_backend: Any
             tg.cancel_scope.cancel()
     assert not scope.cancelled_caught
     # streaming: the consumer's read is cancelled while the generator sleeps; closing releases everything
-    g2 = Graph[str, str]()
-    g2.add_lambda_node("gen", forever)
-    g2.add_edge(START, "gen")
-    g2.add_edge("gen", END)
+    g2 = line(("gen", forever))
     out = await g2.compile().stream("")
     assert await out.recv() == "first"
     with anyio.CancelScope() as cs:
@@ -814,10 +800,7 @@ async def test_cancellation_note_names_the_graph(anyio_backend: Any) -> None:
         await anyio.sleep_forever()
         return x
 
-    g = Graph[str, str]()
-    g.add_lambda_node("f", forever)
-    g.add_edge(START, "f")
-    g.add_edge("f", END)
+    g = line(("f", forever))
     r = g.compile(name="sleepy")
     notes: list[str] = []
     with anyio.CancelScope() as scope:
@@ -922,10 +905,7 @@ async def test_calls_in_a_cancelled_scope_run_nothing(anyio_backend: Any) -> Non
         ran.append(x)
         return x
 
-    g = Graph[str, str]()
-    g.add_lambda_node("a", node)
-    g.add_edge(START, "a")
-    g.add_edge("a", END)
+    g = line(("a", node))
     r = g.compile()
     sources: list[StreamReader[str]] = []
 

@@ -14,6 +14,7 @@ from compose.graph import END, START, Graph
 from compose.lambdas import Lambda
 from compose.state import process_state
 from compose.stream import StreamReader, concat
+from tests.compose.helpers import line
 
 pytestmark = pytest.mark.anyio
 
@@ -127,10 +128,7 @@ async def test_process_state_nearest_and_missing(anyio_backend: Any) -> None:
             outer.log.append("outer-from-inner")
         return x
 
-    inner = Graph[str, str](state=Inner)
-    inner.add_lambda_node("i", inner_node)
-    inner.add_edge(START, "i")
-    inner.add_edge("i", END)
+    inner = line(("i", inner_node), state=Inner)
 
     outer_states: list[St] = []
 
@@ -150,19 +148,13 @@ async def test_process_state_nearest_and_missing(anyio_backend: Any) -> None:
             pass
         return x
 
-    g = Graph[str, str](state=St)
-    g.add_lambda_node("n", wants_missing)
-    g.add_edge(START, "n")
-    g.add_edge("n", END)
+    g = line(("n", wants_missing), state=St)
     with pytest.raises(NodeRunError) as info:
         await g.compile().invoke("")
     assert isinstance(info.value.__cause__, StateError)
     assert "cannot find state with type: Inner" in str(info.value.__cause__)
 
-    g2 = Graph[str, str]()
-    g2.add_lambda_node("n", wants_missing)
-    g2.add_edge(START, "n")
-    g2.add_edge("n", END)
+    g2 = line(("n", wants_missing))
     with pytest.raises(NodeRunError, match="have not set state"):
         await g2.compile().invoke("")
 
@@ -179,10 +171,7 @@ async def test_inner_state_shadows_outer_of_same_type(anyio_backend: Any) -> Non
             st.log.append("hit")
         return x
 
-    inner = Graph[str, str](state=inner_factory)
-    inner.add_lambda_node("i", node)
-    inner.add_edge(START, "i")
-    inner.add_edge("i", END)
+    inner = line(("i", node), state=inner_factory)
     outer_states: list[St] = []
 
     def outer_factory() -> St:
@@ -340,19 +329,12 @@ async def test_a_run_failing_before_any_node_fires_one_start_and_one_error(anyio
     async def ident(x: str) -> str:
         return x
 
-    def line(state: Any = None) -> Graph[str, str]:
-        g = Graph[str, str](state=state)
-        g.add_lambda_node("1", ident)
-        g.add_edge(START, "1")
-        g.add_edge("1", END)
-        return g
-
     def broken() -> St:
         raise KeyError("config")
 
-    dag = line().compile(name="dag", trigger_mode="all_predecessor")
-    pregel = line().compile(name="pregel")
-    stateful = line(broken).compile(name="stateful")
+    dag = line(("1", ident)).compile(name="dag", trigger_mode="all_predecessor")
+    pregel = line(("1", ident)).compile(name="pregel")
+    stateful = line(("1", ident), state=broken).compile(name="stateful")
     cases: list[tuple[Any, dict[str, Any], Any, type[Exception]]] = [
         (dag, {"max_run_steps": 1}, "", GraphRunError),
         (pregel, {"max_run_steps": 0}, "", GraphRunError),

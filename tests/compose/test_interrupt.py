@@ -20,6 +20,7 @@ from compose.interrupt import (
 )
 from compose.state import process_state
 from compose.stream import concat
+from tests.compose.helpers import line
 
 pytestmark = pytest.mark.anyio
 
@@ -40,17 +41,6 @@ def appender(tag: str) -> Any:
 
 def abc_graph() -> Graph[str, str]:
     return line(*((k, appender(k)) for k in "abc"), state=St)
-
-def line(*nodes: tuple[str, Any], state: Any = None) -> Graph[str, str]:
-    """START -> each (key, fn) in turn -> END."""
-    g = Graph[str, str](state=state)
-    prev = START
-    for key, fn in nodes:
-        g.add_lambda_node(key, fn)
-        g.add_edge(prev, key)
-        prev = key
-    g.add_edge(prev, END)
-    return g
 
 
 

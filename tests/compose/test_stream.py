@@ -55,6 +55,11 @@ async def collect(reader: StreamReader[Any]) -> list[Any]:
             out.append(exc)
 
 
+def int_pipe(capacity: int = 0) -> tuple[StreamReader[int], StreamWriter[int]]:
+    """``pipe(capacity)`` of ints."""
+    return pipe(capacity)
+
+
 async def filled_pipe(items: list[Any], capacity: int | None = None) -> StreamReader[Any]:
     """A pipe reader whose writer already sent ``items`` (Boom instances as error items) and closed."""
     reader: StreamReader[Any]
@@ -129,9 +134,7 @@ async def test_async_for_stops_at_end_and_error_propagates() -> None:
 
 
 async def test_send_reports_reader_closed() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(1)
+    reader, writer = int_pipe(1)
     assert await writer.send(1) is False
     await reader.aclose()
     assert await writer.send(2) is True
@@ -142,9 +145,7 @@ async def test_send_reports_reader_closed() -> None:
 
 
 async def test_blocked_send_wakes_when_reader_closes() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(1)
+    reader, writer = int_pipe(1)
     results: list[bool] = []
 
     async def produce() -> None:
@@ -167,9 +168,7 @@ async def test_blocked_send_wakes_when_reader_closes() -> None:
 
 
 async def test_blocked_send_wakes_when_reader_is_garbage_collected() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(0)
+    reader, writer = int_pipe(0)
     outcome: list[bool] = []
 
     async def produce() -> None:
@@ -213,9 +212,7 @@ async def test_capacity_zero_send_waits_until_taken() -> None:
 
 
 async def test_capacity_bounds_sends_ahead() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(3)
+    reader, writer = int_pipe(3)
     sent: list[int] = []
 
     async def produce() -> None:
@@ -243,9 +240,7 @@ async def test_recv_with_buffered_item_does_not_suspend() -> None:
 
 
 async def test_cancelled_recv_loses_nothing() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(1)
+    reader, writer = int_pipe(1)
     assert reader.cancel_safe
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader.recv)
@@ -258,9 +253,7 @@ async def test_cancelled_recv_loses_nothing() -> None:
 
 
 async def test_cancelled_blocked_send_does_not_deliver() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(0)
+    reader, writer = int_pipe(0)
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer.send, 1)
         await anyio.wait_all_tasks_blocked()
@@ -281,9 +274,7 @@ async def test_close_is_idempotent_and_recv_after_close_raises() -> None:
 
 
 async def test_writer_close_is_idempotent_and_send_after_close_raises() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(1)
+    reader, writer = int_pipe(1)
     await writer.aclose()
     await writer.aclose()
     assert writer.closed
@@ -293,18 +284,14 @@ async def test_writer_close_is_idempotent_and_send_after_close_raises() -> None:
 
 
 async def test_send_error_needs_an_exception() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(1)
+    reader, writer = int_pipe(1)
     async with reader, writer:
         with pytest.raises(TypeError):
             await writer.send_error(KeyboardInterrupt())  # type: ignore[arg-type]
 
 
 async def test_concurrent_recv_on_one_reader_is_an_error() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(1)
+    reader, writer = int_pipe(1)
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader.recv)
         await anyio.wait_all_tasks_blocked()
@@ -331,9 +318,7 @@ async def test_writer_garbage_collected_unclosed_ends_the_stream_with_an_error()
 
 
 async def test_reader_blocked_in_recv_wakes_when_writer_closes() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(0)
+    reader, writer = int_pipe(0)
     async with anyio.create_task_group() as tg:
         tg.start_soon(collect, reader)
         await anyio.wait_all_tasks_blocked()
@@ -445,9 +430,7 @@ async def test_copies_see_every_item_and_error_once_in_order() -> None:
 
 
 async def test_fastest_copy_drives_the_source_and_slow_copy_reads_the_buffer() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(1)
+    reader, writer = int_pipe(1)
     fast, slow = reader.copy(2)
 
     async def produce() -> None:
@@ -577,9 +560,7 @@ async def test_recv_on_a_closed_copy_raises() -> None:
 
 
 async def test_copy_cancelled_while_pulling_loses_nothing() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(0)
+    reader, writer = int_pipe(0)
     a, b = reader.copy(2)
     assert a.cancel_safe and b.cancel_safe
     got_b: list[int] = []
@@ -630,9 +611,7 @@ async def test_copy_of_non_cancel_safe_source_reports_the_broken_pull_to_every_c
 
 
 async def test_two_concurrent_consumers_of_copies() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(2)
+    reader, writer = int_pipe(2)
     copies = reader.copy(2)
     results: dict[int, list[int]] = {}
 
@@ -653,9 +632,7 @@ async def test_two_concurrent_consumers_of_copies() -> None:
 
 
 async def test_copy_garbage_collected_does_not_hang_the_writer() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(0)
+    reader, writer = int_pipe(0)
     a, b = reader.copy(2)
     outcome: list[bool] = []
 
@@ -717,9 +694,7 @@ async def test_map_closes_its_source() -> None:
 
 
 async def test_map_over_a_pipe_is_cancel_safe() -> None:
-    reader: StreamReader[int]
-    writer: StreamWriter[int]
-    reader, writer = pipe(1)
+    reader, writer = int_pipe(1)
     mapped = reader.map(lambda x: -x)
     async with anyio.create_task_group() as tg:
         tg.start_soon(mapped.recv)

@@ -24,6 +24,7 @@ from compose.lambdas import Lambda
 from compose.schema import FunctionCall, Message, ToolCall, ToolInfo, assistant_message, user_message
 from compose.stream import StreamReader
 from compose.tool_node import ToolsNode
+from tests.compose.helpers import line
 
 pytestmark = pytest.mark.anyio
 
@@ -160,10 +161,7 @@ async def test_a_lambda_stream_failing_is_blamed_on_the_lambda_not_its_reader(pa
 
 
 async def test_the_caller_reading_the_stream_sees_the_same_error_once_named() -> None:
-    g = Graph[str, str]()
-    g.add_lambda_node("words", broken_words)
-    g.add_edge(START, "words")
-    g.add_edge("words", END)
+    g = line(("words", broken_words))
     r = g.compile()
     async with await r.stream("a") as reader:
         assert await reader.recv() == "a"
@@ -175,10 +173,7 @@ async def test_the_caller_reading_the_stream_sees_the_same_error_once_named() ->
 
 @pytest.mark.parametrize("paradigm", ["invoke", *sorted(STREAMING)])
 async def test_a_stream_failing_in_a_nested_graph_names_the_inner_node(paradigm: str) -> None:
-    inner = Graph[str, str]()
-    inner.add_lambda_node("words", broken_words)
-    inner.add_edge(START, "words")
-    inner.add_edge("words", END)
+    inner = line(("words", broken_words))
     g = Graph[str, str](state=Seen)
     g.add_graph_node("sub", inner)
     g.add_lambda_node("upper", shout, pre_handler=pre)
@@ -196,10 +191,7 @@ async def test_a_stream_failing_in_a_nested_graph_names_the_inner_node(paradigm:
 
 
 async def test_a_separate_graph_streamed_by_a_lambda_is_named_after_the_lambda_too() -> None:
-    inner = Graph[str, str]()
-    inner.add_lambda_node("words", broken_words)
-    inner.add_edge(START, "words")
-    inner.add_edge("words", END)
+    inner = line(("words", broken_words))
     separate = inner.compile()
 
     async def relay(reader: StreamReader[str]) -> StreamReader[str]:

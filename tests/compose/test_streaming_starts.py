@@ -21,6 +21,7 @@ from compose.schema import FunctionCall, Message, ToolCall, assistant_message
 from compose.stream import concat
 from compose.tool_node import ToolsNode, get_tool_call_id
 from compose.tools import tool
+from tests.compose.helpers import line
 
 pytestmark = pytest.mark.anyio
 
@@ -173,10 +174,7 @@ async def test_a_stream_lambda_interrupt_before_its_first_chunk_pauses_the_node(
         yield x
         yield str(ctx.data)
 
-    g = Graph[str, str]()
-    g.add_lambda_node("gen", gen)
-    g.add_edge(START, "gen")
-    g.add_edge("gen", END)
+    g = line(("gen", gen))
     r = g.compile(name="L", checkpoint_store=InMemoryCheckPointStore())
     reader_or_interrupt: Any = None
     with pytest.raises(GraphInterrupt) as info:
@@ -194,10 +192,7 @@ async def test_a_stream_lambda_failure_before_its_first_chunk_fails_the_node(any
             raise LookupError("no such thing")
         yield x
 
-    g = Graph[str, str]()
-    g.add_lambda_node("gen", gen)
-    g.add_edge(START, "gen")
-    g.add_edge("gen", END)
+    g = line(("gen", gen))
     r = g.compile()
     with pytest.raises(NodeRunError) as info:
         await r.stream("bad")  # raised by stream(), not by the first recv()

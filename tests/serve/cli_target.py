@@ -12,18 +12,12 @@ from typing import Any
 
 import anyio
 
-from adk import ChatModelAgent
-from compose import tool
-from tests.serve.helpers import PolicyModel, calling, tool_results
+from tests.serve.helpers import city_agent, city_tool, payer
 
 
-@tool
+@city_tool
 async def held(city: str) -> str:
-    """Blocks until the test lets it go.
-
-    Args:
-        city: the city
-    """
+    """Blocks until the test lets it go."""
 
     def wait() -> None:
         with open(os.environ["PYEINO_SERVE_GATE"]) as f:
@@ -33,33 +27,5 @@ async def held(city: str) -> str:
     return f"done for {city}"
 
 
-@tool
-async def pay(invoice: int) -> str:
-    """Pay an invoice.
-
-    Args:
-        invoice: the invoice number
-    """
-    return f"paid invoice {invoice}"
-
-
-def _round(call: tuple[str, str, str], answer: str) -> Any:
-    return lambda messages: calling(call) if not tool_results(messages) else answer
-
-
 def build() -> dict[str, Any]:
-    return {
-        "held": ChatModelAgent(
-            "held",
-            "waits",
-            model=PolicyModel(_round(("h1", "held", '{"city": "Hangzhou"}'), "Held done.")),
-            tools=[held],
-        ),
-        "payer": ChatModelAgent(
-            "payer",
-            "pays",
-            model=PolicyModel(_round(("p1", "pay", '{"invoice": 7}'), "Paid.")),
-            tools=[pay],
-            approval=lambda name, _args: True,
-        ),
-    }
+    return {"held": city_agent("held", "waits", held, "Held done.", call_id="h1"), "payer": payer("Paid.")}

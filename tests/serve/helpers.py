@@ -1,11 +1,12 @@
-"""Shared helpers of the server tests: a live uvicorn server on loopback, a policy model, SSE reading."""
+"""Shared helpers of the server tests: a live uvicorn server on loopback, a policy model, the agents and tools the
+tests serve, SSE reading, interrupts and threads."""
 
 from __future__ import annotations
 
 import json
 import socket
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,9 +15,11 @@ import httpx
 import uvicorn
 from starlette.applications import Starlette
 
+from adk import ChatModelAgent
 from compose.models import ScriptedChatModel
 from compose.schema import FunctionCall, Message, ToolCall, ToolInfo
 from compose.stream import StreamReader
+from compose.tools import FunctionTool, tool
 
 Policy = Callable[[list[Message]], Message | str]
 
@@ -63,6 +66,64 @@ def tool_results(messages: list[Message]) -> list[Message]:
     return [m for m in messages[last_user + 1 :] if m.role == "tool"]
 
 
+def one_round(call: tuple[str, str, str], answer: str, *more: tuple[str, str, str]) -> Policy:
+    """A policy calling tools once (``call`` and ``more``), then answering ``answer``."""
+
+    def policy(messages: list[Message]) -> Message | str:
+        if not tool_results(messages):
+            return calling(call, *more)
+        return answer
+
+    return policy
+
+
+ran: list[tuple[str, str]] = []  # the tools that ran, ``(tool name, argument)``; tests clear it
+
+
+def city_tool(fn: Callable[[str], Awaitable[str]]) -> FunctionTool:
+    """``@tool`` for a tool of one argument, ``city``: ``fn``'s docstring is the tool's description."""
+    fn.__doc__ = f"{fn.__doc__}\n\nArgs:\n    city: the city\n"
+    return tool(fn)
+
+
+@city_tool
+async def get_weather(city: str) -> str:
+    """Current weather."""
+    ran.append(("get_weather", city))
+    return f"sunny in {city}"
+
+
+@tool
+async def pay(invoice: int) -> str:
+    """Pay an invoice.
+
+    Args:
+        invoice: the invoice number
+    """
+    ran.append(("pay", str(invoice)))
+    return f"paid invoice {invoice}"
+
+
+def city_agent(
+    name: str, description: str, tool: FunctionTool, answer: str, *, call_id: str = "c1", instruction: str = ""
+) -> ChatModelAgent:
+    """An agent calling ``tool`` (a :func:`city_tool`) for Hangzhou once, then answering ``answer``."""
+    call = (call_id, tool.info().name, '{"city": "Hangzhou"}')
+    return ChatModelAgent(name, description, instruction, PolicyModel(one_round(call, answer)), tools=[tool])
+
+
+def weather_agent(name: str, description: str, answer: str, instruction: str = "") -> ChatModelAgent:
+    """An agent calling ``get_weather`` for Hangzhou (call id ``c1``), then answering ``answer``."""
+    return city_agent(name, description, get_weather, answer, instruction=instruction)
+
+
+def payer(answer: str = "Done.", instruction: str = "") -> ChatModelAgent:
+    """The agent ``payer``: it calls ``pay`` for invoice 7 (call id ``p1``), which pauses for approval, then
+    answers ``answer``."""
+    model = PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), answer))
+    return ChatModelAgent("payer", "pays", instruction, model, tools=[pay], approval=lambda name, _args: name == "pay")
+
+
 @dataclass
 class Live:
     """A server running in a thread: its base URL and app."""
@@ -74,6 +135,21 @@ class Live:
 
     def agui(self, agent: str) -> str:
         return f"{self.url}/agents/{agent}/agui"
+
+    def thread_url(self, agent: str, thread_id: str) -> str:
+        return self.url + thread_path(agent, thread_id)
+
+
+def thread_path(agent: str, thread_id: str) -> str:
+    return f"/agents/{agent}/threads/{thread_id}"
+
+
+async def get_thread(client: httpx.AsyncClient, url: str) -> dict[str, Any]:
+    """The thread at ``url`` (its messages, state and pending interrupts)."""
+    response = await client.get(url)
+    assert response.status_code == 200, response.text
+    thread: dict[str, Any] = response.json()
+    return thread
 
 
 @contextmanager
@@ -134,3 +210,15 @@ async def post_run(client: httpx.AsyncClient, url: str, body: dict[str, Any]) ->
 
 def types(events: list[dict[str, Any]]) -> list[str]:
     return [e["type"] for e in events]
+
+
+def only_interrupt(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The one interrupt a run that paused (its last event) left pending."""
+    (pending,) = events[-1]["outcome"]["interrupts"]
+    assert isinstance(pending, dict)
+    return pending
+
+
+def resolve(pending: dict[str, Any], payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The resume entries answering ``pending`` with ``payload``."""
+    return [{"interruptId": pending["id"], "status": "resolved", "payload": payload}]

@@ -16,9 +16,30 @@ from pydantic import BaseModel
 
 from adk import AgentTool, ChatModelAgent, ToolsConfig, add_session_value, set_sub_agents
 from adk.serve import create_app
-from compose import get_resume_context, interrupt, tool
+from compose import get_resume_context, interrupt
 from compose.schema import Message
-from tests.serve.helpers import Live, PolicyModel, calling, live_server, post_run, run_input, tool_results, types, user
+from tests.serve.helpers import (
+    Live,
+    PolicyModel,
+    calling,
+    city_agent,
+    city_tool,
+    get_thread,
+    get_weather,
+    live_server,
+    one_round,
+    only_interrupt,
+    payer,
+    post_run,
+    ran,
+    resolve,
+    run_input,
+    thread_path,
+    tool_results,
+    types,
+    user,
+    weather_agent,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -32,83 +53,33 @@ def of(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [e for e in events if e["type"] == kind]
 
 
-ran: list[tuple[str, str]] = []
-
-
-@tool
-async def get_weather(city: str) -> str:
-    """Current weather.
-
-    Args:
-        city: the city
-    """
-    ran.append(("get_weather", city))
-    return f"sunny in {city}"
-
-
-@tool
+@city_tool
 async def get_time(city: str) -> str:
-    """Local time.
-
-    Args:
-        city: the city
-    """
+    """Local time."""
     ran.append(("get_time", city))
     return f"9:00 in {city}"
 
 
-@tool
-async def pay(invoice: int) -> str:
-    """Pay an invoice.
-
-    Args:
-        invoice: the invoice number
-    """
-    ran.append(("pay", str(invoice)))
-    return f"paid invoice {invoice}"
-
-
-@tool
+@city_tool
 async def broken(city: str) -> str:
-    """Always fails.
-
-    Args:
-        city: the city
-    """
+    """Always fails."""
     raise RuntimeError("the weather service is down")
 
 
-@tool
+@city_tool
 async def remember(city: str) -> str:
-    """Remember a city in the session.
-
-    Args:
-        city: the city
-    """
+    """Remember a city in the session."""
     add_session_value("city", city)
     return "noted"
 
 
-@tool
+@city_tool
 async def ask_date(city: str) -> str:
-    """Ask the user for the travel date.
-
-    Args:
-        city: the city
-    """
+    """Ask the user for the travel date."""
     resume = get_resume_context()
     if not resume.is_target:
         raise interrupt({"message": f"When do you travel to {city}?", "responseSchema": {"type": "object"}})
     return f"travelling on {resume.data['date']}"
-
-
-def one_round(call: tuple[str, str, str], answer: str, *more: tuple[str, str, str]) -> Any:
-    def policy(messages: list[Message]) -> Message | str:
-        if not tool_results(messages):
-            return calling(call, *more)
-        return answer
-
-    return policy
 
 
 @pytest.fixture(autouse=True)
@@ -122,13 +93,7 @@ def agent_app() -> Iterator[Live]:
     """A few agents on one server."""
     agents: dict[str, Any] = {
         "plain": ChatModelAgent("plain", "answers", "You answer.", PolicyModel(lambda m: "Hello there!")),
-        "weather": ChatModelAgent(
-            "weather",
-            "weather",
-            "You tell the weather.",
-            PolicyModel(one_round(("c1", "get_weather", '{"city": "Hangzhou"}'), "Sunny in Hangzhou.")),
-            tools=[get_weather],
-        ),
+        "weather": weather_agent("weather", "weather", "Sunny in Hangzhou.", "You tell the weather."),
         "parallel": ChatModelAgent(
             "parallel",
             "weather and time",
@@ -142,35 +107,12 @@ def agent_app() -> Iterator[Live]:
             ),
             tools=[get_weather, get_time],
         ),
-        "payer": ChatModelAgent(
-            "payer",
-            "pays",
-            "You pay invoices.",
-            PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done.")),
-            tools=[pay],
-            approval=lambda name, _args: name == "pay",
+        "payer": payer(instruction="You pay invoices."),
+        "broken": city_agent("broken", "fails", broken, "never", call_id="b1", instruction="You fail."),
+        "stateful": city_agent(
+            "stateful", "remembers", remember, "Noted Hangzhou.", call_id="s1", instruction="You remember."
         ),
-        "broken": ChatModelAgent(
-            "broken",
-            "fails",
-            "You fail.",
-            PolicyModel(one_round(("b1", "broken", '{"city": "Hangzhou"}'), "never")),
-            tools=[broken],
-        ),
-        "stateful": ChatModelAgent(
-            "stateful",
-            "remembers",
-            "You remember.",
-            PolicyModel(one_round(("s1", "remember", '{"city": "Hangzhou"}'), "Noted Hangzhou.")),
-            tools=[remember],
-        ),
-        "asker": ChatModelAgent(
-            "asker",
-            "asks",
-            "You ask.",
-            PolicyModel(one_round(("a1", "ask_date", '{"city": "Hangzhou"}'), "Have a good trip.")),
-            tools=[ask_date],
-        ),
+        "asker": city_agent("asker", "asks", ask_date, "Have a good trip.", call_id="a1", instruction="You ask."),
     }
     with live_server(create_app(agents)) as live:
         yield live
@@ -198,7 +140,7 @@ async def test_plain_answer(agent_app: Live) -> None:
 async def test_streamed_tool_round_and_thread(agent_app: Live) -> None:
     async with httpx.AsyncClient() as client:
         events = await post_run(client, agent_app.agui("weather"), run_input("t-w", "r1", [user("u1", "Weather?")]))
-        thread = (await client.get(f"{agent_app.url}/agents/weather/threads/t-w")).json()
+        thread = await get_thread(client, agent_app.thread_url("weather", "t-w"))
     valid(events)
     kinds = types(events)
     assert kinds.index("TOOL_CALL_START") < kinds.index("TOOL_CALL_END") < kinds.index("TOOL_CALL_RESULT")
@@ -236,7 +178,7 @@ async def test_messages_are_not_appended_twice(agent_app: Live) -> None:
         answer = {"id": of(first, "TEXT_MESSAGE_START")[0]["messageId"], "role": "assistant", "content": "Hello there!"}
         again = [user("u1", "Hi"), answer, user("u2", "Again")]
         await post_run(client, agent_app.agui("plain"), run_input("t-d", "r2", again))
-        thread = (await client.get(f"{agent_app.url}/agents/plain/threads/t-d")).json()
+        thread = await get_thread(client, agent_app.thread_url("plain", "t-d"))
     assert [(m["role"], m["content"]) for m in thread["messages"]] == [
         ("user", "Hi"),
         ("assistant", "Hello there!"),
@@ -261,7 +203,7 @@ async def test_approval_pause_and_resume_with_edits(agent_app: Live) -> None:
         assert pending["responseSchema"]["properties"]["editedArgs"]["type"] == "object"
         snapshot = of(paused, "MESSAGES_SNAPSHOT")[0]["messages"]
         assert snapshot[-1]["toolCalls"][0]["id"] == "p1"
-        thread = (await client.get(f"{agent_app.url}/agents/payer/threads/t-pay")).json()
+        thread = await get_thread(client, agent_app.thread_url("payer", "t-pay"))
         assert thread["interrupts"] == [
             {"id": pending["id"], "reason": "tool_call", "message": pending["message"], "toolCallId": "p1"}
         ]
@@ -286,7 +228,7 @@ async def test_approval_pause_and_resume_with_edits(agent_app: Live) -> None:
         again = await post_run(client, url, run_input("t-pay", "r4", snapshot, resume=resume))
         assert again[-1]["code"] == "InterruptNotFoundError"
         valid(again)
-        thread = (await client.get(f"{agent_app.url}/agents/payer/threads/t-pay")).json()
+        thread = await get_thread(client, agent_app.thread_url("payer", "t-pay"))
     assert thread["interrupts"] == []
     assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "tool", "assistant"]
 
@@ -302,7 +244,7 @@ async def test_approval_denied_or_cancelled(agent_app: Live, entry: dict[str, An
     url = agent_app.agui("payer")
     async with httpx.AsyncClient() as client:
         paused = await post_run(client, url, run_input("t-deny", "r1", [user("u1", "Pay invoice 7")]))
-        (pending,) = paused[-1]["outcome"]["interrupts"]
+        pending = only_interrupt(paused)
         resumed = await post_run(
             client, url, run_input("t-deny", "r2", [], resume=[{"interruptId": pending["id"], **entry}])
         )
@@ -332,10 +274,10 @@ async def test_input_required_interrupt(agent_app: Live) -> None:
     url = agent_app.agui("asker")
     async with httpx.AsyncClient() as client:
         paused = await post_run(client, url, run_input("t-ask", "r1", [user("u1", "Trip")]))
-        (pending,) = paused[-1]["outcome"]["interrupts"]
+        pending = only_interrupt(paused)
         assert pending["reason"] == "input_required" and pending["toolCallId"] == "a1"
         assert pending["message"] == "When do you travel to Hangzhou?"
-        resume = [{"interruptId": pending["id"], "status": "resolved", "payload": {"date": "2026-12-02"}}]
+        resume = resolve(pending, {"date": "2026-12-02"})
         resumed = await post_run(client, url, run_input("t-ask", "r2", [], resume=resume))
     valid(paused)
     valid(resumed)
@@ -357,7 +299,7 @@ async def test_state_snapshot_and_delta(agent_app: Live) -> None:
     async with httpx.AsyncClient() as client:
         body = run_input("t-s", "r1", [user("u1", "Remember")], state={"user": "alice"})
         events = await post_run(client, agent_app.agui("stateful"), body)
-        thread = (await client.get(f"{agent_app.url}/agents/stateful/threads/t-s")).json()
+        thread = await get_thread(client, agent_app.thread_url("stateful", "t-s"))
     valid(events)
     assert of(events, "STATE_SNAPSHOT")[0]["snapshot"] == {"user": "alice"}
     assert [d["delta"] for d in of(events, "STATE_DELTA")] == [[{"op": "add", "path": "/city", "value": "Hangzhou"}]]
@@ -445,12 +387,12 @@ async def test_client_tool_round_and_context() -> None:
             messages, offered = model.calls[0]
             assert "confirm" in [t.name for t in offered] and "get_weather" in [t.name for t in offered]
             assert "the user's city: Hangzhou" in messages[0].content and messages[0].role == "system"
-            thread = (await client.get(f"{live.url}/agents/planner/threads/t-c")).json()
+            thread = await get_thread(client, live.thread_url("planner", "t-c"))
             history = thread["messages"]
             assert [m["role"] for m in history] == ["user", "assistant", "tool"] and thread["interrupts"] == []
             answer = {"id": "tool-k2", "role": "tool", "toolCallId": "k2", "content": "yes"}
             second = await post_run(client, url, run_input("t-c", "r2", [*history, answer], tools=[confirm]))
-            thread = (await client.get(f"{live.url}/agents/planner/threads/t-c")).json()
+            thread = await get_thread(client, live.thread_url("planner", "t-c"))
     valid(second)
     assert second[-1]["result"] == "The user said yes."
     assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "tool", "tool", "assistant"]
@@ -462,12 +404,7 @@ async def test_transfer_and_steps() -> None:
     def desk(messages: list[Message]) -> Message | str:
         return calling(("x1", "transfer_to_agent", '{"agent_name": "weatherman"}'))
 
-    weatherman = ChatModelAgent(
-        "weatherman",
-        "tells the weather",
-        model=PolicyModel(one_round(("c1", "get_weather", '{"city": "Hangzhou"}'), "Sunny.")),
-        tools=[get_weather],
-    )
+    weatherman = weather_agent("weatherman", "tells the weather", "Sunny.")
     root = set_sub_agents(ChatModelAgent("desk", "routes", model=PolicyModel(desk)), [weatherman])
     with live_server(create_app(root)) as live:
         async with httpx.AsyncClient() as client:
@@ -485,12 +422,7 @@ async def test_transfer_and_steps() -> None:
 
 
 async def test_agent_tool_subagent_attribution() -> None:
-    inner = ChatModelAgent(
-        "researcher",
-        "looks things up",
-        model=PolicyModel(one_round(("c1", "get_weather", '{"city": "Hangzhou"}'), "It is sunny.")),
-        tools=[get_weather],
-    )
+    inner = weather_agent("researcher", "looks things up", "It is sunny.")
 
     def lead(messages: list[Message]) -> Message | str:
         if not tool_results(messages):
@@ -521,13 +453,9 @@ gate = threading.Event()
 holding = threading.Event()
 
 
-@tool
+@city_tool
 async def slow(city: str) -> str:
-    """Held until the test releases it.
-
-    Args:
-        city: the city
-    """
+    """Held until the test releases it."""
     holding.set()
     await anyio.to_thread.run_sync(gate.wait, abandon_on_cancel=True)
     return f"slow answer for {city}"
@@ -537,13 +465,7 @@ async def slow(city: str) -> str:
 def held_app() -> Iterator[Live]:
     gate.clear()
     holding.clear()
-    agent = ChatModelAgent(
-        "held",
-        "waits",
-        model=PolicyModel(one_round(("h1", "slow", '{"city": "Hangzhou"}'), "Done waiting.")),
-        tools=[slow],
-    )
-    with live_server(create_app(agent)) as live:
+    with live_server(create_app(city_agent("held", "waits", slow, "Done waiting.", call_id="h1"))) as live:
         yield live
     gate.set()
 
@@ -590,8 +512,9 @@ async def test_disconnect_cancels_the_run(held_app: Live) -> None:
     # the client hung up mid-run: the server's run ends, its lease and streams with it
     assert await anyio.to_thread.run_sync(tracker.wait_idle, 10)
     async with httpx.AsyncClient(timeout=30) as client:
-        thread = (await client.get(f"{held_app.url}/agents/held/threads/t-gone")).json()
-        assert thread["messages"] == []  # nothing of the cancelled run was appended
+        thread = await get_thread(client, held_app.thread_url("held", "t-gone"))
+        # nothing of the run was appended; it paused at the hang-up, its turn kept with its checkpoint
+        assert [m["role"] for m in thread["messages"]] == ["user", "assistant"] and thread["interrupts"] == []
         gate.set()
         again = await post_run(client, url, run_input("t-gone", "r2", [user("u1", "Go")]))
     valid(again)
@@ -603,13 +526,7 @@ async def test_auth_and_principals() -> None:
         token = request.headers.get("authorization", "")
         return token.removeprefix("Bearer ") or None
 
-    agent = ChatModelAgent(
-        "payer",
-        "pays",
-        model=PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done.")),
-        tools=[pay],
-        approval=lambda name, _args: True,
-    )
+    agent = payer()
     alice, bob = {"Authorization": "Bearer alice"}, {"Authorization": "Bearer bob"}
     with live_server(create_app(agent, auth=auth)) as live:
         url = live.agui("payer")
@@ -621,8 +538,8 @@ async def test_auth_and_principals() -> None:
                 paused = [
                     json.loads(line[6:]) for line in [x async for x in r.aiter_lines()] if line.startswith("data: ")
                 ]
-            (pending,) = paused[-1]["outcome"]["interrupts"]
-            resume = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approved": True}}]
+            pending = only_interrupt(paused)
+            resume = resolve(pending, {"approved": True})
             assert (await client.get(thread_url, headers=bob)).status_code == 404
             assert (
                 await client.post(url, json=run_input("t-a", "r2", [user("u2", "Hi")]), headers=bob)
@@ -656,18 +573,12 @@ async def test_cors() -> None:
 
 async def test_the_app_runs_on_the_test_loop_too() -> None:
     """The ASGI app itself is anyio only: driven in process (httpx's ASGI transport) it runs on asyncio and trio."""
-    agent = ChatModelAgent(
-        "payer",
-        "pays",
-        model=PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done.")),
-        tools=[pay],
-        approval=lambda name, _args: True,
-    )
+    agent = payer()
     transport = httpx.ASGITransport(app=create_app(agent))
     async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
         paused = await post_run(client, "/agents/payer/agui", run_input("t", "r1", [user("u1", "Pay")]))
-        (pending,) = paused[-1]["outcome"]["interrupts"]
-        resume = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approved": True}}]
+        pending = only_interrupt(paused)
+        resume = resolve(pending, {"approved": True})
         resumed = await post_run(client, "/agents/payer/agui", run_input("t", "r2", [], resume=resume))
     valid(paused)
     valid(resumed)
@@ -678,10 +589,10 @@ async def test_bad_approval_payload(agent_app: Live) -> None:
     url = agent_app.agui("payer")
     async with httpx.AsyncClient() as client:
         paused = await post_run(client, url, run_input("t-bad", "r1", [user("u1", "Pay invoice 7")]))
-        (pending,) = paused[-1]["outcome"]["interrupts"]
-        bad = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approve": "yes"}}]
+        pending = only_interrupt(paused)
+        bad = resolve(pending, {"approve": "yes"})
         refused = await post_run(client, url, run_input("t-bad", "r2", [], resume=bad))
-        thread = (await client.get(f"{agent_app.url}/agents/payer/threads/t-bad")).json()
+        thread = await get_thread(client, agent_app.thread_url("payer", "t-bad"))
     valid(refused)
     assert refused[-1]["type"] == "RUN_ERROR" and refused[-1]["code"] == "ValueError"
     assert pending["id"] in refused[-1]["message"]
@@ -703,13 +614,7 @@ async def test_a_thread_whose_checkpoint_is_gone_is_not_paused() -> None:
     from compose.checkpoint import InMemoryCheckPointStore
 
     store = InMemoryCheckPointStore()
-    agent = ChatModelAgent(
-        "payer",
-        "pays",
-        model=PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done.")),
-        tools=[pay],
-        approval=lambda name, _args: True,
-    )
+    agent = payer()
     transport = httpx.ASGITransport(app=create_app(agent, checkpoint_store=store))
     async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
         paused = await post_run(client, "/agents/payer/agui", run_input("t", "r1", [user("u1", "Pay")]))
@@ -718,6 +623,6 @@ async def test_a_thread_whose_checkpoint_is_gone_is_not_paused() -> None:
         for key in await store.list("pyeino.serve/run/"):
             await store.delete(key)
         again = await post_run(client, "/agents/payer/agui", run_input("t", "r2", [user("u2", "Hi")]))
-        thread = (await client.get("/agents/payer/threads/t")).json()
+        thread = await get_thread(client, thread_path("payer", "t"))
     assert again[-1]["type"] == "RUN_FINISHED" and again[-1]["outcome"]["type"] == "interrupt"
     assert [i["toolCallId"] for i in thread["interrupts"]] == ["p1"]

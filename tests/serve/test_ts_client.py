@@ -16,8 +16,7 @@ import pytest
 from adk import ChatModelAgent
 from adk.serve import create_app
 from compose.schema import Message
-from tests.serve.helpers import Live, PolicyModel, calling, live_server, tool_results
-from tests.serve.test_agui import get_weather, one_round, pay
+from tests.serve.helpers import Live, PolicyModel, calling, get_weather, live_server, payer, tool_results
 
 JS = Path(__file__).parent / "js"
 
@@ -52,13 +51,7 @@ def app() -> Iterator[Live]:
             ),
             tools=[get_weather],
         ),
-        "payer": ChatModelAgent(
-            "payer",
-            "pays",
-            model=PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Paid.")),
-            tools=[pay],
-            approval=lambda name, _args: name == "pay",
-        ),
+        "payer": payer("Paid."),
         "planner": ChatModelAgent("planner", "plans", model=PolicyModel(planner)),
     }
     with live_server(create_app(agents)) as live:

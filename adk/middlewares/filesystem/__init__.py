@@ -9,7 +9,7 @@
 """
 
 from adk.middlewares.filesystem._vfs import FileInfo, GrepMatch
-from adk.middlewares.filesystem.backend import Backend, TreeBackend
+from adk.middlewares.filesystem.backend import Backend, GrepOptions, TreeBackend
 from adk.middlewares.filesystem.local import LocalBackend
 from adk.middlewares.filesystem.memory import InMemoryBackend
 from adk.middlewares.filesystem.middleware import FilesystemMiddleware, large_result_pointer
@@ -32,6 +32,7 @@ __all__ = [
     "FileInfo",
     "FilesystemMiddleware",
     "GrepMatch",
+    "GrepOptions",
     "InMemoryBackend",
     "LocalBackend",
     "LocalShell",

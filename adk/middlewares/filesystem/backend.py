@@ -15,7 +15,7 @@ searches files in path order (Eino's come in map order); a file of more than ``m
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypedDict, TypeVar, Unpack, runtime_checkable
 
 from adk.errors import BackendFileNotFoundError, FilesystemError, FileTooLargeError
 from adk.middlewares.filesystem._vfs import (
@@ -32,9 +32,32 @@ from adk.middlewares.filesystem._vfs import (
     slice_lines,
 )
 
-__all__ = ["Backend", "FileInfo", "GrepMatch", "TreeBackend"]
+__all__ = ["Backend", "FileInfo", "GrepMatch", "GrepOptions", "TreeBackend"]
 
 T = TypeVar("T")
+
+
+class GrepOptions(TypedDict, total=False):
+    """The keyword options of :meth:`Backend.grep`; each may be left out.
+
+    Attributes:
+        path: the file or directory searched (``""``, the default: the whole tree).
+        glob: only the files matching this doublestar pattern (against the path relative to ``path`` when it has
+            a ``/`` or ``**``, else the file name); ``""``: every file.
+        file_type: only the files of this type (``"py"``, ``"js"``, ... or a bare extension); ``""``: every file.
+        case_insensitive: match regardless of case (default False).
+        multiline: match against the whole content, so that a match may span lines (default False).
+        before_lines: context lines before each match (default 0; negative counts as 0).
+        after_lines: context lines after each match (default 0; negative counts as 0).
+    """
+
+    path: str
+    glob: str
+    file_type: str
+    case_insensitive: bool
+    multiline: bool
+    before_lines: int
+    after_lines: int
 
 
 @runtime_checkable
@@ -64,19 +87,9 @@ class Backend(Protocol):
         """The files matching the doublestar ``pattern`` (relative to ``path`` unless absolute)."""
         ...
 
-    async def grep(
-        self,
-        pattern: str,
-        *,
-        path: str = "",
-        glob: str = "",
-        file_type: str = "",
-        case_insensitive: bool = False,
-        multiline: bool = False,
-        before_lines: int = 0,
-        after_lines: int = 0,
-    ) -> list[GrepMatch]:
-        """The lines matching the regex ``pattern`` (and their context lines)."""
+    async def grep(self, pattern: str, **options: Unpack[GrepOptions]) -> list[GrepMatch]:
+        """The lines matching the regex ``pattern`` (and their context lines); the options are
+        :class:`GrepOptions`."""
         ...
 
     async def delete(self, file_path: str) -> None:
@@ -144,30 +157,27 @@ class TreeBackend:
         files = self._files("/" if pattern.startswith("/") else directory)
         return glob_files(pattern, directory, files)
 
-    def _grep(
-        self,
-        pattern: str,
-        path: str,
-        glob: str,
-        file_type: str,
-        case_insensitive: bool,
-        multiline: bool,
-        before: int,
-        after: int,
-    ) -> list[GrepMatch]:
-        regex = compile_pattern(pattern, case_insensitive)
+    def _grep(self, pattern: str, options: GrepOptions) -> list[GrepMatch]:
+        regex = compile_pattern(pattern, options.get("case_insensitive", False))
+        path = options.get("path", "")
         directory = normalize(path) if path else "/"
         sizes = {p: size for p, size, _ in self._files(directory)}
         contents: list[tuple[str, str]] = []
         limit = self.max_file_bytes
-        for p in grep_candidates(sizes, directory, glob, file_type):
+        for p in grep_candidates(sizes, directory, options.get("glob", ""), options.get("file_type", "")):
             if limit is not None and sizes[p] > limit:
                 continue  # a huge file is not searched (read refuses it with FileTooLargeError)
             try:
                 contents.append((p, self._load(p)))
             except (BackendFileNotFoundError, FileTooLargeError):
                 continue  # removed (or grown) since it was listed
-        return grep_files(contents, regex, multiline=multiline, before=before, after=after)
+        return grep_files(
+            contents,
+            regex,
+            multiline=options.get("multiline", False),
+            before=max(options.get("before_lines", 0), 0),
+            after=max(options.get("after_lines", 0), 0),
+        )
 
     def _delete(self, file_path: str) -> None:
         self._remove(normalize(file_path))
@@ -194,30 +204,9 @@ class TreeBackend:
         """See :class:`Backend`."""
         return await self._call(self._glob, pattern, path)
 
-    async def grep(
-        self,
-        pattern: str,
-        *,
-        path: str = "",
-        glob: str = "",
-        file_type: str = "",
-        case_insensitive: bool = False,
-        multiline: bool = False,
-        before_lines: int = 0,
-        after_lines: int = 0,
-    ) -> list[GrepMatch]:
+    async def grep(self, pattern: str, **options: Unpack[GrepOptions]) -> list[GrepMatch]:
         """See :class:`Backend`."""
-        return await self._call(
-            self._grep,
-            pattern,
-            path,
-            glob,
-            file_type,
-            case_insensitive,
-            multiline,
-            max(before_lines, 0),
-            max(after_lines, 0),
-        )
+        return await self._call(self._grep, pattern, options)
 
     async def delete(self, file_path: str) -> None:
         """See :class:`Backend`."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-
 import anyio
 import openai
 import pytest
@@ -53,18 +51,6 @@ WEATHER = ToolInfo(
     description="Weather for a city",
     parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 )
-
-
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-async def model(server: OpenAIServer) -> AsyncIterator[OpenAIChatModel]:
-    async with OpenAIChatModel("test-model", base_url=server.base_url, api_key="sk-test") as m:
-        yield m
 
 
 async def read_all(reader: StreamReader[Message]) -> list[Message]:

@@ -4,7 +4,6 @@ request carries chat-completions content parts, and answers whose content is a l
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -27,18 +26,6 @@ pytestmark = pytest.mark.anyio
 
 PNG = b"\x89PNG\r\n\x1a\n-not-really-an-image"
 PNG_B64 = base64.b64encode(PNG).decode()
-
-
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-async def model(server: OpenAIServer) -> AsyncIterator[OpenAIChatModel]:
-    async with OpenAIChatModel("test-model", base_url=server.base_url, api_key="sk-test") as m:
-        yield m
 
 
 async def test_a_user_message_with_parts_is_sent_as_content_parts(server: OpenAIServer, model: OpenAIChatModel) -> None:

@@ -3,7 +3,7 @@ other than OpenAI accept (llama.cpp's), through the real ``openai`` client again
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -34,18 +34,6 @@ WEATHER = ToolInfo(
     description="Weather for a city",
     parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 )
-
-
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-async def model(server: OpenAIServer) -> AsyncIterator[OpenAIChatModel]:
-    async with OpenAIChatModel("test-model", base_url=server.base_url, api_key="sk-test") as m:
-        yield m
 
 
 def message_body(message: Any) -> dict[str, Any]:

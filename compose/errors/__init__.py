@@ -1,0 +1,172 @@
+"""The exception hierarchy of pyeino's ``compose`` package.
+
+Every error names what is at fault (node, edge, tool, field or type). Interrupts are not failures and do not
+derive from :class:`ComposeError`. Each area's classes live in a private module of this package (``_build``,
+``_run``, ``_streams``, ``_tools``, ``_models``, ``_checkpoints``, ``_prompts``, ``_loaders``, ``_cassettes``,
+``_interrupts``); import them from ``compose.errors`` (or ``compose``)::
+
+    Exception
+    ├── ComposeError                      base of every pyeino failure
+    │   ├── GraphBuildError               building or compiling a graph (raised at the call that caused it)
+    │   │   ├── TypeMismatchError         an edge/branch/handler joins incompatible types
+    │   │   ├── GraphCompiledError        the graph was mutated after compile()
+    │   │   └── InvalidGraphError         compile-time structure problems (loops in DAG mode, unreachable nodes, ...)
+    │   ├── GraphRunError                 a run failed
+    │   │   ├── MaxStepsExceededError     the step limit was reached (Pregel mode)
+    │   │   ├── NodeRunError              a node (or its handler) raised; ``.node_path``; cause in ``__cause__``
+    │   │   │   └── NodeOutputTypeError(RuntimeTypeError)   a node's output (or chunk) is not of its declared type
+    │   │   ├── BranchError               a branch condition failed or chose a node outside its end nodes
+    │   │   ├── RuntimeTypeError          a value crossing an ``Any`` edge had the wrong type
+    │   │   ├── FanInMergeError           values arriving at one node could not be merged
+    │   │   ├── FieldMappingError(LookupError)  a Workflow field mapping failed (missing map key, None on the path)
+    │   │   │   └── FieldMappingTypeError(RuntimeTypeError)  a mapped value is not of the target field's type
+    │   │   ├── StateError                ``process_state`` found no state of the asked type
+    │   │   └── StateUpdateError(ValueError)  ``update_state`` names a node or gives an output/state that does not fit
+    │   ├── StreamError                   misuse of a stream or an impossible concat
+    │   │   ├── EmptyStreamError          concat of a stream with no chunk
+    │   │   └── ConcatError               chunks that cannot be concatenated (conflicting values, no rule)
+    │   ├── ToolError                     tools and ToolsNode
+    │   │   ├── ToolNotFoundError         an assistant message called a tool the node does not have
+    │   │   ├── ToolArgumentsError        arguments were not valid JSON or failed validation
+    │   │   ├── ToolInputError            the ToolsNode input was not an assistant message with tool calls
+    │   │   ├── ToolTimeoutError          a tool ran longer than its ``timeout`` (also a ``TimeoutError``)
+    │   │   ├── ToolExecutionError        a tool raised; names the tool and call id; cause in ``__cause__``
+    │   │   │   └── ToolArgumentsHandlerError   the ``tool_arguments_handler`` failed for a call
+    │   │   ├── MCPServerError(ConnectionError)  an MCP server cannot be reached, or died, or broke the protocol
+    │   │   └── MCPToolError              an MCP server answered a tool call with an error; names server and tool
+    │   ├── ChatModelError                a chat model call failed; ``.retryable`` says whether retrying may help
+    │   │   ├── ModelRateLimitError       HTTP 429 (retryable)
+    │   │   ├── ModelTimeoutError         the request timed out (retryable)
+    │   │   ├── ModelServerError          HTTP 5xx or a broken/truncated stream (retryable)
+    │   │   ├── ModelBadRequestError      HTTP 400/404/422, or a request that cannot be encoded (not retryable)
+    │   │   │   └── ResponseFormatUnsupportedError  the server refused ``response_format`` (HTTP 4xx or 5xx)
+    │   │   ├── ModelAuthError            HTTP 401/403 (not retryable)
+    │   │   ├── ModelResponseError        an answer that cannot be understood (wrong shape, not a JSON action, ...)
+    │   │   └── ScriptExhaustedError      a ScriptedChatModel was called past its script
+    │   ├── CheckpointError(ValueError)   a checkpoint cannot be read, trusted or resumed; ``.reason`` says why
+    │   │   ├── CheckpointNotFoundError(LookupError)  a resume names a checkpoint id with nothing stored under it
+    │   │   ├── CheckpointClaimedError    another run is resuming it: its holder and how old its claim is
+    │   │   └── InterruptNotFoundError(LookupError)   resume data names an interrupt id the checkpoint does not have
+    │   ├── CheckpointStoreError          a checkpoint store's database failed; cause in ``__cause__``
+    │   ├── PromptError(ValueError)       a chat template cannot produce its messages (compose.prompt)
+    │   │   ├── TemplateFormatError       a message's content cannot be rendered (syntax, missing variable, ...)
+    │   │   │   └── TemplateSandboxError  a Jinja2 template tried to read a file or reach an unsafe attribute
+    │   │   └── MessagesPlaceholderError  a placeholder's variable is missing or is not a list of messages
+    │   ├── LoaderError                   a document loader could not read its source; cause in ``__cause__``
+    │   │   └── PathOutsideRootError(PermissionError)  a FileLoader source escapes its root directory
+    │   └── CassetteError                 a record/replay cassette cannot be used (compose.testing.cassette)
+    │       ├── CassetteNotFoundError(FileNotFoundError)  replay-only mode and no cassette file
+    │       └── CassetteMismatchError(LookupError)  a replayed call matches no recorded one; ``.field`` differs
+    ├── StreamEnd(EOFError)               the end of a stream; raised by ``recv()`` again on every later call
+    └── GraphInterrupt                    a run paused at an interrupt (not a failure); ``.info``, ``.checkpoint_id``
+"""
+
+from __future__ import annotations
+
+from compose.errors._base import ComposeError
+from compose.errors._build import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
+from compose.errors._cassettes import CassetteError, CassetteMismatchError, CassetteNotFoundError
+from compose.errors._checkpoints import (
+    CheckpointClaimedError,
+    CheckpointError,
+    CheckpointNotFoundError,
+    CheckpointProblem,
+    CheckpointStoreError,
+    InterruptNotFoundError,
+)
+from compose.errors._interrupts import GraphInterrupt
+from compose.errors._loaders import LoaderError, PathOutsideRootError
+from compose.errors._models import (
+    ChatModelError,
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelRateLimitError,
+    ModelResponseError,
+    ModelServerError,
+    ModelTimeoutError,
+    ResponseFormatUnsupportedError,
+    ScriptExhaustedError,
+)
+from compose.errors._prompts import MessagesPlaceholderError, PromptError, TemplateFormatError, TemplateSandboxError
+from compose.errors._run import (
+    BranchError,
+    FanInMergeError,
+    FieldMappingError,
+    FieldMappingTypeError,
+    GraphRunError,
+    MaxStepsExceededError,
+    NodeOutputTypeError,
+    NodeRunError,
+    RuntimeTypeError,
+    StateError,
+    StateUpdateError,
+)
+from compose.errors._streams import ConcatError, EmptyStreamError, StreamEnd, StreamError
+from compose.errors._tools import (
+    MCPServerError,
+    MCPToolError,
+    ToolArgumentsError,
+    ToolArgumentsHandlerError,
+    ToolError,
+    ToolExecutionError,
+    ToolInputError,
+    ToolNotFoundError,
+    ToolTimeoutError,
+)
+
+__all__ = [
+    "BranchError",
+    "CassetteError",
+    "CassetteMismatchError",
+    "CassetteNotFoundError",
+    "ChatModelError",
+    "CheckpointClaimedError",
+    "CheckpointError",
+    "CheckpointNotFoundError",
+    "CheckpointProblem",
+    "CheckpointStoreError",
+    "ComposeError",
+    "ConcatError",
+    "EmptyStreamError",
+    "FanInMergeError",
+    "FieldMappingError",
+    "FieldMappingTypeError",
+    "GraphBuildError",
+    "GraphCompiledError",
+    "GraphInterrupt",
+    "GraphRunError",
+    "InterruptNotFoundError",
+    "InvalidGraphError",
+    "LoaderError",
+    "MCPServerError",
+    "MCPToolError",
+    "MaxStepsExceededError",
+    "MessagesPlaceholderError",
+    "ModelAuthError",
+    "ModelBadRequestError",
+    "ModelRateLimitError",
+    "ModelResponseError",
+    "ModelServerError",
+    "ModelTimeoutError",
+    "NodeOutputTypeError",
+    "NodeRunError",
+    "PathOutsideRootError",
+    "PromptError",
+    "ResponseFormatUnsupportedError",
+    "RuntimeTypeError",
+    "ScriptExhaustedError",
+    "StateError",
+    "StateUpdateError",
+    "StreamEnd",
+    "StreamError",
+    "TemplateFormatError",
+    "TemplateSandboxError",
+    "ToolArgumentsError",
+    "ToolArgumentsHandlerError",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolInputError",
+    "ToolNotFoundError",
+    "ToolTimeoutError",
+    "TypeMismatchError",
+]
