@@ -36,6 +36,7 @@ import itertools
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
+import anyio
 from ag_ui.core import (
     BaseEvent,
     Interrupt,
@@ -111,18 +112,24 @@ class _Source:
         return event
 
     async def agent_events(self) -> AsyncIterator[AgentEvent]:
-        while (event := await self._next()) is not None:
-            if event.kind in ("interrupted", "error"):
-                self.end = event
-                return
-            if event.kind == "token" and not event.internal:
-                streamed = self._streamed(event)
-                try:
-                    yield streamed
-                finally:
-                    await streamed.aclose()  # read by the mapper; closed also when the reader stops early
-            elif event.kind == "message":
-                yield self._whole(event)
+        try:
+            while (event := await self._next()) is not None:
+                if event.kind in ("interrupted", "error"):
+                    self.end = event
+                    return
+                if event.kind == "token" and not event.internal:
+                    streamed = self._streamed(event)
+                    try:
+                        yield streamed
+                    finally:
+                        await streamed.aclose()  # read by the mapper; closed also when the reader stops early
+                elif event.kind == "message":
+                    yield self._whole(event)
+        finally:
+            close = getattr(self._events, "aclose", None)
+            if close is not None:  # stopped at a pause or an error, the durable stream is not read to its end
+                with anyio.CancelScope(shield=True):
+                    await close()
 
     def _whole(self, event: Any) -> AgentEvent:
         output = None

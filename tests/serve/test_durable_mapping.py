@@ -49,6 +49,7 @@ async def mapped(items: list[DurableEvent], run_id: str = "r1") -> tuple[list[di
         async for batch in mapper.map(event):
             out += [e.model_dump(mode="json", by_alias=True, exclude_none=True) for e in batch]
     out += [e.model_dump(mode="json", by_alias=True, exclude_none=True) for e in mapper.finish()]
+    assert source._events.ag_running is False and source._events.ag_frame is None  # type: ignore[attr-defined]
     return out, source
 
 
