@@ -63,14 +63,14 @@ class AgentRun:
         *,
         input: AgentInput | None = None,
         checkpoint: CheckpointBinding | None = None,
-        cancellable: bool = False,
+        cancellable: bool | CancelController = False,
     ) -> None:
         self._agent = agent
         self._session = session
         self._checkpoint = checkpoint
         self._ctx = AgentContext.root(agent.name, session)
-        if cancellable:  # the run's own cancel (adk.cancel): its agents see it through the session
-            self._cancel = CancelController()
+        if cancellable:  # the run's own cancel (adk.cancel; a SessionRun's, when it made one): its agents see it
+            self._cancel = cancellable if isinstance(cancellable, CancelController) else CancelController()
             session.cancel = self._cancel.root
         # a fresh run starts the agent's iterator now (a bad input fails the call), a resume on first iteration
         self._events: AgentEvents | None = agent.run(input, self._ctx) if input is not None else None
@@ -433,7 +433,8 @@ class Runner:
             skip_transfer_messages: leave the transfer messages out of the history the agents of a multi-agent
                 run are given (Eino's ``WithSkipTransferMessages``).
             session_id: run on the conversation stored under this id in the session store (see ``Runner``).
-            cancellable: the run can be cancelled with ``run.cancel(...)`` (``adk.cancel``; not with ``session_id``).
+            cancellable: the run can be cancelled with ``run.cancel(...)`` (``adk.cancel``); on a session, a cancel
+                that leaves a checkpoint keeps the turn pending under it, as a pause does.
 
         Raises:
             ValueError: ``checkpoint_id`` without a checkpoint store, ``session_id`` without a session store.
@@ -442,18 +443,22 @@ class Runner:
         new = checked_messages(messages, "Runner.run")
         if session_id is None:
             return self._start(new, checkpoint_id, session_values, skip_transfer_messages, cancellable=cancellable)
-        if cancellable:
-            raise ValueError("a run on a session (session_id=...) cannot be cancellable yet")
         store = self._sessions()
         check_session_id(session_id)
         self._session(session_values)  # a bad mapping fails here, not at the first event
         if checkpoint_id is not None:
             self._store("checkpoint a run")
 
-        def start(history: list[Message], stored: dict[str, Any]) -> AgentRun:
-            return self._start(history, checkpoint_id, session_values, skip_transfer_messages, stored)
+        cancel = CancelController() if cancellable else None  # the session run's, handed to its agent run
 
-        return SessionRun.starting(store, session_id, new, start, wait=self.session_wait, checkpoint_id=checkpoint_id)
+        def start(history: list[Message], stored: dict[str, Any]) -> AgentRun:
+            return self._start(
+                history, checkpoint_id, session_values, skip_transfer_messages, stored, cancellable=cancel or False
+            )
+
+        return SessionRun.starting(
+            store, session_id, new, start, wait=self.session_wait, checkpoint_id=checkpoint_id, cancel=cancel
+        )
 
     def _start(
         self,
@@ -463,7 +468,7 @@ class Runner:
         skip_transfer_messages: bool,
         stored: Mapping[str, Any] | None = None,
         *,
-        cancellable: bool = False,
+        cancellable: bool | CancelController = False,
     ) -> AgentRun:
         checkpoint = (
             CheckpointBinding(self._store("checkpoint a run"), checkpoint_id) if checkpoint_id is not None else None
@@ -567,6 +572,7 @@ class Runner:
                 store, ``SessionBusyError`` (a run on the paused run's session is in flight).
         """
         store = self._store("resume")
+        cancel = CancelController() if cancellable else None  # shared with the SessionRun, if one wraps the run
 
         def resume() -> AgentRun:
             binding = CheckpointBinding(
@@ -579,10 +585,8 @@ class Runner:
             )
             session = self._session(None)
             session.resumable = True
-            return AgentRun(self.agent, session, checkpoint=binding, cancellable=cancellable)
+            return AgentRun(self.agent, session, checkpoint=binding, cancellable=cancel or False)
 
         if self.session_store is None:
             return resume()
-        if cancellable:
-            raise ValueError("a run on a session (session_id=...) cannot be cancellable yet")
-        return SessionRun.resuming(self.session_store, checkpoint_id, resume, wait=self.session_wait)
+        return SessionRun.resuming(self.session_store, checkpoint_id, resume, wait=self.session_wait, cancel=cancel)

@@ -21,19 +21,20 @@ The wrapper sits around the run's event iterator (an ``AgentRun``) and changes n
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from adk.errors import SessionError, WillRetryError
+from adk.errors import AgentCancelledError, SessionError, WillRetryError
 from adk.events import AgentEvent
 from adk.sessions.base import SessionLease, SessionStore
 from compose.schema import Message
 from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:
+    from adk.cancel import CancelController, CancelHandle, CancelMode
     from adk.runner import AgentRun
 
 __all__ = ["SessionRun"]
@@ -60,6 +61,7 @@ class SessionRun(AsyncIterator[AgentEvent]):
         start: StartRun | None = None,
         checkpoint_id: str | None = None,
         resume: Callable[[], AgentRun] | None = None,
+        cancel: CancelController | None = None,
     ) -> None:
         self._store = store
         self._wait = wait
@@ -76,6 +78,7 @@ class SessionRun(AsyncIterator[AgentEvent]):
         self._agent: tuple[str, tuple[str, ...]] = ("", ())  # who the last event came from (for an error event)
         self._reason: str | None = None  # set when the session, not the run, decided how it ended
         self._finished = False
+        self._cancel = cancel  # a cancellable run's: handed to the agent run it starts (adk.cancel)
 
     @classmethod
     def starting(
@@ -87,17 +90,53 @@ class SessionRun(AsyncIterator[AgentEvent]):
         *,
         wait: float | None,
         checkpoint_id: str | None = None,
+        cancel: CancelController | None = None,
     ) -> SessionRun:
         """A new run on ``session_id`` with the ``input`` messages (saved under ``checkpoint_id`` if it pauses)."""
-        return cls(store, wait=wait, session_id=session_id, input=input, start=start, checkpoint_id=checkpoint_id)
+        return cls(
+            store,
+            wait=wait,
+            session_id=session_id,
+            input=input,
+            start=start,
+            checkpoint_id=checkpoint_id,
+            cancel=cancel,
+        )
 
     @classmethod
     def resuming(
-        cls, store: SessionStore, checkpoint_id: str, resume: Callable[[], AgentRun], *, wait: float | None
+        cls,
+        store: SessionStore,
+        checkpoint_id: str,
+        resume: Callable[[], AgentRun],
+        *,
+        wait: float | None,
+        cancel: CancelController | None = None,
     ) -> SessionRun:
         """The resume of the run paused under ``checkpoint_id``: a session run if the store keeps a pending
         turn under that id, else the plain resume."""
-        return cls(store, wait=wait, checkpoint_id=checkpoint_id, resume=resume)
+        return cls(store, wait=wait, checkpoint_id=checkpoint_id, resume=resume, cancel=cancel)
+
+    def cancel(
+        self,
+        mode: CancelMode | Collection[CancelMode] = "immediate",
+        *,
+        timeout: float | None = None,
+        recursive: bool = False,
+    ) -> CancelHandle:
+        """Cancel the run (see ``AgentRun.cancel``); a cancel that leaves a checkpoint keeps the turn pending
+        under it, as a pause does, and ``runner.resume`` appends it when it completes.
+
+        Raises:
+            ValueError: the run was not started with ``cancellable=True``; an unknown mode; a timeout not > 0.
+        """
+        if self._cancel is None:
+            where = self.session_id if self.session_id is not None else self._checkpoint_id
+            raise ValueError(
+                f"run on session {where!r} is not cancellable: start it with cancellable=True "
+                "(runner.run/query/resume(..., cancellable=True))"
+            )
+        return self._cancel.request(mode, timeout, recursive)
 
     # ------------------------------------------------------------------------------------------------------
     # AgentRun's interface
@@ -165,6 +204,8 @@ class SessionRun(AsyncIterator[AgentEvent]):
             try:
                 if self._run is not None:
                     await self._run.aclose()
+                elif self._cancel is not None:
+                    self._cancel.finish()  # it never started (e.g. the session was busy): a cancel came too late
             finally:
                 await self._drop_recorded()
                 while self._queued:
@@ -214,11 +255,14 @@ class SessionRun(AsyncIterator[AgentEvent]):
                 variant.message_stream = theirs
                 self._recorded.append(mine)
         paused = event.action.interrupted if event.action is not None else None
-        if paused is not None and paused.checkpoint_id is not None:
+        held = paused.checkpoint_id if paused is not None else None
+        if held is None and isinstance(event.error, AgentCancelledError):
+            held = event.error.checkpoint_id  # a cancel's checkpoint: resumable like a pause
+        if held is not None:
             try:
                 messages = await self._messages()
                 lease, self._lease = self._lease, None  # released by hold, whatever happens
-                await self._store.hold(lease, paused.checkpoint_id, [*self._turn, *messages])
+                await self._store.hold(lease, held, [*self._turn, *messages])
             except SessionError as exc:
                 await event.aclose()
                 return self._failed(exc)

@@ -21,6 +21,7 @@ from adk.chat_model_agent import ChatModelAgent
 from adk.errors import AgentCancelledError, StreamCancelledError
 from adk.events import AgentEvent
 from adk.runner import AgentRun, Runner
+from adk.sessions import InMemorySessionStore
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.models import ScriptedChatModel
 from compose.schema import Message, ToolInfo
@@ -35,9 +36,7 @@ class Gated:
     """A chat model playing a script whose call ``k`` signals ``started[k]`` and, when ``gates`` has ``k``, waits
     for that event before answering (a stream waits before its chunk ``gate_chunk``)."""
 
-    def __init__(
-        self, responses: Sequence[Message | str], gates: Sequence[int] = (), gate_chunk: int = 0
-    ) -> None:
+    def __init__(self, responses: Sequence[Message | str], gates: Sequence[int] = (), gate_chunk: int = 0) -> None:
         self.responses = list(responses)
         self.answered = 0  # a call a cancel cut off does not use up its response
         self.started = [anyio.Event() for _ in range(len(responses) + 4)]
@@ -442,6 +441,37 @@ async def test_a_run_not_started_cancellable_refuses_and_bad_arguments_are_named
     with pytest.raises(ValueError, match="timeout"):
         run.cancel("after_tool_calls", timeout=0)
     await drain(run)
+
+
+async def test_a_run_on_a_session_cancels_and_its_resume_appends_the_whole_turn() -> None:
+    both = calling(call("fast", '{"x": "a"}', id="c1"), call("slow", '{"x": "b"}', id="c2"))
+    model = Gated([both, "done", "again"])
+    tools = Tools()
+    sessions = InMemorySessionStore()
+    r = Runner(agent(model, tools), checkpoint_store=InMemoryCheckPointStore(), session_store=sessions)
+    run = r.query("go", session_id="s1", checkpoint_id="c", cancellable=True)
+    async with anyio.create_task_group() as tg:
+
+        async def cancel() -> None:
+            await tools.slow_started.wait()
+            assert await run.cancel().wait() == "cancelled"
+
+        tg.start_soon(cancel)
+        error = await drain(run)  # type: ignore[arg-type]
+    assert error is not None and error.checkpoint_id == "c"
+    assert (await sessions.load("s1")).messages == []  # the turn is pending under the cancel's checkpoint
+    tools.slow_gate.set()
+    resumed = r.resume("c", cancellable=True)
+    assert await drain(resumed) is None  # type: ignore[arg-type]
+    assert tools.ran == ["fast:a", "slow:b"] and model.calls == 2
+    roles = [m.role for m in (await sessions.load("s1")).messages]
+    assert roles == ["user", "assistant", "tool", "tool", "assistant"]
+    # not cancellable unless asked; a cancel of a session run that ended reports already_ended
+    plain = r.query("again", session_id="s1")
+    with pytest.raises(ValueError, match="cancellable=True"):
+        plain.cancel()
+    await drain(plain)  # type: ignore[arg-type]
+    assert await resumed.cancel().wait() == "already_ended"
 
 
 # ---------------------------------------------------------------------------------------------------------------
