@@ -45,6 +45,7 @@ from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:
     from adk.agent import AgentContext
+    from adk.agent_run import AgentRun
     from adk.cancel import CancelLink
 
 __all__ = ["ReactResumeState", "ReactRun", "run_stop"]
@@ -100,9 +101,35 @@ def load_resume_state(state: Any, agent_name: str) -> ReactResumeState:
 
 
 class ReactRun:
-    """One ``ChatModelAgent`` run (see the module docstring); an async iterator of its events."""
+    """One ``ChatModelAgent`` run (see the module docstring); an async iterator of its events.
 
-    _cancel: CancelLink | None = None  # a cancellable run's (adk.cancel)
+    ``root``: the Runner's run (``adk.agent_run.AgentRun``) when this is its root agent's run: the events are
+    handed out here, through its ``_handle`` (those with an error or an action) and ``_end``, so that the
+    consumer's ``__anext__`` is this one's (one frame of the agent layer per parked run).
+    """
+
+    __slots__ = (
+        "_address",
+        "_bridge",
+        "_callbacks",
+        "_cancel",
+        "_closed",
+        "_counted",
+        "_ctx",
+        "_deadline",
+        "_finished",
+        "_graph_id",
+        "_input",
+        "_output_key",
+        "_resume",
+        "_run",
+        "_runnable",
+        "_session",
+        "_streaming",
+        "_timeout",
+        "final_message",
+        "root",
+    )
 
     def __init__(
         self,
@@ -139,6 +166,8 @@ class ReactRun:
         self._finished = False
         self._counted = False
         self.final_message: Message | None = None
+        self.root: AgentRun | None = None
+        self._cancel: CancelLink | None = None  # a cancellable run's (adk.cancel)
         cancel = agent_ctx.session.cancel
         if cancel is not None:  # a cancellable run: its view of the cancel (adk.cancel)
             self._cancel = ctx.cancel = cancel.for_agent(self._address)
@@ -150,64 +179,71 @@ class ReactRun:
             f"queued={len(self._ctx.events)}, reason={self._ctx.termination_reason!r})"
         )
 
+    @property
+    def started(self) -> bool:
+        """Its first event has been asked for."""
+        return self._run is not None or self._finished
+
     def __aiter__(self) -> ReactRun:
         return self
 
     async def __anext__(self) -> AgentEvent:
         ctx = self._ctx
         events = ctx.events
-        if self._run is None and not self._finished:
-            # the run's entry: a cancellation point before anything (trio's rule for async APIs), unless the
-            # Runner's entry has just been one
-            if not self._session.entry_checked:
-                await anyio.lowlevel.checkpoint_if_cancelled()
-            self._session.entry_checked = False
-        if events:
-            return events.pop(0)
-        if self._finished:
-            raise StopAsyncIteration
-        # supersteps until there is an event to hand out (the first starts the run); on the end or an error,
-        # finish. One frame and one context-variable pair per event: every event of the run comes this way.
-        token = current_run.set(ctx)
-        try:
-            while True:
-                run = self._run
-                if self._timeout is None:
-                    done = await (run.step(until=self._has_events) if run is not None else self._start())
-                else:
-                    if self._deadline is None:
-                        self._deadline = anyio.current_time() + self._timeout
-                        # model streams read outside the supersteps honour it too (adk._model)
-                        ctx.deadline, ctx.timeout = self._deadline, self._timeout
-                    with anyio.CancelScope(deadline=self._deadline) as scope:
-                        done = await (run.step(until=self._has_events) if run is not None else self._start())
-                    if scope.cancelled_caught:
-                        raise AgentTimeoutError(self._timeout)
-                if ctx.held is not None:
+        if not events and not self._finished:
+            if self._run is None:
+                # the run's entry: a cancellation point before anything (trio's rule for async APIs), unless the
+                # Runner's entry has just been one
+                if not self._session.entry_checked:
+                    await anyio.lowlevel.checkpoint_if_cancelled()
+                self._session.entry_checked = False
+            # supersteps until there is an event to hand out (the first starts the run); on the end or an error,
+            # finish. One frame and one context-variable pair per event: every event of the run comes this way.
+            try:
+                token = current_run.set(ctx)
+                try:
+                    while True:
+                        run = self._run
+                        if self._timeout is None:
+                            done = await (run.step(until=self._has_events) if run is not None else self._start())
+                        else:
+                            if self._deadline is None:
+                                self._deadline = anyio.current_time() + self._timeout
+                                # model streams read outside the supersteps honour it too (adk._model)
+                                ctx.deadline, ctx.timeout = self._deadline, self._timeout
+                            with anyio.CancelScope(deadline=self._deadline) as scope:
+                                done = await (run.step(until=self._has_events) if run is not None else self._start())
+                            if scope.cancelled_caught:
+                                raise AgentTimeoutError(self._timeout)
+                        if ctx.held is not None:
+                            self._flush_held()
+                        if done:
+                            await self._complete()
+                        if events or self._finished:
+                            break
+                except GraphInterrupt as exc:
+                    if self._session.resumable:
+                        await self._drop_held()  # the resumed run sends it, last (see adk.react._to_end_converter)
+                    else:
+                        self._flush_held()  # the run cannot resume: this is the event's only chance
+                    await self._pause(exc)  # queues the pause's event
+                except Exception as exc:
                     self._flush_held()
-                if done:
-                    await self._complete()
-                if events:
-                    return events.pop(0)
-                if self._finished:
-                    raise StopAsyncIteration
-        except StopAsyncIteration:
-            raise
-        except GraphInterrupt as exc:
-            if self._session.resumable:
-                await self._drop_held()  # the resumed run sends it, last (see adk.react._to_end_converter)
-            else:
-                self._flush_held()  # the run cannot resume: this is the event's only chance
-            await self._pause(exc)
-        except Exception as exc:
-            self._flush_held()
-            await self._fail(exc)
-        except BaseException:
-            await self.aclose()
-            raise
-        finally:
-            current_run.reset(token)
-        return events.pop(0)  # the pause's or the failure's event
+                    await self._fail(exc)  # queues the failure's event
+                finally:
+                    current_run.reset(token)
+            except BaseException:
+                await (self.root.aclose() if self.root is not None else self.aclose())
+                raise
+        root = self.root
+        if events:
+            event = events.pop(0)
+            if root is None or (event.error is None and event.action is None):
+                return event
+            return await root._handle(event)
+        if root is not None:
+            return await root._end()
+        raise StopAsyncIteration
 
     def _capture_state(self, path: list[str], state: Any) -> None:
         # a resumed graph's state is the restored one, not the one its state factory made
