@@ -296,22 +296,19 @@ class ReactRun:
     def _count(self) -> None:
         if not self._counted:
             self._counted = True
-            self._session.total_tokens += self._ctx.total_tokens - self._tokens_before
-
-    @property
-    def _tokens_before(self) -> int:
-        return self._resume[0].total_tokens if self._resume is not None else 0
+            before = self._resume[0].total_tokens if self._resume is not None else 0
+            self._session.total_tokens += self._ctx.total_tokens - before
 
     async def _forget_graph(self) -> None:
-        if self._graph_id:
-            with anyio.CancelScope(shield=True):
-                await self._bridge.delete(self._graph_id)
+        with anyio.CancelScope(shield=True):
+            await self._bridge.delete(self._graph_id)
 
     async def _complete(self) -> None:
         assert self._run is not None
         result = self._run.result
         self._finished = True
-        await self._forget_graph()
+        if self._graph_id:
+            await self._forget_graph()
         final: Message = await concat(result) if self._streaming else result
         self.final_message = final
         self._session.final_message = final
@@ -331,7 +328,8 @@ class ReactRun:
             await self._run.aclose()
         contexts = agent_contexts(exc.info.interrupt_contexts, self._address)
         graph = await self._bridge.get(self._graph_id) if self._graph_id else None
-        await self._forget_graph()
+        if self._graph_id:
+            await self._forget_graph()
         state: dict[str, Any] | None = None
         if graph is not None:  # a run that cannot resume has not checkpointed
             state = ReactResumeState(
@@ -352,7 +350,8 @@ class ReactRun:
         self._finished = True
         if self._run is not None:
             await self._run.aclose()
-        await self._forget_graph()
+        if self._graph_id:
+            await self._forget_graph()
         error = _agent_error(exc)
         self._ctx.termination_reason = error.reason if isinstance(error, AgentError) else "error"
         self._count()
@@ -379,8 +378,10 @@ class ReactRun:
         self._finished = True
         if self._run is not None:
             await self._run.aclose(shielded=True)
-        await self._forget_graph()
-        await self._callbacks.cancel()  # closed before its end (a no-op once it ended)
+        if self._graph_id:
+            await self._forget_graph()
+        if self._callbacks.live:
+            await self._callbacks.cancel()  # closed before its end
         self._flush_held()
         while ctx.events:
             await ctx.events.pop(0).aclose()

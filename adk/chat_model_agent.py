@@ -463,7 +463,7 @@ class ChatModelAgent:
                 base = mw.wrap_model(base)
         native = output is not None and output.mode == "native"
         retry = self.model_retry if self.model_retry is not None and self.model_retry.max_retries > 0 else None
-        chain: Any = EventModel(base, retry, output.schema if output is not None else None)
+        chain: Any = EventModel(base, retry, output.schema if output is not None else None, self.name)
         if retry is not None:
             chain = RetryChatModel(chain, retry)
         if self.model_failover is not None:
@@ -563,8 +563,9 @@ class ChatModelAgent:
 
         ``ctx`` gives the run's session and run path (a fresh session and ``(name,)`` when omitted).
         """
-        checked_messages(input.messages, f"agent '{self.name}'")
         agent_ctx = ctx if ctx is not None else AgentContext.root(self.name)
+        if input.messages is not agent_ctx.session.root_input:  # the Runner checked its input, that very list
+            checked_messages(input.messages, f"agent '{self.name}'")
         run = self._context(agent_ctx)
         runnable = self.runnable
         return ReactRun(

@@ -181,7 +181,7 @@ class Runner:
         )
         input = AgentInput(messages, self.enable_streaming)
         session = self._session(session_values, stored)
-        session.root_input = list(input.messages)
+        session.root_input = messages  # the Runner's own list (checked_messages made it): agents only read it
         session.resumable = checkpoint is not None
         session.skip_transfer_messages = skip_transfer_messages
         return AgentRun(self.agent, session, input=input, checkpoint=checkpoint, cancellable=cancellable)
