@@ -112,7 +112,6 @@ class ReactRun:
         "_address",
         "_bridge",
         "_callbacks",
-        "_cancel",
         "_closed",
         "_counted",
         "_ctx",
@@ -167,10 +166,9 @@ class ReactRun:
         self._counted = False
         self.final_message: Message | None = None
         self.root: AgentRun | None = None
-        self._cancel: CancelLink | None = None  # a cancellable run's (adk.cancel)
         cancel = agent_ctx.session.cancel
-        if cancel is not None:  # a cancellable run: its view of the cancel (adk.cancel)
-            self._cancel = ctx.cancel = cancel.for_agent(self._address)
+        if cancel is not None:  # a cancellable run: its view of the cancel (adk.cancel), ``ctx.cancel``
+            ctx.cancel = cancel.for_agent(self._address)
 
     def __repr__(self) -> str:
         state = "finished" if self._finished else "running" if self._run is not None else "not started"
@@ -235,14 +233,13 @@ class ReactRun:
             except BaseException:
                 await (self.root.aclose() if self.root is not None else self.aclose())
                 raise
-        root = self.root
         if events:
             event = events.pop(0)
-            if root is None or (event.error is None and event.action is None):
+            if self.root is None or (event.error is None and event.action is None):
                 return event
-            return await root._handle(event)
-        if root is not None:
-            return await root._end()
+            return await self.root._handle(event)
+        if self.root is not None:
+            return await self.root._end()
         raise StopAsyncIteration
 
     def _capture_state(self, path: list[str], state: Any) -> None:
@@ -272,8 +269,9 @@ class ReactRun:
         # bridge was written
         checked = not self._callbacks.handlers and self._resume is None
         self._run = await self._runnable.start_run(x, streaming=self._streaming, cancel_checked=checked, **opts)
-        if self._cancel is not None:  # a cancellable run stops where its cancel says, before a node runs
-            self._run.set_pause_check(self._cancel.pause_here)
+        cancel: CancelLink | None = self._ctx.cancel
+        if cancel is not None:  # a cancellable run stops where its cancel says, before a node runs
+            self._run.set_pause_check(cancel.pause_here)
         # supersteps that produce no event run back to back: there is nothing to hand out between them
         return await self._run.step(until=self._has_events)
 
