@@ -221,12 +221,19 @@ class RunSession:
     callbacks: tuple[CallbackHandler, ...] = ()
     total_tokens: int = 0
     final_message: Message | None = None
-    history: History = field(default_factory=History)
+    _history: History | None = field(default=None, repr=False)  # made when first asked for (``history``)
     _lanes: list[History] | None = None
     cancel: Any = None  # an ``adk.cancel.CancelLink`` when the run is cancellable (``cancellable=True``)
     # the Runner has just passed its run's entry cancellation check and awaited nothing since: the root agent's
     # own entry need not check again (one check per run); cleared once the first event is out
     entry_checked: bool = field(default=False, repr=False)
+
+    @property
+    def history(self) -> History:
+        """The recorded events (flow agents record their agent's own events, for the agents after it)."""
+        if self._history is None:
+            self._history = History()
+        return self._history
 
     def track(self, history: History) -> History:
         """Remember a lane or isolated history so its unread streams are closed with the run."""
@@ -237,8 +244,8 @@ class RunSession:
 
     async def aclose(self) -> None:
         """Close the recorded streams nobody read (the run is over)."""
-        if self.history.records:
-            await self.history.aclose()
+        if self._history is not None:
+            await self._history.aclose()
         if self._lanes is not None:
             for lane in self._lanes:
                 await lane.aclose()

@@ -56,10 +56,10 @@ class AgentRun(Cancellable):
         "_agent",
         "_cancel",
         "_checkpoint",
-        "_ctx",
         "_events",
         "_exit",
         "_finished",
+        "_path",
         "_react",
         "_reason",
         "_session",
@@ -78,7 +78,8 @@ class AgentRun(Cancellable):
         self._agent = agent
         self._session = session
         self._checkpoint = checkpoint
-        self._ctx = AgentContext.root(agent.name, session)
+        ctx = AgentContext.root(agent.name, session)
+        self._path = ctx.run_path  # the root agent's run path (its events' and its error events')
         self._cancel: CancelController | None = None  # a cancellable run's (``cancel()``)
         if cancellable:  # the run's own cancel (adk.cancel; a SessionRun's, when it made one): its agents see it
             self._cancel = cancellable if isinstance(cancellable, CancelController) else CancelController()
@@ -91,7 +92,7 @@ class AgentRun(Cancellable):
         self._events: AgentEvents | None = None
         self._react: ReactRun | None = None  # a ChatModelAgent's run, handing its events out itself
         if input is not None:
-            events = self._events = agent.run(input, self._ctx)
+            events = self._events = agent.run(input, ctx)
             if type(events) is ReactRun:
                 self._react = events
                 events.root = self
@@ -163,7 +164,7 @@ class AgentRun(Cancellable):
             current_session.reset(token)
             self._session.entry_checked = False
         if not event.run_path:  # a custom agent's event: the framework names its emitter (flow.go)
-            event.agent_name, event.run_path = self._agent.name, self._ctx.run_path
+            event.agent_name, event.run_path = self._agent.name, self._path
         if event.error is None and event.action is None:
             return event
         return await self._handle(event)
@@ -188,7 +189,8 @@ class AgentRun(Cancellable):
         try:
             if not isinstance(agent, ResumableAgent):
                 raise TypeError(f"agent '{agent.name}' ({type(agent).__qualname__}) cannot resume: it has no resume()")
-            return agent.resume(ResumeInfo(saved.state, dict(cp.targets), saved.enable_streaming), self._ctx)
+            info = ResumeInfo(saved.state, dict(cp.targets), saved.enable_streaming)
+            return agent.resume(info, AgentContext(session, self._path, self._path))
         except BaseException as exc:
             await cp.release(exc)
             self._finished = True
@@ -288,7 +290,7 @@ class AgentRun(Cancellable):
                     self._reason = "error"
                     await cp.release(error)
                     await self._close_events()
-                    return AgentEvent(self._agent.name, self._ctx.run_path, error=error)
+                    return AgentEvent(self._agent.name, self._path, error=error)
         # the agent's events ended: closing its finished iterator and a session without records waits on
         # nothing, so no shield is needed (the common path of every run)
         if self._cancel is not None:
