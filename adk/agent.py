@@ -285,7 +285,10 @@ class AgentContext:
     @property
     def records(self) -> History:
         """The history this agent records into and reads."""
-        return self.history if self.history is not None else self.session.history
+        if self.history is not None:
+            return self.history
+        made = self.session._history  # the session's, once made (``RunSession.history`` makes it)
+        return made if made is not None else self.session.history
 
     @property
     def agent_name(self) -> str:

@@ -210,4 +210,3 @@ def checked_messages(messages: Any, where: str) -> list[Message]:
                 "assistant_message(), ... or Message(role=, content=))"
             )
     return list(messages)
-
