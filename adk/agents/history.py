@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from adk.agent import RecordedEvent
+from adk.agent import History, RecordedEvent, _Record
 from adk.events import AgentEvent
 from adk.instruction import gen_transfer_messages
 from compose.schema import Message, user_message
@@ -143,17 +143,108 @@ def build_agent_input(
     Returns:
         The agent's input messages.
     """
-    entries = [HistoryEntry(m, is_user_input=True) for m in root_input]
+    retelling = Retelling()
+    retelling.start(None, root_input, skip_transfer_messages)
     for event in events:
-        if skip_transfer_messages and event.transfer:
+        retelling.add(event)
+    return retelling.input_for(agent_name, rewriter)
+
+
+class Retelling:
+    """:func:`build_agent_input` kept up for one run: a flow gives it to the agents it runs one after the other
+    (a Sequential's children, the agents a transfer goes to), and each recorded event becomes a history entry,
+    and is retold, once, not once per agent reading it (a Sequential of n agents retells n events, not n²/2).
+
+    It follows one history as it grows (:meth:`update`); another history, another root input or a history that
+    did not just grow (records it read are gone) start it afresh. Agents share the retold messages: they are
+    model input, never events.
+    """
+
+    __slots__ = ("_entries", "_history", "_last", "_own", "_read", "_retold", "_root", "_root_len", "_skip")
+
+    def __init__(self) -> None:
+        self._history: History | None = None
+        self._root: Sequence[Message] = ()
+        self._root_len = 0
+        self._skip = False
+        self._entries: list[HistoryEntry] = []
+        self._retold: list[Message] = []  # the default rewriter's messages of the first entries, made on need
+        self._own: dict[str, list[int]] = {}  # each agent's entries (kept as they are for that agent)
+        self._read = 0  # records of the history read
+        self._last: object = None  # the last of them
+
+    def start(self, history: History | None, root_input: Sequence[Message], skip_transfer_messages: bool) -> None:
+        """Start afresh: ``root_input``, no event yet."""
+        self._history, self._root, self._root_len = history, root_input, len(root_input)
+        self._skip = skip_transfer_messages
+        self._entries = [HistoryEntry(m, is_user_input=True) for m in root_input]
+        self._retold = list(root_input)
+        self._own = {}
+        self._read, self._last = 0, None
+
+    def add(self, event: RecordedEvent) -> None:
+        """The history's next recorded event."""
+        entries = self._entries
+        if event.transfer and self._skip:
             if event.role == "tool" and entries:
-                entries.pop()
-            continue
+                dropped = entries.pop()
+                if len(self._retold) > len(entries):
+                    self._retold.pop()
+                if not dropped.is_user_input:
+                    self._own[dropped.agent_name].pop()  # it was the last entry: that agent's last
+            return
         if event.message is None:
-            continue
-        entries.append(HistoryEntry(event.message, agent_name=event.agent_name))
-    rewrite = rewriter if rewriter is not None else default_history_rewriter(agent_name)
-    return rewrite(entries)
+            return
+        name = event.agent_name
+        own = self._own.get(name)
+        if own is None:
+            own = self._own[name] = []
+        own.append(len(entries))
+        entries.append(HistoryEntry(event.message, agent_name=name))
+
+    async def update(self, history: History, root_input: Sequence[Message], skip_transfer_messages: bool) -> None:
+        """Catch up with ``history``'s records (their messages read whole), for a run on ``root_input``."""
+        if (
+            history is not self._history
+            or root_input is not self._root
+            or len(root_input) != self._root_len
+            or skip_transfer_messages != self._skip
+        ):
+            self.start(history, root_input, skip_transfer_messages)
+        records = _records(history)
+        read = self._read
+        if read > len(records) or (read and records[read - 1] is not self._last):
+            self.start(history, root_input, skip_transfer_messages)
+            read = 0
+        for record in records[read:]:
+            self.add(await record.resolve())
+        if records:
+            self._read, self._last = len(records), records[-1]
+
+    def input_for(self, agent_name: str, rewriter: HistoryRewriter | None = None) -> list[Message]:
+        """The messages agent ``agent_name`` is given (see :func:`build_agent_input`)."""
+        entries = self._entries
+        if rewriter is not None:
+            return rewriter(list(entries))
+        retold = self._retold
+        for e in entries[len(retold) :]:
+            retold.append(e.message if e.is_user_input else rewrite_message(e.message, e.agent_name))
+        messages = list(retold)
+        for i in self._own.get(agent_name, ()):
+            messages[i] = entries[i].message  # its own messages as they are
+        return messages
+
+
+def _records(history: History) -> list[_Record]:
+    """Every record ``history`` sees, oldest first (``History.events()`` without reading their messages)."""
+    if history.parent is None:
+        return history.records
+    chain: list[list[_Record]] = []
+    h: History | None = history
+    while h is not None:
+        chain.append(h.records)
+        h = h.parent
+    return [r for records in reversed(chain) for r in records]
 
 
 def chat_history_for_agent_tool(
