@@ -76,6 +76,7 @@ class FlowAgent(_Wrapping):
     ) -> None:
         check_agent(agent, "FlowAgent(agent)")
         self.agent = agent
+        self._workflow = is_workflow(agent)
         self.sub_agents: list[FlowAgent] = []
         self.parent: FlowAgent | None = None
         self.disallow_transfer_to_parent = disallow_transfer_to_parent
@@ -101,12 +102,12 @@ class FlowAgent(_Wrapping):
     def run_retelling(self, input: AgentInput, ctx: AgentContext, retelling: Retelling | None) -> AgentEvents:
         """:meth:`run`, keeping the run's history retold in ``retelling`` (the one of the agent that ran before
         it in the same run: a Sequential's previous child, the agent that transferred to this one)."""
-        if is_workflow(self.agent):  # a workflow agent runs its children itself (flow.go Run)
+        if self._workflow:  # a workflow agent runs its children itself (flow.go Run)
             return self.agent.run(input, ctx)
         return self._drive(ctx, None, input, retelling if retelling is not None else Retelling())
 
     def resume(self, info: ResumeInfo, ctx: AgentContext) -> AgentEvents:
-        if is_workflow(self.agent):
+        if self._workflow:
             assert isinstance(self.agent, ResumableAgent)
             return self.agent.resume(info, ctx)
         return self._resume(info, ctx)
@@ -114,8 +115,10 @@ class FlowAgent(_Wrapping):
     async def _input(self, input: AgentInput, ctx: AgentContext, retelling: Retelling) -> AgentInput:
         session = ctx.session
         root = session.root_input if session.root_input else input.messages
-        await retelling.update(ctx.records, root, session.skip_transfer_messages)
-        return AgentInput(retelling.input_for(self.name, self.history_rewriter), session.enable_streaming)
+        messages = await retelling.input(
+            ctx.records, root, session.skip_transfer_messages, self.name, self.history_rewriter
+        )
+        return AgentInput(messages, session.enable_streaming)
 
     async def _resume(self, info: ResumeInfo, ctx: AgentContext) -> AsyncGenerator[AgentEvent, None]:
         state = _flow_state(info.state, self.name)
@@ -155,17 +158,18 @@ class FlowAgent(_Wrapping):
                 yield AgentEvent(self.name, ctx.run_path, error=exc)
                 return
         last: AgentAction | None = None
+        path, records = ctx.run_path, ctx.records
         try:
             async for event in events:
                 if not event.run_path:  # a custom agent's event: name its emitter (flow.go run)
-                    event.agent_name, event.run_path = self.name, ctx.run_path
+                    event.agent_name, event.run_path = self.name, path
                 action = event.action
                 if action is not None and action.interrupted is not None:
                     action.interrupted.resume_state = _wrap(self.name, "", action.interrupted.resume_state)
                     yield event
                     return
-                if tuple(event.run_path) == ctx.run_path:
-                    ctx.records.record(event)
+                if tuple(event.run_path) == path:
+                    records.record(event)
                     last = action
                 yield event
         finally:

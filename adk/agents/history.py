@@ -155,7 +155,7 @@ class Retelling:
     (a Sequential's children, the agents a transfer goes to), and each recorded event becomes a history entry,
     and is retold, once, not once per agent reading it (a Sequential of n agents retells n events, not n²/2).
 
-    It follows one history as it grows (:meth:`update`); another history, another root input or a history that
+    It follows one history as it grows (:meth:`input`); another history, another root input or a history that
     did not just grow (records it read are gone) start it afresh. Agents share the retold messages: they are
     model input, never events.
     """
@@ -202,8 +202,16 @@ class Retelling:
         own.append(len(entries))
         entries.append(HistoryEntry(event.message, agent_name=name))
 
-    async def update(self, history: History, root_input: Sequence[Message], skip_transfer_messages: bool) -> None:
-        """Catch up with ``history``'s records (their messages read whole), for a run on ``root_input``."""
+    async def input(
+        self,
+        history: History,
+        root_input: Sequence[Message],
+        skip_transfer_messages: bool,
+        agent_name: str,
+        rewriter: HistoryRewriter | None = None,
+    ) -> list[Message]:
+        """The messages agent ``agent_name`` is given in a run on ``root_input``, once caught up with
+        ``history``'s records (their messages read whole)."""
         if (
             history is not self._history
             or root_input is not self._root
@@ -216,10 +224,11 @@ class Retelling:
         if read > len(records) or (read and records[read - 1] is not self._last):
             self.start(history, root_input, skip_transfer_messages)
             read = 0
-        for record in records[read:]:
-            self.add(await record.resolve())
-        if records:
+        if read < len(records):
+            for record in records[read:]:
+                self.add(await record.resolve())
             self._read, self._last = len(records), records[-1]
+        return self.input_for(agent_name, rewriter)
 
     def input_for(self, agent_name: str, rewriter: HistoryRewriter | None = None) -> list[Message]:
         """The messages agent ``agent_name`` is given (see :func:`build_agent_input`)."""

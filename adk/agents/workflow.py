@@ -167,6 +167,7 @@ async def _run_children(
     before = [c.name for _ in range(iteration) for c in children] + [c.name for c in children[:start]]
     path = (*ctx.run_path, *before)
     cancel = _cancel_link(ctx) if ctx.session.cancel is not None else None
+    nothing = AgentInput([], ctx.session.enable_streaming)  # a child's input is the history (flow agents)
     for j in range(start, len(children)):
         child = children[j]
         child_path = (*path, child.name)
@@ -188,7 +189,7 @@ async def _run_children(
                 yield AgentEvent(wf.name, ctx.run_path, action=AgentAction(interrupted=info))
                 return
             resume = None
-            events = child.run_retelling(AgentInput([], ctx.session.enable_streaming), child_ctx, retelling)
+            events = child.run_retelling(nothing, child_ctx, retelling)
         path = child_path
         held: AgentEvent | None = None
         current: AgentEvent | None = None  # received, neither handed on nor held yet
