@@ -160,14 +160,16 @@ class Retelling:
     model input, never events.
     """
 
-    __slots__ = ("_entries", "_history", "_last", "_own", "_read", "_retold", "_root", "_root_len", "_skip")
+    __slots__ = ("_history", "_last", "_messages", "_names", "_own", "_read", "_retold", "_root", "_root_len", "_skip")
 
     def __init__(self) -> None:
         self._history: History | None = None
         self._root: Sequence[Message] = ()
         self._root_len = 0
         self._skip = False
-        self._entries: list[HistoryEntry] = []
+        # the history entries: their messages and agent names (None: a root input message)
+        self._messages: list[Message] = []
+        self._names: list[str | None] = []
         self._retold: list[Message] = []  # the default rewriter's messages of the first entries, made on need
         self._own: dict[str, list[int]] = {}  # each agent's entries (kept as they are for that agent)
         self._read = 0  # records of the history read
@@ -177,21 +179,23 @@ class Retelling:
         """Start afresh: ``root_input``, no event yet."""
         self._history, self._root, self._root_len = history, root_input, len(root_input)
         self._skip = skip_transfer_messages
-        self._entries = [HistoryEntry(m, is_user_input=True) for m in root_input]
+        self._messages = list(root_input)
+        self._names = [None] * len(root_input)
         self._retold = list(root_input)
         self._own = {}
         self._read, self._last = 0, None
 
     def add(self, event: RecordedEvent) -> None:
         """The history's next recorded event."""
-        entries = self._entries
+        messages = self._messages
         if event.transfer and self._skip:
-            if event.role == "tool" and entries:
-                dropped = entries.pop()
-                if len(self._retold) > len(entries):
+            if event.role == "tool" and messages:
+                messages.pop()
+                dropped = self._names.pop()
+                if len(self._retold) > len(messages):
                     self._retold.pop()
-                if not dropped.is_user_input:
-                    self._own[dropped.agent_name].pop()  # it was the last entry: that agent's last
+                if dropped is not None:
+                    self._own[dropped].pop()  # it was the last entry: that agent's last
             return
         if event.message is None:
             return
@@ -199,8 +203,9 @@ class Retelling:
         own = self._own.get(name)
         if own is None:
             own = self._own[name] = []
-        own.append(len(entries))
-        entries.append(HistoryEntry(event.message, agent_name=name))
+        own.append(len(messages))
+        messages.append(event.message)
+        self._names.append(name)
 
     async def input(
         self,
@@ -232,16 +237,22 @@ class Retelling:
 
     def input_for(self, agent_name: str, rewriter: HistoryRewriter | None = None) -> list[Message]:
         """The messages agent ``agent_name`` is given (see :func:`build_agent_input`)."""
-        entries = self._entries
+        messages, names = self._messages, self._names
         if rewriter is not None:
-            return rewriter(list(entries))
+            return rewriter(
+                [
+                    HistoryEntry(m, is_user_input=True) if n is None else HistoryEntry(m, agent_name=n)
+                    for m, n in zip(messages, names, strict=True)
+                ]
+            )
         retold = self._retold
-        for e in entries[len(retold) :]:
-            retold.append(e.message if e.is_user_input else rewrite_message(e.message, e.agent_name))
-        messages = list(retold)
+        for i in range(len(retold), len(messages)):
+            name = names[i]
+            retold.append(messages[i] if name is None else rewrite_message(messages[i], name))
+        given = list(retold)
         for i in self._own.get(agent_name, ()):
-            messages[i] = entries[i].message  # its own messages as they are
-        return messages
+            given[i] = messages[i]  # its own messages as they are
+        return given
 
 
 def _records(history: History) -> list[_Record]:
