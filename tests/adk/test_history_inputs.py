@@ -10,15 +10,17 @@ from typing import Any
 
 import pytest
 
+from adk.agent import History
 from adk.agents.flow import agent_with_options, set_sub_agents
-from adk.agents.history import HistoryEntry
+from adk.agents.history import HistoryEntry, Retelling, rewrite_message
 from adk.agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
 from adk.approval import ApprovalDecision
 from adk.chat_model_agent import ChatModelAgent
+from adk.events import AgentEvent, AgentOutput, MessageVariant
 from adk.runner import Runner
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.models import ScriptedChatModel
-from compose.schema import Message, user_message
+from compose.schema import Message, assistant_message, user_message
 from compose.tools import tool
 from tests.adk.helpers import call, calling, events_of
 
@@ -216,3 +218,46 @@ async def test_a_resumed_sequential_gives_the_later_agents_the_whole_history() -
             "user: For context: [B] said: B done.",
         ]
     ]
+
+
+async def test_each_recorded_message_is_retold_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    import adk.agents.history as history
+
+    retold: list[str] = []
+
+    def counting(message: Message, agent_name: str) -> Message:
+        retold.append(agent_name)
+        return rewrite_message(message, agent_name)
+
+    monkeypatch.setattr(history, "rewrite_message", counting)
+    models = [ScriptedChatModel([f"{i} done"]) for i in range(6)]
+    seq = SequentialAgent("seq", "d", [agent(f"a{i}", m) for i, m in enumerate(models)])
+    await events_of(Runner(seq).query("go"))
+    assert retold == ["a0", "a1", "a2", "a3", "a4"]  # not 15: once each, whichever agents read it
+    assert [len(m.calls[0].messages) for m in models] == [1, 2, 3, 4, 5, 6]
+
+
+def said_by(name: str, text: str) -> AgentEvent:
+    return AgentEvent(name, (name,), AgentOutput(MessageVariant(False, assistant_message(text), role="assistant")))
+
+
+async def test_a_retelling_follows_one_history_and_starts_afresh_on_another() -> None:
+    h = History()
+    root = [user_message("q")]
+    r = Retelling()
+    h.record(said_by("A", "a1"))
+    assert [m.content for m in await r.input(h, root, False, "B")] == ["q", "For context: [A] said: a1."]
+    h.record(said_by("A", "a2"))
+    assert [m.content for m in await r.input(h, root, False, "A")] == ["q", "a1", "a2"]  # its own, as they are
+    lane = h.fork()
+    lane.record(said_by("B", "b1"))
+    on_lane = [m.content for m in await r.input(lane, root, False, "C")]
+    assert on_lane == ["q", "For context: [A] said: a1.", "For context: [A] said: a2.", "For context: [B] said: b1."]
+    assert [m.content for m in await r.input(h, root, False, "C")][-1] == "For context: [A] said: a2."
+    h.join([lane])
+    assert [m.content for m in await r.input(h, root, False, "C")] == on_lane
+    assert [m.content for m in await r.input(History(), root, False, "C")] == ["q"]
+    other_root = [m.content for m in await r.input(h, [user_message("other")], False, "A")]
+    assert other_root == ["other", "a1", "a2", "For context: [B] said: b1."]
+    root.append(user_message("more"))  # the same root list, grown
+    assert [m.content for m in await r.input(h, root, False, "A")][:2] == ["q", "more"]
