@@ -167,11 +167,13 @@ async def _run_children(
     before = [c.name for _ in range(iteration) for c in children] + [c.name for c in children[:start]]
     path = (*ctx.run_path, *before)
     cancel = _cancel_link(ctx) if ctx.session.cancel is not None else None
-    nothing = AgentInput([], ctx.session.enable_streaming)  # a child's input is the history (flow agents)
+    session, addresses, history = ctx.session, ctx.addresses, ctx.history
+    nothing = AgentInput([], session.enable_streaming)  # a child's input is the history (flow agents)
     for j in range(start, len(children)):
         child = children[j]
-        child_path = (*path, child.name)
-        child_ctx = AgentContext(ctx.session, child_path, (*ctx.addresses, child.name), ctx.history)
+        name = child.name
+        child_path = (*path, name)
+        child_ctx = AgentContext(session, child_path, (*addresses, name), history)
         broke = False  # this child's run broke the loop (kept across a pause of the same child)
         if resume is not None and wf._state(resume).get("child") is not None:
             saved = wf._state(resume)
