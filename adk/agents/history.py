@@ -13,11 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from adk.agent import History, RecordedEvent, _Record
+from adk.agent import History, RecordedEvent
 from adk.events import AgentEvent
 from adk.instruction import gen_transfer_messages
 from compose.schema import Message, user_message
+
+if TYPE_CHECKING:
+    from adk.agent import _Record
 
 __all__ = [
     "HistoryEntry",
@@ -245,7 +249,7 @@ class Retelling:
                     for m, n in zip(messages, names, strict=True)
                 ]
             )
-        retold = self._retold
+        retold = self._retold  # default_history_rewriter's rule, each entry retold once
         for i in range(len(retold), len(messages)):
             name = names[i]
             retold.append(messages[i] if name is None else rewrite_message(messages[i], name))
