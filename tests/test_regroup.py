@@ -3,11 +3,10 @@ second run that changes nothing."""
 
 from __future__ import annotations
 
-import importlib.util
+import runpy
 import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 
 import pytest
 
@@ -35,13 +34,8 @@ FILES = {
 MOVES = {"pkg.graph": "pkg.graph.builder", "pkg.node": "pkg.graph.node", "pkg.mw": "pkg.graph.mw"}
 
 
-def _regroup() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("regroup_tool", ROOT / "tools" / "regroup.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+def _regroup() -> SimpleNamespace:
+    return SimpleNamespace(**runpy.run_path(str(ROOT / "tools" / "regroup.py"), run_name="regroup_tool"))
 
 
 def _git(repo: Path, *args: str) -> str:
