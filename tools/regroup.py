@@ -452,57 +452,68 @@ class Rewriter:
         return self.path_re.sub(lambda m: self.paths[m["path"]], text)
 
 
-def prose_lines(source: str) -> set[int]:
-    """The (1-based) lines of ``source`` that are prose: a comment line, or a line of a multi-line string that
-    starts its line (a docstring, mostly)."""
+def prose_lines(source: str) -> tuple[set[int], dict[int, int]]:
+    """The (1-based) lines of ``source`` that are prose (a comment line, or a line of a multi-line string that
+    starts its line: a docstring, mostly), and the column of each comment that follows code on its line."""
     lines = source.splitlines()
-    out: set[int] = set()
+    prose: set[int] = set()
+    trailing: dict[int, int] = {}
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError):
-        return out
+        return prose, trailing
     for tok in tokens:
         (start, col), (end, _) = tok.start, tok.end
-        if tok.type == tokenize.COMMENT and lines[start - 1][:col].strip() == "":
-            out.add(start)
+        if tok.type == tokenize.COMMENT:
+            if lines[start - 1][:col].strip() == "":
+                prose.add(start)
+            else:
+                trailing[start] = col
         elif tok.type == tokenize.STRING and end > start:
             first = {start} if lines[start - 1][:col].strip() == "" else set()
-            out.update(first | set(range(start + 1, end)))
-    return out
+            prose.update(first | set(range(start + 1, end)))
+    return prose, trailing
+
+
+def _wrapped(text: str, cont: str) -> list[str]:
+    pieces: list[str] = []
+    while len(text) > LINE_LENGTH:
+        cut = text.rfind(" ", len(cont) + 1, LINE_LENGTH + 1)
+        if cut <= len(cont.rstrip()):
+            break
+        pieces.append(text[:cut].rstrip())
+        text = cont + text[cut + 1 :].lstrip()
+    return [*pieces, text]
 
 
 def wrap_long_prose(source: str, before: str) -> str:
-    """Break the comment and docstring lines the rewrite made longer than the line limit (a longer module path),
-    at the last space that fits; the rest goes on a new line with the indentation of the paragraph."""
+    """Break the comment and docstring lines the rewrite made longer than the line limit (a longer module path)
+    at the last space that fits, the rest on a new line indented as the paragraph; a comment after code that
+    became too long goes on its own line above the code."""
     lines = source.splitlines(keepends=True)
-    prose = prose_lines(source)
+    prose, trailing = prose_lines(source)
     old = set(before.splitlines())
     out: list[str] = []
     for number, line in enumerate(lines, 1):
         text = line.rstrip("\n")
-        if len(text) <= LINE_LENGTH or number not in prose or text in old:
+        end = line[len(text) :]
+        if len(text) <= LINE_LENGTH or text in old or (number not in prose and number not in trailing):
             out.append(line)
             continue
         indent = text[: len(text) - len(text.lstrip())]
-        comment = text.lstrip().startswith("#")
+        if number in trailing:
+            code, comment = text[: trailing[number]].rstrip(), text[trailing[number] :]
+            out.append("\n".join([*_wrapped(indent + comment, indent + "# "), code]) + end)
+            continue
         following = lines[number].rstrip("\n") if number < len(lines) else ""
         follow_indent = following[: len(following) - len(following.lstrip())]
-        if comment:
+        if text.lstrip().startswith("#"):
             cont = indent + "# "
         elif following.strip() and len(follow_indent) > len(indent) and not following.strip().startswith('"""'):
             cont = follow_indent
         else:
             cont = indent
-        pieces: list[str] = []
-        rest = text
-        while len(rest) > LINE_LENGTH:
-            cut = rest.rfind(" ", len(cont) + 1, LINE_LENGTH + 1)
-            if cut <= len(cont.rstrip()):
-                break
-            pieces.append(rest[:cut].rstrip())
-            rest = cont + rest[cut + 1 :].lstrip()
-        pieces.append(rest)
-        out.append("\n".join(pieces) + line[len(text) :])
+        out.append("\n".join(_wrapped(text, cont)) + end)
     return "".join(out)
 
 
