@@ -23,6 +23,7 @@ What it does, in order (each step checks the tree first, so a second run changes
 4. Import every moved module and new package in a fresh interpreter (a circular import shows here);
    ``--no-check-imports`` skips it.
 
+It exits with 1 when ruff or the import check reported something (the changes are made: fix, then commit).
 Files it does not know (new since this table was written) are rewritten like the others; a module that gained
 or lost names is read as it is now. Nothing outside the repository is touched.
 """
@@ -625,11 +626,11 @@ def main(
         if path.is_file() and path.read_text() == text:
             continue
         say(f"{'would write' if dry else 'write'} {rel} ({len(tree.package_exports(package))} names)")
+        changed.add(rel)
         if not dry:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
             git(root, "add", str(rel))
-            changed.add(rel)
     generated = {package_init(p) for p in tree.packages}
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
@@ -637,6 +638,7 @@ def main(
         new_text = updated_pyproject(text, tree.packages)
         if new_text != text:
             say(f"{'would add' if dry else 'add'} the new packages to pyproject.toml [tool.setuptools] packages")
+            changed.add(Path("pyproject.toml"))
             if not dry:
                 pyproject.write_text(new_text)
 
@@ -665,6 +667,8 @@ def main(
 
     for note in notes + rewriter.notes:
         say(f"note: {note}")
+    if not (changed or moves):
+        say("nothing to do: the tree is already regrouped")
     if dry:
         return 0
 
@@ -682,8 +686,6 @@ def main(
         failures = check_imports(root, [*tree.packages, *tree.moves.values()])
         for failure in failures:
             say(failure)
-    if not (changed or moves):
-        say("nothing to do: the tree is already regrouped")
     return 1 if failures or report else 0
 
 
