@@ -62,7 +62,8 @@ from compose.models.base import ChatModel, ToolChoice
 from compose.runnable import Runnable
 from compose.schema import Message, ToolInfo, system_message
 from compose.state import process_state
-from compose.tool_node import ToolMiddleware, ToolsNode
+from compose.tool_middleware import ToolMiddleware
+from compose.tool_node import ToolsNode
 from compose.tools import BaseTool, tool, tool_parallel_safe
 
 __all__ = ["ChatModelAgent", "ToolExecutionMode", "ToolsConfig", "exit_tool"]

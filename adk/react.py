@@ -52,14 +52,15 @@ from compose.runnable import Runnable
 from compose.schema import Message, ToolInfo, tool_message
 from compose.state import is_awaitable, process_state
 from compose.stream import SKIP, SkipType, StreamReader, concat
-from compose.tool_middleware import _MessageOutput, named_tool_stream
-from compose.tool_node import (
+from compose.tool_middleware import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
     StreamToolOutput,
     ToolInput,
     ToolMiddleware,
     ToolOutput,
+    _MessageOutput,
+    named_tool_stream,
 )
 
 __all__ = [
