@@ -151,17 +151,21 @@ class History:
         transfer = event.action is not None and event.action.transfer_to_agent is not None
         self._counter[0] += 1
         seq = self._counter[0]
-        targets = [self] if self.mirror is None else [self, self.mirror]
-        for history in targets:
-            kept: MessageVariant | None = None
-            if variant is not None:
-                if variant.message_stream is not None and variant.message is None:
-                    mine, theirs = variant.message_stream.copy(2)
-                    variant.message_stream = theirs
-                    kept = MessageVariant(True, None, mine, variant.role, variant.tool_name)
-                else:
-                    kept = MessageVariant(variant.is_streaming, variant.message, None, variant.role, variant.tool_name)
-            history.records.append(_Record(event.agent_name, kept, transfer, seq))
+        self._keep(event.agent_name, variant, transfer, seq)
+        if self.mirror is not None:
+            self.mirror._keep(event.agent_name, variant, transfer, seq)
+
+    def _keep(self, agent_name: str, variant: MessageVariant | None, transfer: bool, seq: int) -> None:
+        """Append the record of one event: a streamed message keeps a copy of its stream (the event keeps the
+        other), a whole message shares the event's variant (nothing in it changes once it is sent)."""
+        if variant is not None and variant.message_stream is not None:
+            if variant.message is None:
+                mine, theirs = variant.message_stream.copy(2)
+                variant.message_stream = theirs
+                variant = MessageVariant(True, None, mine, variant.role, variant.tool_name)
+            else:
+                variant = MessageVariant(variant.is_streaming, variant.message, None, variant.role, variant.tool_name)
+        self.records.append(_Record(agent_name, variant, transfer, seq))
 
     def restore(self, records: Sequence[RecordedEvent]) -> None:
         """Put saved records back (a resumed run)."""

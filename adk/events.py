@@ -196,6 +196,9 @@ class AgentInput:
     enable_streaming: bool = False
 
 
+_MESSAGE_TYPE = {Message}
+
+
 def checked_messages(messages: Any, where: str) -> list[Message]:
     """``messages`` as a list, or a ``TypeError`` naming ``where`` and the first item that is not a ``Message``."""
     if type(messages) is not list and (isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence)):
@@ -203,6 +206,8 @@ def checked_messages(messages: Any, where: str) -> list[Message]:
             f"{where}: messages must be a list of Message, got {type(messages).__qualname__} "
             "(Runner.query(text) runs one user message)"
         )
+    if not set(map(type, messages)) - _MESSAGE_TYPE:  # every item exactly a Message: checked in C
+        return list(messages)
     for i, m in enumerate(messages):
         if not isinstance(m, Message):
             raise TypeError(
