@@ -382,9 +382,18 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
     else:
         g.add_lambda_node(
             TO_END_CONVERTER_NODE,
-            Lambda(transform=_to_end_converter, input_type=list[Message], output_type=Message),
+            Lambda(
+                invoke=_to_end_value, transform=_to_end_converter, input_type=list[Message], output_type=Message
+            ),
         )
-        g.add_branch(TOOL_NODE, StreamGraphBranch(_check_return_directly, {CHAT_MODEL_NODE, TO_END_CONVERTER_NODE}))
+        g.add_branch(
+            TOOL_NODE,
+            StreamGraphBranch(
+                _check_return_directly,
+                {CHAT_MODEL_NODE, TO_END_CONVERTER_NODE},
+                value_condition=_check_return_directly_value,
+            ),
+        )
         g.add_edge(TO_END_CONVERTER_NODE, end)
     # iterations, not graph steps, are the limit
     return g.compile(name=agent_name or "ChatModelAgent", max_run_steps=2**31, checkpoint_store=config.checkpoint_store)
@@ -448,6 +457,16 @@ async def _check_return_directly(reader: StreamReader[list[Message | None]]) -> 
         return TO_END_CONVERTER_NODE if st.has_return_directly else CHAT_MODEL_NODE
 
 
+def _check_return_directly_value(_results: list[Message | None]) -> str | Awaitable[str]:
+    """``_check_return_directly`` for a value (an invoke run): the run's state read at once when the run holds it
+    (every tool call of the step has finished: nothing writes it now)."""
+    run = current_run.get()
+    st = run.state if run is not None else None
+    if st is None:
+        return _check_return_directly(StreamReader.from_iterable((_results,)))
+    return TO_END_CONVERTER_NODE if st.has_return_directly else CHAT_MODEL_NODE
+
+
 def _pick(call_id: str, chunk: list[Message | None]) -> Message | SkipType:
     for msg in chunk:
         if msg is not None and msg.tool_call_id == call_id:
@@ -473,6 +492,22 @@ async def _to_end_converter(reader: StreamReader[list[Message | None]]) -> Strea
     variant = MessageVariant(False, message=message, role="tool", tool_name=message.tool_name)
     run.send(AgentEvent(output=AgentOutput(variant), action=action))
     return StreamReader.from_iterable((message,))
+
+
+async def _to_end_value(results: list[Message | None]) -> Message:
+    """``_to_end_converter`` for a value (an invoke run): the return-directly call's message itself."""
+    async with process_state(State) as st:
+        call_id = st.return_directly_tool_call_id
+        action = st.return_directly_action
+    message = _pick(call_id, results)
+    if message is SKIP:
+        raise ValueError(f"return-directly tool call '{call_id}' has no result among the tool results")
+    assert isinstance(message, Message)
+    run = current_run.get()
+    if run is not None and run.held_call_id != call_id:
+        variant = MessageVariant(False, message=message, role="tool", tool_name=message.tool_name)
+        run.send(AgentEvent(output=AgentOutput(variant), action=action))
+    return message
 
 
 # ----------------------------------------------------------------------------------------------------------
