@@ -402,7 +402,10 @@ class RunHandle:
         self._run.set_pause_check(check)
 
     async def begin(self, x: Any) -> None:
-        await self._guard(self._run.begin(x))
+        if self._checkpoint_id is None:  # nothing to save or release (as ``step``)
+            await self._run.begin(x)
+        else:
+            await self._guard(self._run.begin(x))
 
     def step(self, *, to_end: bool = False, until: Callable[[], bool] | None = None) -> Awaitable[bool]:
         """Run one superstep (or, with ``to_end``, all of them; with ``until``, as many as it takes for it to

@@ -234,11 +234,16 @@ def build_tables(
                 out_check=output_check(d),
                 declared=d.output_type,
                 plain=plain,
+                has_pre=bool(d.pre_handler or d.stream_pre_handler or d.input_key),
                 takes_options=d.component in _TAKES_OPTIONS
                 or (d.component == "Lambda" and d.impl.takes_options),
                 invoke1=d.paradigms.invoke1 if plain and sub is None and d.paradigms is not None else None,
                 instance=d.impl,
                 checked_chunks=d.component == "ChatModel" and getattr(d.impl, "checks_messages", False) is True,
+                value_stream=sub is None
+                and d.paradigms is not None
+                and "stream" in d.paradigms.implemented
+                and "transform" not in d.paradigms.implemented,
             )
         )
 

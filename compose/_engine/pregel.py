@@ -97,8 +97,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
             x = self._take(j)
         del box  # not held while the node runs (a parked run holds its frames' locals)
         if j == t.end:
-            await self._close_all()
-            return x
+            return x  # nothing else is held: the inbox was END's alone and every output is routed
         if self.gated or self.steps >= self.max_steps:
             await _gate(self, [(j, x)])
         if deferred or self.options.external_interrupt is not None:

@@ -248,8 +248,7 @@ class GraphRun:
         self.pending: list[tuple[int, Any]] = []
         self.steps = 0
         self.frame: _StateFrame | None = None
-        self.cb: CallbackConfig | None = _NOTHING
-        # whether every node takes the general path (streaming, callbacks or per-call node options): set with cb
+        self.cb: CallbackConfig | None = _NOTHING  # looked up at the first entry (_prepare)
         self.general = True
         self.live = False  # its handlers saw the start and not yet the end (aclose then reports a cancel)
         self.track = _node_address.get() is not None  # nodes run with their address set (track_addresses)
@@ -285,8 +284,17 @@ class GraphRun:
 
     async def begin(self, value: Any) -> None:
         """Start a run that the caller drives with ``step()`` (the agent runner does, to emit events between
-        supersteps). Context (state, callbacks) is entered and left around each call."""
-        tokens = await self._enter_or_close(value)
+        supersteps). Context (state, callbacks) is entered and left around each call that runs anything: a
+        fresh run without handlers only queues its input."""
+        try:
+            cb = self._prepare()
+        except BaseException as exc:
+            await fail_early(self.options, self.path, self.info, self.streaming, value, exc)
+            raise
+        if cb is None and self.restore_from is None:  # no handler to fire, no snapshot to restore
+            self.pending.append((self.t.start, value))
+            return
+        tokens = self._enter()
         try:
             await self._begin(value)
         finally:
@@ -294,12 +302,22 @@ class GraphRun:
 
     async def step(self, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
         """Run one superstep (Pregel) or the whole run (DAG); True once ``result`` is set. With ``until``, keep
-        running supersteps until it returns True after one (the agent runner stops when there are events)."""
-        tokens = self._enter()
+        running supersteps until it returns True after one (the agent runner stops when there are events).
+        The run's state frame and callbacks are set for what runs now, and reset before it returns (the
+        caller's code between steps sees neither)."""
+        cb = self.cb
+        if cb is _NOTHING:
+            cb = self._prepare()
+        frame = self.frame
+        tok_frame = _current_frame.set(frame) if frame is not None else None
+        tok_cb = _current_config.set(cb) if cb is not _current_config.get() else None
         try:
             return await self._step(to_end, until)
         finally:
-            self._exit(tokens)
+            if tok_cb is not None:
+                _current_config.reset(tok_cb)
+            if tok_frame is not None:
+                _current_frame.reset(tok_frame)
 
     def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
         """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` (the nodes of the step before,
@@ -330,29 +348,29 @@ class GraphRun:
             self.live = False
             await fire_cancel(self._handlers(), self.info)
 
-    async def _enter_or_close(self, value: Any) -> tuple[Any, Any]:
-        try:
-            return self._enter()
-        except BaseException as exc:
-            await fail_early(self.options, self.path, self.info, self.streaming, value, exc)
-            raise
-
-    def _enter(self) -> tuple[Any, Any]:
-        """Set the run's state frame and callbacks for what runs now (every step comes this way)."""
-        frame = self.frame
-        factory = self.t.state_factory if frame is None else None
-        if factory is not None:
+    def _prepare(self) -> CallbackConfig | None:
+        """At the run's first entry: make its state (the factory is called once per run) and look up its
+        callbacks."""
+        factory = self.t.state_factory
+        if factory is not None and self.frame is None:
             try:
                 state = factory()
             except Exception as exc:
                 raise GraphRunError(
                     f"state factory of graph '{self.t.name}' failed: {type(exc).__name__}: {exc}"
                 ) from exc
-            frame = self.frame = _StateFrame(state, _current_frame.get())
+            self.frame = _StateFrame(state, _current_frame.get())
+        cb = self.cb = callback_config(self.options, self.path)
+        # whether every node takes the general path (streaming, callbacks or per-call node options)
+        self.general = self.streaming or cb is not None or bool(self.options.node_options)
+        return cb
+
+    def _enter(self) -> tuple[Any, Any]:
+        """Set the run's state frame and callbacks for what runs now (``step`` does the same inline)."""
         cb = self.cb
         if cb is _NOTHING:
-            cb = self.cb = callback_config(self.options, self.path)
-            self.general = self.streaming or cb is not None or bool(self.options.node_options)
+            cb = self._prepare()
+        frame = self.frame
         return (
             _current_frame.set(frame) if frame is not None else None,
             _current_config.set(cb) if cb is not _current_config.get() else None,
@@ -509,9 +527,22 @@ class GraphRun:
         value_out = not self.streaming or (
             cls is not None and node.paradigms is not None and node.paradigms.implemented == _INVOKE_ONLY
         )
+        value_in = False  # x is the value a pre handler returned, where the node takes a stream
         try:
-            if not node.plain:
+            if not node.has_pre:
+                pass
+            elif node.pre is None or node.input_key is not None:
                 x = await self._pre(node, x)
+            elif not self.streaming:
+                x = await call_handler(node.pre, x, self.frame)  # type: ignore[arg-type]
+            else:
+                # a value pre handler in a streaming run: its value goes to a node that takes one as it is (no
+                # stream of one chunk made to be concatenated back)
+                x = await call_handler(node.pre, await concat(x), self.frame)  # type: ignore[arg-type]
+                if value_out or (node.value_stream and self.cb is None):
+                    value_in = True
+                else:
+                    x = _one(x)
             phase = ""
             opts = self.options.node_options.get(node.key, _EMPTY)
             if node.sub is not None:
@@ -535,7 +566,9 @@ class GraphRun:
                 if not self.streaming:
                     out = await p.invoke(x, **opts)
                 elif value_out:
-                    out = await p.invoke(await concat(x), **opts)
+                    out = await p.invoke(x if value_in else await concat(x), **opts)
+                elif value_in:
+                    out = await p.stream(x, **opts)
                 else:
                     out = await p.transform(x, **opts)
         except BaseException as exc:

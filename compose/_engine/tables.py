@@ -59,6 +59,7 @@ class NodeRT:
     declared: Any
 
     plain: bool  # no handler and no key mapping
+    has_pre: bool  # a pre handler or an input key: something runs before the node
     takes_options: bool  # accepts per-call node options (keyword arguments)
     # the node's own single-argument invoke when it is plain and not a sub-graph: the invoke-mode fast path
     invoke1: Callable[[Any], Any] | None
@@ -66,6 +67,9 @@ class NodeRT:
     # a chat model whose stream checks its chunks itself (``checks_messages``: an agent's event layer): the
     # node's output stream is not checked again, only its errors named
     checked_chunks: bool = False
+    # implements stream (value in) and not transform: in a streaming run without callbacks, a value pre
+    # handler's output goes straight to stream (what the derived transform would concatenate it back to)
+    value_stream: bool = False
 
 
 @dataclass(frozen=True, slots=True)
