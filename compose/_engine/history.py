@@ -521,7 +521,8 @@ async def update_state(
         rec.boxes.pop(j, None)
         if j in run.ready:
             run.ready.remove(j)
-        run.resume_for.pop(j, None)
+        if j in run.resume_for:
+            del run.resume_for[j]
         if state is not None:
             _patch_state(run, state, where)
         await run._finish(j, _one(output) if run.streaming else output)

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
+from types import MappingProxyType
 from typing import Any
 
 import anyio
@@ -74,6 +75,8 @@ from compose.stream import one_chunk as _one
 _EMPTY: Mapping[str, Any] = {}
 _INVOKE_ONLY = frozenset({"invoke"})
 _NO_READY: deque[int] = deque(maxlen=0)
+_NONE_FOR: Any = MappingProxyType({})  # an empty table shared by the runs that never fill it (read-only)
+_NO_NODES: list[int] = []  # ``last`` before the first step (replaced, never appended to)
 
 
 
@@ -234,11 +237,8 @@ class GraphRun:
         self.t = tables
         # shared by a root run and its sub-graph runs: marks the errors their streams named (``blame``)
         self.origin = origin if origin is not None else object()
-        self.address = address or f"runnable:{tables.name}"
+        self.address = address or tables.address
         self.restore_from = restore_from
-        self.resume_for: dict[int, tuple[RerunRecord, Mapping[str, Any]]] = {}
-        self.skip_before = False
-        self.rerun_restored = False
         self.streaming = streaming
         self.options = options
         self.path = path
@@ -253,11 +253,19 @@ class GraphRun:
         self.live = False  # its handlers saw the start and not yet the end (aclose then reports a cancel)
         self.track = _node_address.get() is not None  # nodes run with their address set (track_addresses)
         self.result: Any = _NOTHING
-        self.last: list[int] = []
-        # only a DAG run queues ready nodes (an empty deque is 600 bytes; a Pregel run shares one that holds none)
-        self.ready: deque[int] = deque() if tables.dag else _NO_READY
-        self.reported: dict[int, set[int]] = {}
-        self.skipped: dict[int, set[int]] = {}
+        self.last: list[int] = _NO_NODES
+        # what only a restored run (resume_for, skip_before, rerun_restored) or a DAG run (ready, reported,
+        # skipped) changes is shared and read-only until then (``resume.restore`` and ``dag`` replace them):
+        # a run holds no empty containers of its own for them (an empty deque is 600 bytes, a dict 64)
+        self.resume_for: dict[int, tuple[RerunRecord, Mapping[str, Any]]] = _NONE_FOR
+        self.skip_before = self.rerun_restored = False
+        if tables.dag:
+            self.ready: deque[int] = deque()
+            self.reported: dict[int, set[int]] = {}
+            self.skipped: dict[int, set[int]] = {}
+        else:
+            self.ready = _NO_READY
+            self.reported = self.skipped = _NONE_FOR
         max_steps = tables.max_steps
         if options.max_run_steps is not None:
             if tables.dag:

@@ -145,8 +145,10 @@ class Tables:
     n: int = field(init=False)
     end: int = field(init=False)  # == n
     start: int = field(init=False)  # == n + 1
+    address: str = field(init=False)  # a root run's address (``compose.interrupt``)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "address", f"runnable:{self.name}")
         object.__setattr__(self, "n", len(self.nodes))
         object.__setattr__(self, "end", len(self.nodes))
         object.__setattr__(self, "start", len(self.nodes) + 1)
