@@ -112,19 +112,6 @@ def _check_condition_input(key: str, b: BranchRT, chunk: Any) -> Any:
     return chunk
 
 
-async def _choose(vr: tuple[Callable[[Any], Any], BranchRT], value: Any, key: str) -> int:
-    """The node a branch with a synchronous value condition chooses for ``value`` (as ``decide_value``)."""
-    condition, rt = vr
-    try:
-        chosen = condition(value)
-    except (BranchError, RuntimeTypeError, NodeRunError):
-        raise  # the condition read a stream that broke: the node that produced it is named already
-    except Exception as exc:
-        raise rt.branch.failed(exc, key) from exc
-    j = rt.index_of.get(chosen, -1) if type(chosen) is str else -1
-    return j if j >= 0 else rt.index_of[await rt.branch.settle(chosen, key)]
-
-
 def _with_callbacks(p: Paradigms, handlers: tuple[CallbackHandler, ...], info: RunInfo) -> Paradigms:
     """Fire callbacks around what the component implements, then derive the rest (eino-semantics 1.8)."""
 
@@ -320,7 +307,22 @@ class GraphRun:
         tok_frame = _current_frame.set(frame) if frame is not None else None
         tok_cb = _current_config.set(cb) if cb is not _current_config.get() else None
         try:
-            return await self._step(to_end, until)
+            if self.t.dag:
+                out = await run_dag(self)
+            else:
+                out = await self._pregel(to_end)
+                while out is _NOTHING and (to_end or (until is not None and not until())):
+                    out = await self._pregel(to_end)
+                if out is _NOTHING:
+                    return False
+            if cb is None:
+                self.result = out
+            else:
+                await self._end_run(out)
+            return True
+        except BaseException as exc:
+            await self._fail(exc)
+            raise
         finally:
             if tok_cb is not None:
                 _current_config.reset(tok_cb)
@@ -411,22 +413,6 @@ class GraphRun:
                 self.pending.append((self.t.start, value))
         except BaseException as exc:
             await _close(value)
-            await self._fail(exc)
-            raise
-
-    async def _step(self, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
-        try:
-            if self.t.dag:
-                out = await run_dag(self)
-            else:
-                out = await self._pregel(to_end)
-                while out is _NOTHING and (to_end or (until is not None and not until())):
-                    out = await self._pregel(to_end)
-                if out is _NOTHING:
-                    return False
-            await self._end_run(out)
-            return True
-        except BaseException as exc:
             await self._fail(exc)
             raise
 
@@ -668,7 +654,17 @@ class GraphRun:
         if brs and src < t.n and not self.streaming:
             vr = t.value_route[src]
             if vr is not None:  # the common case: one branch choosing with a synchronous condition
-                self._deliver(src, await _choose(vr, out, t.keys[src]), out)
+                condition, rt = vr
+                try:
+                    chosen = condition(out)
+                except (BranchError, RuntimeTypeError, NodeRunError):
+                    raise  # the condition read a stream that broke: the node that produced it is named already
+                except Exception as exc:
+                    raise rt.branch.failed(exc, t.keys[src]) from exc
+                dst = rt.index_of.get(chosen, -1) if type(chosen) is str else -1
+                if dst < 0:
+                    dst = rt.index_of[await rt.branch.settle(chosen, t.keys[src])]
+                self._deliver(src, dst, out)
                 return
         if not brs:
             if not succ:
