@@ -75,7 +75,8 @@ async def concat(reader: StreamReader[T]) -> T:
         ConcatError: if the chunks cannot be concatenated.
     """
     if type(reader) is _IterReader and not reader._closed:  # values only, never waits: no loop, no close to await
-        return concat_items(reader.take_remaining())
+        values: tuple[T, ...] = reader.take_remaining()
+        return concat_items(values)
     items: list[T] = []
     try:
         while True:
