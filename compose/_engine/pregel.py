@@ -90,6 +90,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
     # interrupts before nodes, then the step limit.
     if len(inbox) == 1:  # the hot path: one node this step
         j, box = inbox.popitem()
+        inbox.clear()  # frees the emptied table (a run parked in this step holds no 160 bytes for it)
         if len(box) == 1:  # from one predecessor: nothing to merge
             (x,) = box.values()
         else:

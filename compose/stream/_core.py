@@ -371,7 +371,12 @@ class _IterReader(StreamReader[T]):
     _kind = "iterable"
 
     def __init__(self, items: tuple[T, ...], start: int = 0) -> None:
-        super().__init__()
+        # StreamReader.__init__ inline: the commonest reader (every one-chunk stream) is made without a call
+        self._closed = False
+        self._done = False
+        self._gen = _Tracker.generation
+        if _Tracker.enabled:
+            _Tracker.live.add(self)
         self._items = items
         self._i = start
         self._n = len(items)
