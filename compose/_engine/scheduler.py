@@ -465,7 +465,7 @@ class GraphRun:
                 # a value pre handler in a streaming run: its value goes to a node that takes one as it is (no
                 # stream of one chunk made to be concatenated back)
                 x = await call_handler(node.pre, await concat(x), self.frame)  # type: ignore[arg-type]
-                if value_out or (node.value_stream and self.cb is None):
+                if value_out or node.value_stream:
                     value_in = True
                 else:
                     x = _one(x)

@@ -67,8 +67,8 @@ class NodeRT:
     # a chat model whose stream checks its chunks itself (``checks_messages``: an agent's event layer): the
     # node's output stream is not checked again, only its errors named
     checked_chunks: bool = False
-    # implements stream (value in) and not transform: in a streaming run without callbacks, a value pre
-    # handler's output goes straight to stream (what the derived transform would concatenate it back to)
+    # implements stream (value in) and not transform: in a streaming run, a value pre handler's output goes
+    # straight to stream (what the derived transform would concatenate it back to; callbacks wrap stream)
     value_stream: bool = False
 
 
