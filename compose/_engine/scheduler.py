@@ -513,13 +513,10 @@ class GraphRun:
                 raise
             raise NodeRunError([*self.path, node.key], exc, phase=phase) from exc
         if not value_out:
-            component = node.info.component
-            if node.sub is not None or component == "Passthrough":  # their streams' errors are named upstream
+            if not node.blamed:  # a sub-graph's or a passthrough's stream: its errors are named upstream
                 return out if key is None else out.map(partial(_wrap_key, key))
-            model = node.info.type if component == "ChatModel" else ""
-            if model and node.checked_chunks:
-                model, cls = "", None  # its chunks are checked already: only their errors are named
-            return OutputStream((*self.path, node.key), self.origin, cls, node.declared, key, model).wrap(out)
+            path = (*self.path, node.key)
+            return OutputStream(path, self.origin, cls, node.declared, key, node.stream_model).wrap(out)
         if cls is not None and not isinstance(out, cls):
             await _close(out)
             raise NodeOutputTypeError([*self.path, node.key], node.declared, type(out))
