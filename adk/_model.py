@@ -56,76 +56,82 @@ def _usage(msg: Message) -> dict[str, int] | None:
 
 
 class EventModel:
-    """Sends a model event per call (per attempt under retry) into the current run. Its ``generate`` checks
-    that the model returned a ``Message`` (``checks_messages``: the graph's node does not check again)."""
+    """Sends a model event per call (per attempt under retry) into the current run. It checks that the model
+    returned a ``Message`` / a ``StreamReader`` of ``Message`` chunks (``checks_messages``: the graph's node does
+    not check again), naming agent ``agent_name``."""
 
     checks_messages = True
 
     def __init__(
-        self, inner: ChatModel, retry: ModelRetryConfig | None = None, output: OutputSchema | None = None
+        self,
+        inner: ChatModel,
+        retry: ModelRetryConfig | None = None,
+        output: OutputSchema | None = None,
+        agent_name: str = "",
     ) -> None:
         self.inner = inner
         self.retry = retry
         self.output = output
+        self.agent_name = agent_name
+        where = f"agent '{agent_name}': chat model {type(inner).__qualname__}" if agent_name else ""
+        self._generate_source = f"{where or f'chat model {type(inner).__qualname__}'}: generate()"
+        self._stream_source = f"{where or f'chat model {type(inner).__qualname__}'}: stream()"
+        # whether a stream's event copy ends with WillRetryError when the call is retried
+        self._retries = retry is not None and retry.max_retries > 0
 
     def with_tools(self, tools: Sequence[ToolInfo]) -> EventModel:
-        return EventModel(self.inner.with_tools(tools), self.retry, self.output)
+        return EventModel(self.inner.with_tools(tools), self.retry, self.output, self.agent_name)
 
     def __repr__(self) -> str:
         return f"EventModel({self.inner!r})"
-
-    def _source(self, run: RunContext, method: str) -> str:
-        return f"agent '{run.agent_name}': chat model {type(self.inner).__qualname__}: {method}"
 
     async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
         run = current_run.get()
         if run is None:
             bare: object = await self.inner.generate(messages, **opts)
-            if isinstance(bare, Message):
-                return bare
-            return checked_message(bare, f"chat model {type(self.inner).__qualname__}: generate()")
+            return bare if isinstance(bare, Message) else checked_message(bare, self._generate_source)
         inner = self.inner if run.cancel is None else run.cancel.model(self.inner)  # cancellable: adk.cancel
         if run.telemetry:
             run.emit("model.call.started", attempt=current_attempt.get(), streaming=False)
             try:
                 got: object = await inner.generate(messages, **opts)
-                msg = got if isinstance(got, Message) else checked_message(got, self._source(run, "generate()"))
+                msg = got if isinstance(got, Message) else checked_message(got, self._generate_source)
             except Exception as exc:
                 run.emit("model.call.completed", attempt=current_attempt.get(), error=repr(exc), usage=None)
                 raise
             run.emit("model.call.completed", attempt=current_attempt.get(), usage=_usage(msg))
         else:
-            # the error names the agent: its text is built only when it is needed
             answer: object = await inner.generate(messages, **opts)
-            msg = answer if isinstance(answer, Message) else checked_message(answer, self._source(run, "generate()"))
-        output = AgentOutput(MessageVariant(False, message=msg))
+            msg = answer if isinstance(answer, Message) else checked_message(answer, self._generate_source)
+        output = AgentOutput(MessageVariant(False, msg))
         if self.output is not None and not msg.tool_calls:
             output.structured = self.output.try_parse(msg.content)
-        run.send(AgentEvent(output=output))
+        run.events.append(AgentEvent(run.agent_name, run.run_path, output))
         return msg
 
     async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
         run = current_run.get()
         if run is None:
-            return await self.inner.stream(messages, **opts)
+            return checked_stream(await self.inner.stream(messages, **opts), self._stream_source)
         attempt = current_attempt.get()
-        run.emit("model.call.started", attempt=attempt, streaming=True)
+        telemetry = bool(run.telemetry)
+        if telemetry:
+            run.emit("model.call.started", attempt=attempt, streaming=True)
         cancel = run.cancel  # a cancellable run's: the call and the stream's reads are cut off by a cancel
         try:
             started: object = await (self.inner if cancel is None else cancel.model(self.inner)).stream(
                 messages, **opts
             )
-            reader = (
-                started if isinstance(started, StreamReader) else checked_stream(started, self._source(run, "stream()"))
-            )
+            reader = started if isinstance(started, StreamReader) else checked_stream(started, self._stream_source)
         except Exception as exc:
-            run.emit("model.call.completed", attempt=attempt, usage=None, error=repr(exc))
+            if telemetry:
+                run.emit("model.call.completed", attempt=attempt, usage=None, error=repr(exc))
             raise
         # checked before the copy: the event's reader and the graph's see the same ModelResponseError
-        reader = MapReader(reader, partial(checked_chunk, self._source(run, "stream()")), is_async=False)
+        reader = MapReader(reader, partial(checked_chunk, self._stream_source), is_async=False)
         if run.deadline is not None:
             reader = StreamReader.from_async_iterator(_Deadline(reader, run.deadline, run.timeout))
-        if run.telemetry:
+        if telemetry:
             reader = StreamReader.from_async_iterator(_Tap(reader, run, attempt))
         if cancel is not None:
             reader = cancel.model_stream(reader)
@@ -133,13 +139,13 @@ class EventModel:
         if cancel is not None:
             event_copy = cancel.event_stream(event_copy)
         failover = failover_has_more.get()
-        if (self.retry is not None and self.retry.max_retries > 0) or failover:
+        if self._retries or failover:
             event_copy = StreamReader.from_async_iterator(_RetryMarker(event_copy, self.retry, attempt, failover))
         output = AgentOutput()
         if self.output is not None:
             event_copy = StreamReader.from_async_iterator(_ParseAtEnd(event_copy, self.output, output))
-        output.message_output = MessageVariant(True, message_stream=event_copy)
-        run.send(AgentEvent(output=output))
+        output.message_output = MessageVariant(True, None, event_copy)
+        run.events.append(AgentEvent(run.agent_name, run.run_path, output))
         return out
 
 

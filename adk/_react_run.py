@@ -45,6 +45,7 @@ from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:
     from adk.agent import AgentContext
+    from adk.agent_run import AgentRun
     from adk.cancel import CancelLink
 
 __all__ = ["ReactResumeState", "ReactRun", "run_stop"]
@@ -100,9 +101,34 @@ def load_resume_state(state: Any, agent_name: str) -> ReactResumeState:
 
 
 class ReactRun:
-    """One ``ChatModelAgent`` run (see the module docstring); an async iterator of its events."""
+    """One ``ChatModelAgent`` run (see the module docstring); an async iterator of its events.
 
-    _cancel: CancelLink | None = None  # a cancellable run's (adk.cancel)
+    ``root``: the Runner's run (``adk.agent_run.AgentRun``) when this is its root agent's run: the events are
+    handed out here, through its ``_handle`` (those with an error or an action) and ``_end``, so that the
+    consumer's ``__anext__`` is this one's (one frame of the agent layer per parked run).
+    """
+
+    __slots__ = (
+        "_address",
+        "_bridge",
+        "_callbacks",
+        "_closed",
+        "_counted",
+        "_ctx",
+        "_deadline",
+        "_finished",
+        "_graph_id",
+        "_input",
+        "_output_key",
+        "_resume",
+        "_run",
+        "_runnable",
+        "_session",
+        "_streaming",
+        "_timeout",
+        "final_message",
+        "root",
+    )
 
     def __init__(
         self,
@@ -139,9 +165,10 @@ class ReactRun:
         self._finished = False
         self._counted = False
         self.final_message: Message | None = None
+        self.root: AgentRun | None = None
         cancel = agent_ctx.session.cancel
-        if cancel is not None:  # a cancellable run: its view of the cancel (adk.cancel)
-            self._cancel = ctx.cancel = cancel.for_agent(self._address)
+        if cancel is not None:  # a cancellable run: its view of the cancel (adk.cancel), ``ctx.cancel``
+            ctx.cancel = cancel.for_agent(self._address)
 
     def __repr__(self) -> str:
         state = "finished" if self._finished else "running" if self._run is not None else "not started"
@@ -150,64 +177,70 @@ class ReactRun:
             f"queued={len(self._ctx.events)}, reason={self._ctx.termination_reason!r})"
         )
 
+    @property
+    def started(self) -> bool:
+        """Its first event has been asked for."""
+        return self._run is not None or self._finished
+
     def __aiter__(self) -> ReactRun:
         return self
 
     async def __anext__(self) -> AgentEvent:
         ctx = self._ctx
         events = ctx.events
-        if self._run is None and not self._finished:
-            # the run's entry: a cancellation point before anything (trio's rule for async APIs), unless the
-            # Runner's entry has just been one
-            if not self._session.entry_checked:
-                await anyio.lowlevel.checkpoint_if_cancelled()
-            self._session.entry_checked = False
-        if events:
-            return events.pop(0)
-        if self._finished:
-            raise StopAsyncIteration
-        # supersteps until there is an event to hand out (the first starts the run); on the end or an error,
-        # finish. One frame and one context-variable pair per event: every event of the run comes this way.
-        token = current_run.set(ctx)
-        try:
-            while True:
-                run = self._run
-                if self._timeout is None:
-                    done = await (run.step(until=self._has_events) if run is not None else self._start())
-                else:
-                    if self._deadline is None:
-                        self._deadline = anyio.current_time() + self._timeout
-                        # model streams read outside the supersteps honour it too (adk._model)
-                        ctx.deadline, ctx.timeout = self._deadline, self._timeout
-                    with anyio.CancelScope(deadline=self._deadline) as scope:
-                        done = await (run.step(until=self._has_events) if run is not None else self._start())
-                    if scope.cancelled_caught:
-                        raise AgentTimeoutError(self._timeout)
-                if ctx.held is not None:
+        if not events and not self._finished:
+            if self._run is None:
+                # the run's entry: a cancellation point before anything (trio's rule for async APIs), unless the
+                # Runner's entry has just been one
+                if not self._session.entry_checked:
+                    await anyio.lowlevel.checkpoint_if_cancelled()
+                self._session.entry_checked = False
+            # supersteps until there is an event to hand out (the first starts the run); on the end or an error,
+            # finish. One frame and one context-variable pair per event: every event of the run comes this way.
+            try:
+                token = current_run.set(ctx)
+                try:
+                    while True:
+                        run = self._run
+                        if self._timeout is None:
+                            done = await (run.step(until=self._has_events) if run is not None else self._start())
+                        else:
+                            if self._deadline is None:
+                                self._deadline = anyio.current_time() + self._timeout
+                                # model streams read outside the supersteps honour it too (adk._model)
+                                ctx.deadline, ctx.timeout = self._deadline, self._timeout
+                            with anyio.CancelScope(deadline=self._deadline) as scope:
+                                done = await (run.step(until=self._has_events) if run is not None else self._start())
+                            if scope.cancelled_caught:
+                                raise AgentTimeoutError(self._timeout)
+                        if ctx.held is not None:
+                            self._flush_held()
+                        if done:
+                            await self._complete()
+                        if events or self._finished:
+                            break
+                except GraphInterrupt as exc:
+                    if self._session.resumable:
+                        await self._drop_held()  # the resumed run sends it, last (see adk.react._to_end_converter)
+                    else:
+                        self._flush_held()  # the run cannot resume: this is the event's only chance
+                    await self._pause(exc)  # queues the pause's event
+                except Exception as exc:
                     self._flush_held()
-                if done:
-                    await self._complete()
-                if events:
-                    return events.pop(0)
-                if self._finished:
-                    raise StopAsyncIteration
-        except StopAsyncIteration:
-            raise
-        except GraphInterrupt as exc:
-            if self._session.resumable:
-                await self._drop_held()  # the resumed run sends it, last (see adk.react._to_end_converter)
-            else:
-                self._flush_held()  # the run cannot resume: this is the event's only chance
-            await self._pause(exc)
-        except Exception as exc:
-            self._flush_held()
-            await self._fail(exc)
-        except BaseException:
-            await self.aclose()
-            raise
-        finally:
-            current_run.reset(token)
-        return events.pop(0)  # the pause's or the failure's event
+                    await self._fail(exc)  # queues the failure's event
+                finally:
+                    current_run.reset(token)
+            except BaseException:
+                await (self.root.aclose() if self.root is not None else self.aclose())
+                raise
+        if events:
+            event = events.pop(0)
+            if self.root is None or (event.error is None and event.action is None):
+                return event
+            return await self.root._handle(event)
+        if self.root is not None:
+            return await self.root._end()
+        raise StopAsyncIteration
 
     def _capture_state(self, path: list[str], state: Any) -> None:
         # a resumed graph's state is the restored one, not the one its state factory made
@@ -236,8 +269,9 @@ class ReactRun:
         # bridge was written
         checked = not self._callbacks.handlers and self._resume is None
         self._run = await self._runnable.start_run(x, streaming=self._streaming, cancel_checked=checked, **opts)
-        if self._cancel is not None:  # a cancellable run stops where its cancel says, before a node runs
-            self._run.set_pause_check(self._cancel.pause_here)
+        cancel: CancelLink | None = self._ctx.cancel
+        if cancel is not None:  # a cancellable run stops where its cancel says, before a node runs
+            self._run.set_pause_check(cancel.pause_here)
         # supersteps that produce no event run back to back: there is nothing to hand out between them
         return await self._run.step(until=self._has_events)
 
@@ -260,22 +294,19 @@ class ReactRun:
     def _count(self) -> None:
         if not self._counted:
             self._counted = True
-            self._session.total_tokens += self._ctx.total_tokens - self._tokens_before
-
-    @property
-    def _tokens_before(self) -> int:
-        return self._resume[0].total_tokens if self._resume is not None else 0
+            before = self._resume[0].total_tokens if self._resume is not None else 0
+            self._session.total_tokens += self._ctx.total_tokens - before
 
     async def _forget_graph(self) -> None:
-        if self._graph_id:
-            with anyio.CancelScope(shield=True):
-                await self._bridge.delete(self._graph_id)
+        with anyio.CancelScope(shield=True):
+            await self._bridge.delete(self._graph_id)
 
     async def _complete(self) -> None:
         assert self._run is not None
         result = self._run.result
         self._finished = True
-        await self._forget_graph()
+        if self._graph_id:
+            await self._forget_graph()
         final: Message = await concat(result) if self._streaming else result
         self.final_message = final
         self._session.final_message = final
@@ -295,7 +326,8 @@ class ReactRun:
             await self._run.aclose()
         contexts = agent_contexts(exc.info.interrupt_contexts, self._address)
         graph = await self._bridge.get(self._graph_id) if self._graph_id else None
-        await self._forget_graph()
+        if self._graph_id:
+            await self._forget_graph()
         state: dict[str, Any] | None = None
         if graph is not None:  # a run that cannot resume has not checkpointed
             state = ReactResumeState(
@@ -316,7 +348,8 @@ class ReactRun:
         self._finished = True
         if self._run is not None:
             await self._run.aclose()
-        await self._forget_graph()
+        if self._graph_id:
+            await self._forget_graph()
         error = _agent_error(exc)
         self._ctx.termination_reason = error.reason if isinstance(error, AgentError) else "error"
         self._count()
@@ -343,8 +376,10 @@ class ReactRun:
         self._finished = True
         if self._run is not None:
             await self._run.aclose(shielded=True)
-        await self._forget_graph()
-        await self._callbacks.cancel()  # closed before its end (a no-op once it ended)
+        if self._graph_id:
+            await self._forget_graph()
+        if self._callbacks.live:
+            await self._callbacks.cancel()  # closed before its end
         self._flush_held()
         while ctx.events:
             await ctx.events.pop(0).aclose()

@@ -17,7 +17,7 @@ from __future__ import annotations
 from adk.events import AgentAction
 from adk.react import State
 from compose.state import process_state
-from compose.tool_node import get_tool_call_id
+from compose.tool_middleware import get_tool_call_id
 
 __all__ = ["send_tool_gen_action"]
 

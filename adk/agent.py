@@ -221,23 +221,34 @@ class RunSession:
     callbacks: tuple[CallbackHandler, ...] = ()
     total_tokens: int = 0
     final_message: Message | None = None
-    history: History = field(default_factory=History)
-    _lanes: list[History] = field(default_factory=list)
+    _history: History | None = field(default=None, repr=False)  # made when first asked for (``history``)
+    _lanes: list[History] | None = None
     cancel: Any = None  # an ``adk.cancel.CancelLink`` when the run is cancellable (``cancellable=True``)
     # the Runner has just passed its run's entry cancellation check and awaited nothing since: the root agent's
     # own entry need not check again (one check per run); cleared once the first event is out
     entry_checked: bool = field(default=False, repr=False)
 
+    @property
+    def history(self) -> History:
+        """The recorded events (flow agents record their agent's own events, for the agents after it)."""
+        if self._history is None:
+            self._history = History()
+        return self._history
+
     def track(self, history: History) -> History:
         """Remember a lane or isolated history so its unread streams are closed with the run."""
+        if self._lanes is None:
+            self._lanes = []
         self._lanes.append(history)
         return history
 
     async def aclose(self) -> None:
         """Close the recorded streams nobody read (the run is over)."""
-        await self.history.aclose()
-        for lane in self._lanes:
-            await lane.aclose()
+        if self._history is not None:
+            await self._history.aclose()
+        if self._lanes is not None:
+            for lane in self._lanes:
+                await lane.aclose()
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +266,8 @@ class AgentContext:
     @classmethod
     def root(cls, agent_name: str, session: RunSession | None = None) -> AgentContext:
         """The context of the run's root agent (a fresh session when none is given)."""
-        return cls(session if session is not None else RunSession(), (agent_name,), (agent_name,))
+        path = (agent_name,)
+        return cls(session if session is not None else RunSession(), path, path)
 
     def child(self, agent_name: str, *, run_path: tuple[str, ...] | None = None) -> AgentContext:
         """The context of an agent this one runs (``run_path``: the child's own, when it is not this one's plus
@@ -273,7 +285,10 @@ class AgentContext:
     @property
     def records(self) -> History:
         """The history this agent records into and reads."""
-        return self.history if self.history is not None else self.session.history
+        if self.history is not None:
+            return self.history
+        made = self.session._history  # the session's, once made (``RunSession.history`` makes it)
+        return made if made is not None else self.session.history
 
     @property
     def agent_name(self) -> str:

@@ -235,6 +235,45 @@ class CancelController:
             self.nested_prefixes.append(prefix)
 
 
+class Cancellable:
+    """The ``cancel()`` of a Runner run (``AgentRun``, ``SessionRun``): a run started with ``cancellable=True``
+    holds its :class:`CancelController` in ``_cancel`` (None otherwise) and names itself in ``_cancel_subject``."""
+
+    __slots__ = ()
+
+    _cancel: CancelController | None
+
+    def _cancel_subject(self) -> str:
+        raise NotImplementedError
+
+    def cancel(
+        self,
+        mode: CancelMode | Collection[CancelMode] = "immediate",
+        *,
+        timeout: float | None = None,
+        recursive: bool = False,
+    ) -> CancelHandle:
+        """Cancel the run (from any task, while another iterates it): see ``adk.cancel``.
+
+        Args:
+            mode: ``"immediate"`` (default), ``"after_chat_model"``, ``"after_tool_calls"``, or a set of them.
+            timeout: seconds a safe-point cancel waits for its safe point before it is made immediate.
+            recursive: reach the agents inside agent tools and workflow agents too.
+
+        Returns:
+            A :class:`CancelHandle`; ``await handle.wait()`` says how the cancel ended.
+
+        Raises:
+            ValueError: the run was not started with ``cancellable=True``; an unknown mode; a timeout not > 0.
+        """
+        if self._cancel is None:
+            raise ValueError(
+                f"{self._cancel_subject()} is not cancellable: start it with cancellable=True "
+                "(runner.run/query/resume(..., cancellable=True))"
+            )
+        return self._cancel.request(mode, timeout, recursive)
+
+
 class CancelLink:
     """An agent's view of the run's :class:`CancelController`: whether it is nested (inside an agent tool or a
     workflow agent), and the guards and safe points the agent kit's hooks call."""

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal
 from adk._model import EventModel, OptionsModel, ToolBinder
 from adk._react_run import ReactRun, load_resume_state
 from adk._run import RunContext, current_run
+from adk._tools_nodes import ModeToolsNode, RunTools
 from adk.actions import send_tool_gen_action
 from adk.agent import AgentContext, ResumeInfo
 from adk.approval import ApprovalMiddleware, ApprovalPredicate
@@ -61,7 +62,8 @@ from compose.models.base import ChatModel, ToolChoice
 from compose.runnable import Runnable
 from compose.schema import Message, ToolInfo, system_message
 from compose.state import process_state
-from compose.tool_node import ToolMiddleware, ToolsNode
+from compose.tool_middleware import ToolMiddleware
+from compose.tool_node import ToolsNode
 from compose.tools import BaseTool, tool, tool_parallel_safe
 
 __all__ = ["ChatModelAgent", "ToolExecutionMode", "ToolsConfig", "exit_tool"]
@@ -112,66 +114,6 @@ async def exit_tool(final_result: str) -> str:
     """
     await send_tool_gen_action(AgentAction.new_exit())
     return final_result
-
-
-class _ModeToolsNode:
-    """``auto`` execution: run a round's calls in parallel only when there are several and every called tool
-    is parallel-safe (seed 000); otherwise one after the other."""
-
-    def __init__(self, parallel: ToolsNode, serial: ToolsNode, unsafe: frozenset[str]) -> None:
-        self.parallel = parallel
-        self.serial = serial
-        self.unsafe = unsafe
-
-    def _pick(self, message: Message) -> ToolsNode:
-        calls = message.tool_calls
-        if len(calls) > 1 and not any(c.function.name in self.unsafe for c in calls):
-            return self.parallel
-        return self.serial
-
-    async def invoke(self, message: Message, **opts: Any) -> list[Message]:
-        return await self._pick(message).invoke(message, **opts)
-
-    async def stream(self, message: Message, **opts: Any) -> Any:
-        return await self._pick(message).stream(message, **opts)
-
-    def __repr__(self) -> str:
-        return f"ToolsNode(auto, unsafe={sorted(self.unsafe)})"
-
-
-class _RunTools:
-    """The tools node of an agent with ``before_agent`` middlewares: each run uses the ToolsNode its hooks chose
-    (a resumed run calls them again first: its tools are not saved, only their infos)."""
-
-    def __init__(self, agent: ChatModelAgent, default: Any) -> None:
-        self.agent = agent
-        self.default = default
-        agent._run_tools = self
-
-    @staticmethod
-    def of(agent: ChatModelAgent) -> _RunTools:
-        assert agent._run_tools is not None
-        return agent._run_tools
-
-    async def _node(self) -> Any:
-        run = current_run.get()
-        if run is None:
-            return self.default
-        if run.tools_node is None:
-            await self.agent._apply_before_agent(run, resumed=True)
-        return run.tools_node
-
-    async def invoke(self, message: Message, **opts: Any) -> list[Message]:
-        node = await self._node()
-        result: list[Message] = await node.invoke(message, **opts)
-        return result
-
-    async def stream(self, message: Message, **opts: Any) -> Any:
-        node = await self._node()
-        return await node.stream(message, **opts)
-
-    def __repr__(self) -> str:
-        return f"RunTools({self.default!r})"
 
 
 class ChatModelAgent:
@@ -329,7 +271,7 @@ class ChatModelAgent:
         # the graph's own checkpoints, one per paused run, until the runner moves them to its store
         self._bridge = InMemoryCheckPointStore()
         self._runnable: Runnable[list[Message], Message] | None = None
-        self._run_tools: _RunTools | None = None
+        self._run_tools: RunTools | None = None
         # multi-agent (adk.agents.flow): the agents it may transfer to, set before its first run
         self._sub_agents: list[tuple[str, str]] = []
         self._parent_agent: tuple[str, str] | None = None
@@ -426,7 +368,7 @@ class ChatModelAgent:
         if self.tool_execution_mode == "parallel":
             return node(False)
         unsafe = frozenset(t.info().name for t in tools if not tool_parallel_safe(t))
-        return _ModeToolsNode(node(False), node(True), unsafe) if unsafe else node(False)
+        return ModeToolsNode(node(False), node(True), unsafe) if unsafe else node(False)
 
     def _build(self) -> Runnable[list[Message], Message]:
         """Build the graph once; the agent is frozen afterwards (Eino builds its run function once)."""
@@ -463,7 +405,7 @@ class ChatModelAgent:
                 base = mw.wrap_model(base)
         native = output is not None and output.mode == "native"
         retry = self.model_retry if self.model_retry is not None and self.model_retry.max_retries > 0 else None
-        chain: Any = EventModel(base, retry, output.schema if output is not None else None)
+        chain: Any = EventModel(base, retry, output.schema if output is not None else None, self.name)
         if retry is not None:
             chain = RetryChatModel(chain, retry)
         if self.model_failover is not None:
@@ -475,7 +417,7 @@ class ChatModelAgent:
         tools_node: Any = None
         if self._before_agent:
             # before_agent may add tools to an agent without any: the tools route is always built
-            tools_node = _RunTools(self, self._tools_node(tools))
+            tools_node = RunTools(self, self._tools_node(tools))
         elif tools or (output is not None and output.fallback):
             tools_node = self._tools_node(tools)
         return build_react(
@@ -514,7 +456,7 @@ class ChatModelAgent:
         if run is None:
             return context
         # called from inside the built graph, so its default ToolsNode exists
-        run.tools_node = self._tools_node(context.tools) if changed else _RunTools.of(self).default
+        run.tools_node = self._tools_node(context.tools) if changed else RunTools.of(self).default
         if not resumed:
             infos: list[ToolInfo] | None = [t.info() for t in context.tools] if changed else None
             rd = sorted(context.return_directly) if set(context.return_directly) != default_rd else None
@@ -563,8 +505,9 @@ class ChatModelAgent:
 
         ``ctx`` gives the run's session and run path (a fresh session and ``(name,)`` when omitted).
         """
-        checked_messages(input.messages, f"agent '{self.name}'")
         agent_ctx = ctx if ctx is not None else AgentContext.root(self.name)
+        if input.messages is not agent_ctx.session.root_input:  # the Runner checked its input, that very list
+            checked_messages(input.messages, f"agent '{self.name}'")
         run = self._context(agent_ctx)
         runnable = self.runnable
         return ReactRun(

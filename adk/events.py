@@ -198,7 +198,7 @@ class AgentInput:
 
 def checked_messages(messages: Any, where: str) -> list[Message]:
     """``messages`` as a list, or a ``TypeError`` naming ``where`` and the first item that is not a ``Message``."""
-    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+    if type(messages) is not list and (isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence)):
         raise TypeError(
             f"{where}: messages must be a list of Message, got {type(messages).__qualname__} "
             "(Runner.query(text) runs one user message)"
@@ -210,4 +210,3 @@ def checked_messages(messages: Any, where: str) -> list[Message]:
                 "assistant_message(), ... or Message(role=, content=))"
             )
     return list(messages)
-

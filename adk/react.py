@@ -52,15 +52,15 @@ from compose.runnable import Runnable
 from compose.schema import Message, ToolInfo, tool_message
 from compose.state import is_awaitable, process_state
 from compose.stream import SKIP, SkipType, StreamReader, concat
-from compose.tool_middleware import _MessageOutput, named_tool_stream
-from compose.tool_node import (
+from compose.tool_middleware import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
     StreamToolOutput,
     ToolInput,
     ToolMiddleware,
     ToolOutput,
-    get_tool_call_id,
+    _MessageOutput,
+    named_tool_stream,
 )
 
 __all__ = [
@@ -479,25 +479,23 @@ async def _to_end_converter(reader: StreamReader[list[Message | None]]) -> Strea
 # The tool-result collector
 
 
-async def _pop_action(run: RunContext, name: str) -> tuple[AgentAction | None, bool]:
-    """Pop the action stored by the current call (call id, else tool name); is it the return-directly call?"""
-    call_id = get_tool_call_id()
-    key = call_id or name
-    st = run.state
-    if st is None:
-        async with process_state(State) as st:
-            return _pop(st, key, call_id)
-    # No await between reading and writing the state: the lock could not exclude anyone more than the
-    # event loop already does, and taking it costs a trip through the scheduler per tool call.
-    return _pop(st, key, call_id)
+def _pop(st: State, inp: ToolInput) -> tuple[AgentAction | None, bool]:
+    """Pop the action stored by the call ``inp`` (by call id, else tool name); is it the return-directly call?
 
-
-def _pop(st: State, key: str, call_id: str | None) -> tuple[AgentAction | None, bool]:
-    action = st.tool_gen_actions.pop(key, None) if st.tool_gen_actions else None
+    No await between reading and writing the state: the lock could not exclude anyone more than the event loop
+    already does, and taking it costs a trip through the scheduler per tool call."""
+    call_id = inp.call_id
+    action = st.tool_gen_actions.pop(call_id or inp.name, None) if st.tool_gen_actions else None
     held = st.has_return_directly and bool(call_id) and st.return_directly_tool_call_id == call_id
     if held:
         st.return_directly_action = action
     return action, held
+
+
+async def _pop_locked(inp: ToolInput) -> tuple[AgentAction | None, bool]:
+    """``_pop`` for a run whose state is not at hand (found through the graph, under its lock)."""
+    async with process_state(State) as st:
+        return _pop(st, inp)
 
 
 def _deliver(run: RunContext, event: AgentEvent, held: bool, call_id: str) -> None:
@@ -505,11 +503,10 @@ def _deliver(run: RunContext, event: AgentEvent, held: bool, call_id: str) -> No
         structured = run.structured
         if structured is not None and structured[0] == call_id and event.output is not None:
             event.output.structured = structured[1]  # the final-answer tool's parsed answer
-        event.agent_name, event.run_path = run.agent_name, run.run_path
         run.held = event
         run.held_call_id = call_id
     else:
-        run.send(event)
+        run.events.append(event)  # named by the caller
 
 
 def _tool_chunk(call_id: str, name: str, chunk: str) -> Message:
@@ -551,13 +548,17 @@ def tool_result_collector() -> ToolMiddleware:
             run = current_run.get()
             if run is None:
                 return await next_(inp)
-            out = await _observed(run, inp, next_(inp))
-            action, held = await _pop_action(run, inp.name)
+            if run.telemetry or run.cancel is not None:
+                out = await _observed(run, inp, next_(inp))
+            else:
+                out = await next_(inp)
+            st = run.state
+            action, held = _pop(st, inp) if st is not None else await _pop_locked(inp)
             if run.telemetry:
                 run.emit("tool.call.completed", tool=inp.name, call_id=inp.call_id, result=out.result)
             msg = tool_message(out.result, inp.call_id, tool_name=inp.name)
-            variant = MessageVariant(False, message=msg, role="tool", tool_name=inp.name)
-            _deliver(run, AgentEvent(output=AgentOutput(variant), action=action), held, inp.call_id)
+            output = AgentOutput(MessageVariant(False, msg, None, "tool", inp.name))
+            _deliver(run, AgentEvent(run.agent_name, run.run_path, output, action), held, inp.call_id)
             return _MessageOutput(out.result, msg)  # the node's output is the event's message, not a copy
 
         return endpoint
@@ -567,16 +568,20 @@ def tool_result_collector() -> ToolMiddleware:
             run = current_run.get()
             if run is None:
                 return await next_(inp)
-            out = await _observed(run, inp, next_(inp))
-            action, held = await _pop_action(run, inp.name)
+            if run.telemetry or run.cancel is not None:
+                out = await _observed(run, inp, next_(inp))
+            else:
+                out = await next_(inp)
+            st = run.state
+            action, held = _pop(st, inp) if st is not None else await _pop_locked(inp)
             if run.telemetry:
                 run.emit("tool.call.completed", tool=inp.name, call_id=inp.call_id, streaming=True)
             # named before the copy: the event's reader and the node's see the same ToolExecutionError
             named = named_tool_stream(out.result, inp.name, inp.call_id)
             event_copy, keep = named.copy(2)
             stream = event_copy.map(partial(_tool_chunk, inp.call_id, inp.name))
-            variant = MessageVariant(True, message_stream=stream, role="tool", tool_name=inp.name)
-            _deliver(run, AgentEvent(output=AgentOutput(variant), action=action), held, inp.call_id)
+            output = AgentOutput(MessageVariant(True, None, stream, "tool", inp.name))
+            _deliver(run, AgentEvent(run.agent_name, run.run_path, output, action), held, inp.call_id)
             return StreamToolOutput(keep)
 
         return endpoint

@@ -1,10 +1,11 @@
-"""``Runner`` and ``AgentRun``: run an agent and iterate its events as they happen (eino-semantics 4.5).
+"""``Runner``: run an agent and iterate its events as they happen (eino-semantics 4.5).
 
 The Runner knows an agent only through the ``Agent`` protocol (``adk.agent``): it makes the run's session
-(session values, root input, streaming mode), calls ``agent.run(input, ctx)`` or, for a paused run,
-``agent.resume(info, ctx)``, and hands the agent's events on. Whoever receives a streaming event owns its stream
-(read it or close it). ``aclose()`` (or leaving an ``async for`` early, then closing) closes the agent's run and
-every event stream not yet handed out. An error ends the run with exactly one event whose ``error`` is set.
+(session values, root input, streaming mode) and returns an :class:`~adk.agent_run.AgentRun`, which calls
+``agent.run(input, ctx)`` or, for a paused run, ``agent.resume(info, ctx)``, and hands the agent's events on.
+Whoever receives a streaming event owns its stream (read it or close it). ``aclose()`` (or leaving an
+``async for`` early, then closing) closes the agent's run and every event stream not yet handed out. An error
+ends the run with exactly one event whose ``error`` is set.
 
 **Interrupts and checkpoints** (eino-semantics 4.5-4.6). When the root agent pauses, its last event's
 ``action.interrupted`` is an :class:`~adk.events.AgentInterruptInfo`, and the run ends
@@ -16,21 +17,14 @@ continues it, in this or any other process sharing the store.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from types import TracebackType
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import anyio
-import anyio.lowlevel
-
-from adk._react_run import ReactRun
-from adk._run import current_session
-from adk.agent import Agent, AgentContext, AgentEvents, ResumableAgent, ResumeInfo, RunSession, check_agent
-from adk.agents.history import RecordedEvent
-from adk.cancel import _CANCELLING, CancelController, CancelHandle, CancelMode
-from adk.checkpointing import _UNSET, AgentCheckpoint, CheckpointBinding, SavedEvent
-from adk.errors import AgentCancelledError, AgentError
-from adk.events import AgentEvent, AgentInput, AgentInterruptInfo, checked_messages
+from adk.agent import Agent, RunSession, check_agent
+from adk.agent_run import AgentRun
+from adk.cancel import CancelController
+from adk.checkpointing import _UNSET, CheckpointBinding
+from adk.events import AgentInput, checked_messages
 from adk.sessions import SessionRun, SessionStore
 from adk.sessions.base import SessionHistory, Turn, check_session_id
 from adk.telemetry import TelemetryHandler
@@ -39,294 +33,6 @@ from compose.checkpoint import CheckPointStore, check_store
 from compose.schema import Message, user_message
 
 __all__ = ["Agent", "AgentRun", "Runner"]
-
-
-class AgentRun:
-    """One Runner run: an async iterator of ``AgentEvent``s (see the module docstring).
-
-    After the iteration, ``final_message`` holds the answer (the last agent's final message: the model's last
-    message, or the return-directly tool's message), ``termination_reason`` says how the run ended
-    (``"completed"``, ``"exit"``, ``"interrupted"``, ``"max_iterations"``, ``"token_budget"``, ``"stall"``,
-    ``"timeout"``, ``"retry_exhausted"``, ``"cancelled"``, ``"error"``, ``"closed"``), and ``total_tokens`` the
-    token usage summed over every model call of the run.
-
-    A resume loads its checkpoint when the iteration starts; errors doing so are raised by that first
-    ``__anext__`` (no agent ran, so there is no event to carry them).
-    """
-
-    _cancel: CancelController | None = None  # a cancellable run's (``cancel()``)
-
-    def __init__(
-        self,
-        agent: Agent,
-        session: RunSession,
-        *,
-        input: AgentInput | None = None,
-        checkpoint: CheckpointBinding | None = None,
-        cancellable: bool | CancelController = False,
-    ) -> None:
-        self._agent = agent
-        self._session = session
-        self._checkpoint = checkpoint
-        self._ctx = AgentContext.root(agent.name, session)
-        if cancellable:  # the run's own cancel (adk.cancel; a SessionRun's, when it made one): its agents see it
-            self._cancel = cancellable if isinstance(cancellable, CancelController) else CancelController()
-            session.cancel = self._cancel.root
-        # a fresh run starts the agent's iterator now (a bad input fails the call), a resume on first iteration
-        self._events: AgentEvents | None = agent.run(input, self._ctx) if input is not None else None
-        self._started = False
-        self._finished = False
-        self._exit = False
-        self._reason: str | None = None
-
-    @property
-    def final_message(self) -> Message | None:
-        """The answer, once the run completed."""
-        return self._session.final_message
-
-    @property
-    def termination_reason(self) -> str | None:
-        """How the run ended; None while it runs."""
-        return self._reason
-
-    @property
-    def total_tokens(self) -> int:
-        """Token usage summed over the run's model calls."""
-        return self._session.total_tokens
-
-    @property
-    def session_values(self) -> dict[str, Any]:
-        """The run's session values (its own session: see ``Runner``; ``output_key`` writes here)."""
-        return self._session.values
-
-    def __repr__(self) -> str:
-        state = "finished" if self._finished else "running" if self._started else "not started"
-        checkpoint = f", {self._checkpoint!r}" if self._checkpoint is not None else ""
-        return f"AgentRun({self._agent.name!r}, {state}, reason={self._reason!r}{checkpoint})"
-
-    def cancel(
-        self,
-        mode: CancelMode | Collection[CancelMode] = "immediate",
-        *,
-        timeout: float | None = None,
-        recursive: bool = False,
-    ) -> CancelHandle:
-        """Cancel the run (from any task, while another iterates it): see ``adk.cancel``.
-
-        Args:
-            mode: ``"immediate"`` (default), ``"after_chat_model"``, ``"after_tool_calls"``, or a set of them.
-            timeout: seconds a safe-point cancel waits for its safe point before it is made immediate.
-            recursive: reach the agents inside agent tools and workflow agents too.
-
-        Returns:
-            A :class:`~adk.cancel.CancelHandle`; ``await handle.wait()`` says how the cancel ended.
-
-        Raises:
-            ValueError: the run was not started with ``cancellable=True``; an unknown mode; a timeout not > 0.
-        """
-        if self._cancel is None:
-            raise ValueError(
-                f"run of agent '{self._agent.name}' is not cancellable: start it with cancellable=True "
-                "(runner.run/query/resume(..., cancellable=True))"
-            )
-        return self._cancel.request(mode, timeout, recursive)
-
-    def __aiter__(self) -> AgentRun:
-        return self
-
-    async def __anext__(self) -> AgentEvent:
-        if self._finished:
-            raise StopAsyncIteration
-        if not self._started:
-            # the run's entry: a cancellation point before anything (trio's rule for async APIs): in a cancelled
-            # scope no checkpoint is claimed and no agent runs; the run is left as it was (close it as usual).
-            await anyio.lowlevel.checkpoint_if_cancelled()
-            self._started = True
-            if self._events is None:
-                self._events = await self._resume()
-            else:
-                self._session.entry_checked = True  # nothing awaited since: the agent's entry need not check
-        assert self._events is not None
-        token = current_session.set(self._session)
-        try:
-            event: AgentEvent = await self._events.__anext__()
-        except StopAsyncIteration:
-            return await self._end()
-        except BaseException:
-            await self.aclose()
-            raise
-        finally:
-            current_session.reset(token)
-            self._session.entry_checked = False
-        if not event.run_path:  # a custom agent's event: the framework names its emitter (flow.go)
-            event.agent_name, event.run_path = self._agent.name, self._ctx.run_path
-        if event.error is None and event.action is None:
-            return event
-        return await self._handle(event)
-
-    async def _resume(self) -> AgentEvents:
-        cp = self._checkpoint
-        assert cp is not None and cp.resuming
-        try:
-            saved = await cp.load(self._agent.name)
-        except BaseException:
-            self._finished = True
-            self._reason = "error"
-            raise
-        session = self._session
-        session.values.update(saved.session_values)
-        session.enable_streaming = saved.enable_streaming
-        session.total_tokens = saved.total_tokens
-        session.root_input = list(saved.root_input)
-        session.skip_transfer_messages = saved.skip_transfer_messages
-        session.history.restore([RecordedEvent(e.agent_name, e.message, e.role, e.transfer) for e in saved.history])
-        agent = self._agent
-        try:
-            if not isinstance(agent, ResumableAgent):
-                raise TypeError(f"agent '{agent.name}' ({type(agent).__qualname__}) cannot resume: it has no resume()")
-            return agent.resume(ResumeInfo(saved.state, dict(cp.targets), saved.enable_streaming), self._ctx)
-        except BaseException as exc:
-            await cp.release(exc)
-            self._finished = True
-            self._reason = "error"
-            raise
-
-    async def _handle(self, event: AgentEvent) -> AgentEvent:
-        if event.error is not None:
-            error = event.error
-            self._reason = error.reason if isinstance(error, AgentError) else "error"
-            if self._cancel is not None:
-                self._cancel.finish()
-            if self._checkpoint is not None:
-                await self._checkpoint.release(error)  # a failing release is noted on the error: one error event
-            return event
-        action = event.action
-        if action is None:
-            return event
-        if action.exit:
-            self._exit = True
-        info = action.interrupted
-        if info is not None:  # one per run: agents nested in the root's pause fold theirs into its event
-            self._reason = "interrupted"
-            cp = self._checkpoint
-            if self._cancel is not None and self._cancel.state == _CANCELLING:
-                return await self._cancelled(event, info)
-            if cp is not None:
-                try:
-                    await cp.save(await self._snapshot(info))
-                except Exception as error:  # e.g. a session value pydantic cannot serialise: the pause is lost
-                    self._reason = "error"
-                    await cp.release(error)
-                    await self._close_events()
-                    return AgentEvent(event.agent_name, event.run_path, error=error)
-                info.checkpoint_id = cp.checkpoint_id
-        return event
-
-    async def _cancelled(self, event: AgentEvent, info: AgentInterruptInfo) -> AgentEvent:
-        """A pause while a cancel is pending (the cancel's, or a business interrupt it absorbs): the run is saved
-        as for any pause, and ends with ``AgentCancelledError`` instead of the interrupt event."""
-        ctl = self._cancel
-        assert ctl is not None
-        self._reason = "cancelled"
-        cp = self._checkpoint
-        checkpoint_id: str | None = None
-        if cp is not None and info.resume_state is not None:
-            try:
-                await cp.save(await self._snapshot(info))
-            except Exception as error:
-                self._reason = "error"
-                ctl.finish()
-                await cp.release(error)
-                await self._close_events()
-                return AgentEvent(event.agent_name, event.run_path, error=error)
-            checkpoint_id = info.checkpoint_id = cp.checkpoint_id
-        modes, escalated, timed_out = ctl.modes, ctl.escalated, ctl.timed_out
-        ctl.handled()
-        cancelled = AgentCancelledError(
-            modes,
-            escalated=escalated,
-            timed_out=timed_out,
-            interrupt_contexts=info.interrupt_contexts,
-            checkpoint_id=checkpoint_id,
-        )
-        return AgentEvent(event.agent_name, event.run_path, error=cancelled)
-
-    async def _snapshot(self, info: Any) -> AgentCheckpoint:
-        session = self._session
-        history = [
-            SavedEvent(agent_name=r.agent_name, message=r.message, role=r.role, transfer=r.transfer)
-            for r in await session.history.events()
-        ]
-        return AgentCheckpoint(
-            agent_name=self._agent.name,
-            enable_streaming=session.enable_streaming,
-            session_values=dict(session.values),
-            total_tokens=session.total_tokens,
-            root_input=list(session.root_input),
-            history=history,
-            skip_transfer_messages=session.skip_transfer_messages,
-            interrupts={c.id: c.address for c in info.interrupt_contexts},
-            state=info.resume_state,
-        )
-
-    async def _end(self) -> AgentEvent:
-        """The agent's events ended: a completed resume retires its checkpoint (a failure to is the last event)."""
-        self._finished = True
-        if self._reason is None:
-            self._reason = "exit" if self._exit else "completed"
-            cp = self._checkpoint
-            if cp is not None and cp.resuming:
-                try:
-                    await cp.finish()
-                except Exception as error:
-                    self._reason = "error"
-                    await cp.release(error)
-                    await self._close_events()
-                    return AgentEvent(self._agent.name, self._ctx.run_path, error=error)
-        # the agent's events ended: closing its finished iterator and a session without records waits on
-        # nothing, so no shield is needed (the common path of every run)
-        self._finished = True
-        if self._cancel is not None:
-            self._cancel.finish()
-        events, self._events = self._events, None
-        if events is not None:
-            await events.aclose()
-        await self._session.aclose()
-        raise StopAsyncIteration
-
-    async def _close_events(self) -> None:
-        with anyio.CancelScope(shield=True):
-            await self._close_shielded()
-
-    async def _close_shielded(self) -> None:
-        self._finished = True
-        events = self._events
-        if type(events) is ReactRun:
-            await events.aclose(shielded=True)  # a ChatModelAgent's run: inside this scope, it needs no other
-        elif events is not None:
-            await events.aclose()
-        await self._session.aclose()
-
-    async def aclose(self) -> None:
-        """Stop the run: close the agent's run and every event stream not yet handed out (idempotent)."""
-        if self._finished and self._events is None and self._checkpoint is None:
-            return  # it ended (``_end``): its agent's run and its session are closed
-        with anyio.CancelScope(shield=True):
-            await self._close_shielded()
-            if self._cancel is not None:
-                self._cancel.finish()
-            if self._checkpoint is not None:
-                await self._checkpoint.release()
-            if self._reason is None:
-                self._reason = "closed"
-
-    async def __aenter__(self) -> AgentRun:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 class Runner:
@@ -475,7 +181,7 @@ class Runner:
         )
         input = AgentInput(messages, self.enable_streaming)
         session = self._session(session_values, stored)
-        session.root_input = list(input.messages)
+        session.root_input = messages  # the Runner's own list (checked_messages made it): agents only read it
         session.resumable = checkpoint is not None
         session.skip_transfer_messages = skip_transfer_messages
         return AgentRun(self.agent, session, input=input, checkpoint=checkpoint, cancellable=cancellable)

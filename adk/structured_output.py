@@ -53,7 +53,7 @@ from compose.errors import ResponseFormatUnsupportedError
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo, user_message
 from compose.stream import StreamReader
-from compose.tool_node import get_tool_call_id
+from compose.tool_middleware import get_tool_call_id
 
 __all__ = [
     "FINAL_ANSWER_TOOL_NAME",

@@ -157,15 +157,15 @@ from compose.stream import (
     register_concat,
 )
 from compose.stream_modes import StreamMode, StreamPart, get_stream_writer
-from compose.tool_node import (
+from compose.tool_middleware import (
     StreamToolOutput,
     ToolInput,
     ToolMiddleware,
     ToolOutput,
-    ToolsNode,
     get_tool_call_id,
     tool_errors_as_results,
 )
+from compose.tool_node import ToolsNode
 from compose.tools import BaseTool, InvokableTool, StreamableTool, tool
 from compose.workflow import Workflow, WorkflowNode
 

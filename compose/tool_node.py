@@ -52,7 +52,6 @@ from compose.errors import (
     ToolExecutionError,
     ToolInputError,
     ToolNotFoundError,
-    ToolTimeoutError,
 )
 from compose.interrupt import InterruptSignal, _Resumed, _resumed
 from compose.schema import Message, ToolInfo, tool_message
@@ -60,11 +59,6 @@ from compose.stream import StreamReader, merge_streams
 from compose.stream._copy import ConvertingReader
 from compose.stream._core import _Signal
 from compose.tool_middleware import (
-    InvokableToolEndpoint,
-    InvokableToolMiddleware,
-    StreamableToolEndpoint,
-    StreamableToolMiddleware,
-    StreamToolOutput,
     ToolInput,
     ToolMiddleware,
     ToolOutput,
@@ -73,28 +67,12 @@ from compose.tool_middleware import (
     _Endpoints,
     _MessageOutput,
     _tool_call_id,
-    get_tool_call_id,
     stream_call_error,
     tool_chunk_text,
-    tool_errors_as_results,
 )
 from compose.tools import _TOOL_NAME_RULE, BaseTool, _valid_tool_name
 
-__all__ = [
-    "InvokableToolEndpoint",
-    "InvokableToolMiddleware",
-    "StreamToolOutput",
-    "StreamableToolEndpoint",
-    "StreamableToolMiddleware",
-    "ToolArgumentsHandlerError",
-    "ToolInput",
-    "ToolMiddleware",
-    "ToolOutput",
-    "ToolTimeoutError",
-    "ToolsNode",
-    "get_tool_call_id",
-    "tool_errors_as_results",
-]
+__all__ = ["ToolArgumentsHandler", "ToolsNode", "UnknownToolsHandler"]
 
 T = TypeVar("T")
 _OUTPUTS = {ToolOutput, _MessageOutput}

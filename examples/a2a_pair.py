@@ -11,16 +11,14 @@ Any A2A client can talk to the served agent as well (card at ``/a2a/travel_agent
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
-import uvicorn
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve_agent import build
+from serve_agent import build, serve_locally
 
 from adk import AgentTool, ApprovalDecision, ChatModelAgent, Runner
 from adk.agents import RemoteA2AAgent
@@ -79,23 +77,10 @@ async def conversation(url: str, out: Any = None) -> dict[str, Any]:
 
 
 async def demo(out: Any = None) -> dict[str, Any]:
-    """Serve the travel agent on a free loopback port (uvicorn, in memory) and run the supervisor against it."""
+    """Serve the travel agent on a free loopback port and run the supervisor against it."""
     from adk.serve import create_app
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(build()), log_level="warning", lifespan="off"))
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: server.serve(sockets=[sock]))
-            try:
-                return await conversation(f"http://127.0.0.1:{port}/a2a/travel_agent/", out)
-            finally:
-                server.should_exit = True
-    finally:
-        sock.close()
+    return await serve_locally(create_app(build()), lambda base: conversation(f"{base}/a2a/travel_agent/", out))
 
 
 if __name__ == "__main__":

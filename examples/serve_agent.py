@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx
@@ -35,6 +35,8 @@ from compose.models import ScriptedChatModel
 from compose.schema import FunctionCall, Message, ToolCall, ToolInfo
 from compose.stream import StreamReader
 from compose.tools import tool
+
+T = TypeVar("T")
 
 
 @tool
@@ -146,22 +148,27 @@ async def round_trip(url: str, out: Any = None) -> list[list[dict[str, Any]]]:
     return runs
 
 
-async def demo(out: Any = None) -> list[list[dict[str, Any]]]:
-    """Serve the agent on a free loopback port (uvicorn, in memory) and make the round trip."""
+async def serve_locally(app: Any, client: Callable[[str], Awaitable[T]]) -> T:
+    """Serve ``app`` on a free loopback port (uvicorn, in memory) while ``client(base_url)`` runs; its result."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(build()), log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: server.serve(sockets=[sock]))
             try:
-                return await round_trip(f"http://127.0.0.1:{port}/agents/travel_agent/agui", out)
+                return await client(f"http://127.0.0.1:{port}")
             finally:
                 server.should_exit = True
     finally:
         sock.close()
+
+
+async def demo(out: Any = None) -> list[list[dict[str, Any]]]:
+    """Serve the agent on a free loopback port and make the round trip."""
+    return await serve_locally(create_app(build()), lambda base: round_trip(f"{base}/agents/travel_agent/agui", out))
 
 
 if __name__ == "__main__":

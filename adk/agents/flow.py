@@ -26,7 +26,7 @@ from contextlib import aclosing
 from typing import Any
 
 from adk.agent import Agent, AgentContext, AgentEvents, History, ResumableAgent, ResumeInfo, check_agent
-from adk.agents.history import HistoryRewriter, RecordedEvent, build_agent_input
+from adk.agents.history import HistoryRewriter, RecordedEvent, Retelling
 from adk.errors import TransferError
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentOutput, MessageVariant
 from adk.instruction import gen_transfer_messages
@@ -76,6 +76,7 @@ class FlowAgent(_Wrapping):
     ) -> None:
         check_agent(agent, "FlowAgent(agent)")
         self.agent = agent
+        self._workflow = is_workflow(agent)
         self.sub_agents: list[FlowAgent] = []
         self.parent: FlowAgent | None = None
         self.disallow_transfer_to_parent = disallow_transfer_to_parent
@@ -96,37 +97,28 @@ class FlowAgent(_Wrapping):
         return None
 
     def run(self, input: AgentInput, ctx: AgentContext) -> AgentEvents:
-        if is_workflow(self.agent):  # a workflow agent runs its children itself (flow.go Run)
+        return self.run_retelling(input, ctx, None)
+
+    def run_retelling(self, input: AgentInput, ctx: AgentContext, retelling: Retelling | None) -> AgentEvents:
+        """:meth:`run`, keeping the run's history retold in ``retelling`` (the one of the agent that ran before
+        it in the same run: a Sequential's previous child, the agent that transferred to this one)."""
+        if self._workflow:  # a workflow agent runs its children itself (flow.go Run)
             return self.agent.run(input, ctx)
-        return self._run(input, ctx)
+        return self._drive(ctx, None, input, retelling if retelling is not None else Retelling())
 
     def resume(self, info: ResumeInfo, ctx: AgentContext) -> AgentEvents:
-        if is_workflow(self.agent):
+        if self._workflow:
             assert isinstance(self.agent, ResumableAgent)
             return self.agent.resume(info, ctx)
         return self._resume(info, ctx)
 
-    async def _input(self, input: AgentInput, ctx: AgentContext) -> AgentInput:
+    async def _input(self, input: AgentInput, ctx: AgentContext, retelling: Retelling) -> AgentInput:
         session = ctx.session
-        root = session.root_input if session.root_input else list(input.messages)
-        messages = build_agent_input(
-            root,
-            await ctx.records.events(),
-            agent_name=self.name,
-            rewriter=self.history_rewriter,
-            skip_transfer_messages=session.skip_transfer_messages,
+        root = session.root_input if session.root_input else input.messages
+        messages = await retelling.input(
+            ctx.records, root, session.skip_transfer_messages, self.name, self.history_rewriter
         )
         return AgentInput(messages, session.enable_streaming)
-
-    async def _run(self, input: AgentInput, ctx: AgentContext) -> AsyncGenerator[AgentEvent, None]:
-        try:
-            events = self.agent.run(await self._input(input, ctx), ctx)
-        except Exception as exc:  # e.g. an instruction placeholder naming no session value: the run's error event
-            yield AgentEvent(self.name, ctx.run_path, error=exc)
-            return
-        async with aclosing(self._drive(events, ctx)) as driven:
-            async for event in driven:
-                yield event
 
     async def _resume(self, info: ResumeInfo, ctx: AgentContext) -> AsyncGenerator[AgentEvent, None]:
         state = _flow_state(info.state, self.name)
@@ -137,34 +129,47 @@ class FlowAgent(_Wrapping):
             if dest is None:
                 yield AgentEvent(self.name, ctx.run_path, error=TransferError(active, self.name))
                 return
-            async with aclosing(self._delegate(dest.resume(inner, ctx.child(dest.name)), active)) as delegated:
-                async for event in delegated:
-                    yield event
+            events = dest.resume(inner, ctx.child(dest.name))
+            try:
+                async for event in events:
+                    yield _paused_under(event, self.name, active)
+            finally:
+                await events.aclose()
             return
         agent = self.agent
         if not isinstance(agent, ResumableAgent):
             error = TypeError(f"agent '{self.name}' ({type(agent).__qualname__}) cannot resume: it has no resume()")
             yield AgentEvent(self.name, ctx.run_path, error=error)
             return
-        async with aclosing(self._drive(agent.resume(inner, ctx), ctx)) as driven:
+        async with aclosing(self._drive(ctx, agent.resume(inner, ctx), None, None)) as driven:
             async for event in driven:
                 yield event
 
-    async def _drive(self, events: AgentEvents, ctx: AgentContext) -> AsyncGenerator[AgentEvent, None]:
-        """Hand on the agent's events, record its own, then act on its last own action."""
+    async def _drive(
+        self, ctx: AgentContext, events: AgentEvents | None, input: AgentInput | None, retelling: Retelling | None
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Run the agent on the history (``events``: the run resumed instead), hand on its events, record its own,
+        then act on its last own action: a transfer runs the target here, its pause becoming this agent's."""
+        if events is None:
+            assert input is not None and retelling is not None
+            try:
+                events = self.agent.run(await self._input(input, ctx, retelling), ctx)
+            except Exception as exc:  # e.g. an instruction placeholder naming no session value: the run's error
+                yield AgentEvent(self.name, ctx.run_path, error=exc)
+                return
         last: AgentAction | None = None
+        path, records = ctx.run_path, ctx.records
         try:
             async for event in events:
                 if not event.run_path:  # a custom agent's event: name its emitter (flow.go run)
-                    event.agent_name, event.run_path = self.name, ctx.run_path
-                own = tuple(event.run_path) == ctx.run_path
+                    event.agent_name, event.run_path = self.name, path
                 action = event.action
                 if action is not None and action.interrupted is not None:
                     action.interrupted.resume_state = _wrap(self.name, "", action.interrupted.resume_state)
                     yield event
                     return
-                if own:
-                    ctx.records.record(event)
+                if tuple(event.run_path) == path:
+                    records.record(event)
                     last = action
                 yield event
         finally:
@@ -176,22 +181,21 @@ class FlowAgent(_Wrapping):
         if dest is None:
             yield AgentEvent(self.name, ctx.run_path, error=TransferError(dest_name, self.name))
             return
-        dest_ctx = ctx.child(dest.name)
-        input = AgentInput([], ctx.session.enable_streaming)  # the history is its input (flow.go: nil input)
-        async with aclosing(self._delegate(dest.run(input, dest_ctx), dest.name)) as delegated:
-            async for event in delegated:
-                yield event
-
-    async def _delegate(self, events: AgentEvents, active: str) -> AsyncGenerator[AgentEvent, None]:
-        """Hand on the events of the agent transferred to; its pause becomes this agent's."""
+        # the history is its input (flow.go: nil input)
+        events = dest.run_retelling(AgentInput([], ctx.session.enable_streaming), ctx.child(dest_name), retelling)
         try:
             async for event in events:
-                action = event.action
-                if action is not None and action.interrupted is not None:
-                    action.interrupted.resume_state = _wrap(self.name, active, action.interrupted.resume_state)
-                yield event
+                yield _paused_under(event, self.name, dest_name)
         finally:
             await events.aclose()
+
+
+def _paused_under(event: AgentEvent, name: str, active: str) -> AgentEvent:
+    """An event of the agent ``active`` that flow agent ``name`` transferred to: its pause becomes ``name``'s."""
+    action = event.action
+    if action is not None and action.interrupted is not None:
+        action.interrupted.resume_state = _wrap(name, active, action.interrupted.resume_state)
+    return event
 
 
 def _wrap(name: str, active: str, state: Any) -> dict[str, Any] | None:

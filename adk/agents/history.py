@@ -13,11 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from adk.agent import RecordedEvent
+from adk.agent import History, RecordedEvent
 from adk.events import AgentEvent
 from adk.instruction import gen_transfer_messages
 from compose.schema import Message, user_message
+
+if TYPE_CHECKING:
+    from adk.agent import _Record
 
 __all__ = [
     "HistoryEntry",
@@ -143,17 +147,128 @@ def build_agent_input(
     Returns:
         The agent's input messages.
     """
-    entries = [HistoryEntry(m, is_user_input=True) for m in root_input]
+    retelling = Retelling()
+    retelling.start(None, root_input, skip_transfer_messages)
     for event in events:
-        if skip_transfer_messages and event.transfer:
-            if event.role == "tool" and entries:
-                entries.pop()
-            continue
+        retelling.add(event)
+    return retelling.input_for(agent_name, rewriter)
+
+
+class Retelling:
+    """:func:`build_agent_input` kept up for one run: a flow gives it to the agents it runs one after the other
+    (a Sequential's children, the agents a transfer goes to), and each recorded event becomes a history entry,
+    and is retold, once, not once per agent reading it (a Sequential of n agents retells n events, not n²/2).
+
+    It follows one history as it grows (:meth:`input`); another history, another root input or a history that
+    did not just grow (records it read are gone) start it afresh. Agents share the retold messages: they are
+    model input, never events.
+    """
+
+    __slots__ = ("_history", "_last", "_messages", "_names", "_own", "_read", "_retold", "_root", "_root_len", "_skip")
+
+    def __init__(self) -> None:
+        self._history: History | None = None
+        self._root: Sequence[Message] = ()
+        self._root_len = 0
+        self._skip = False
+        # the history entries: their messages and agent names (None: a root input message)
+        self._messages: list[Message] = []
+        self._names: list[str | None] = []
+        self._retold: list[Message] = []  # the default rewriter's messages of the first entries, made on need
+        self._own: dict[str, list[int]] = {}  # each agent's entries (kept as they are for that agent)
+        self._read = 0  # records of the history read
+        self._last: object = None  # the last of them
+
+    def start(self, history: History | None, root_input: Sequence[Message], skip_transfer_messages: bool) -> None:
+        """Start afresh: ``root_input``, no event yet."""
+        self._history, self._root, self._root_len = history, root_input, len(root_input)
+        self._skip = skip_transfer_messages
+        self._messages = list(root_input)
+        self._names = [None] * len(root_input)
+        self._retold = list(root_input)
+        self._own = {}
+        self._read, self._last = 0, None
+
+    def add(self, event: RecordedEvent) -> None:
+        """The history's next recorded event."""
+        messages = self._messages
+        if event.transfer and self._skip:
+            if event.role == "tool" and messages:
+                messages.pop()
+                dropped = self._names.pop()
+                if len(self._retold) > len(messages):
+                    self._retold.pop()
+                if dropped is not None:
+                    self._own[dropped].pop()  # it was the last entry: that agent's last
+            return
         if event.message is None:
-            continue
-        entries.append(HistoryEntry(event.message, agent_name=event.agent_name))
-    rewrite = rewriter if rewriter is not None else default_history_rewriter(agent_name)
-    return rewrite(entries)
+            return
+        name = event.agent_name
+        own = self._own.get(name)
+        if own is None:
+            own = self._own[name] = []
+        own.append(len(messages))
+        messages.append(event.message)
+        self._names.append(name)
+
+    async def input(
+        self,
+        history: History,
+        root_input: Sequence[Message],
+        skip_transfer_messages: bool,
+        agent_name: str,
+        rewriter: HistoryRewriter | None = None,
+    ) -> list[Message]:
+        """The messages agent ``agent_name`` is given in a run on ``root_input``, once caught up with
+        ``history``'s records (their messages read whole)."""
+        if (
+            history is not self._history
+            or root_input is not self._root
+            or len(root_input) != self._root_len
+            or skip_transfer_messages != self._skip
+        ):
+            self.start(history, root_input, skip_transfer_messages)
+        records = _records(history)
+        read = self._read
+        if read > len(records) or (read and records[read - 1] is not self._last):
+            self.start(history, root_input, skip_transfer_messages)
+            read = 0
+        if read < len(records):
+            for record in records[read:]:
+                self.add(await record.resolve())
+            self._read, self._last = len(records), records[-1]
+        return self.input_for(agent_name, rewriter)
+
+    def input_for(self, agent_name: str, rewriter: HistoryRewriter | None = None) -> list[Message]:
+        """The messages agent ``agent_name`` is given (see :func:`build_agent_input`)."""
+        messages, names = self._messages, self._names
+        if rewriter is not None:
+            return rewriter(
+                [
+                    HistoryEntry(m, is_user_input=True) if n is None else HistoryEntry(m, agent_name=n)
+                    for m, n in zip(messages, names, strict=True)
+                ]
+            )
+        retold = self._retold  # default_history_rewriter's rule, each entry retold once
+        for i in range(len(retold), len(messages)):
+            name = names[i]
+            retold.append(messages[i] if name is None else rewrite_message(messages[i], name))
+        given = list(retold)
+        for i in self._own.get(agent_name, ()):
+            given[i] = messages[i]  # its own messages as they are
+        return given
+
+
+def _records(history: History) -> list[_Record]:
+    """Every record ``history`` sees, oldest first (``History.events()`` without reading their messages)."""
+    if history.parent is None:
+        return history.records
+    chain: list[list[_Record]] = []
+    h: History | None = history
+    while h is not None:
+        chain.append(h.records)
+        h = h.parent
+    return [r for records in reversed(chain) for r in records]
 
 
 def chat_history_for_agent_tool(

@@ -33,6 +33,7 @@ import anyio
 
 from adk.agent import Agent, AgentContext, AgentEvents, History, ResumeInfo, check_agent
 from adk.agents.flow import FlowAgent, _dump_record, _load_record, set_sub_agents, to_flow
+from adk.agents.history import Retelling
 from adk.cancel import cancel_contexts
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentInterruptInfo
 from compose.errors import CheckpointError
@@ -97,19 +98,11 @@ class SequentialAgent(_WorkflowAgent):
     mode = "sequential"
 
     def run(self, input: AgentInput, ctx: AgentContext) -> AgentEvents:
-        return self._sequence(ctx, 0, 0, None)
+        return _run_children(self, ctx, 0, 0, None, _Outcome(), Retelling(), loop=False)
 
     def resume(self, info: ResumeInfo, ctx: AgentContext) -> AgentEvents:
         state = self._state(info)
-        return self._sequence(ctx, 0, int(state["index"]), info)
-
-    async def _sequence(
-        self, ctx: AgentContext, iteration: int, start: int, resume: ResumeInfo | None
-    ) -> AsyncGenerator[AgentEvent, None]:
-        outcome = _Outcome()
-        async with aclosing(_run_children(self, ctx, iteration, start, resume, outcome, loop=False)) as events:
-            async for event in events:
-                yield event
+        return _run_children(self, ctx, 0, int(state["index"]), info, _Outcome(), Retelling(), loop=False)
 
 
 class LoopAgent(_WorkflowAgent):
@@ -137,9 +130,10 @@ class LoopAgent(_WorkflowAgent):
         if not self.sub_agents:
             return
         i = iteration
+        retelling = Retelling()
         while self.max_iterations == 0 or i < self.max_iterations:
             outcome = _Outcome()
-            async with aclosing(_run_children(self, ctx, i, start, resume, outcome, loop=True)) as events:
+            async with aclosing(_run_children(self, ctx, i, start, resume, outcome, retelling, loop=True)) as events:
                 async for event in events:
                     yield event
             if outcome.stop:
@@ -162,19 +156,24 @@ async def _run_children(
     start: int,
     resume: ResumeInfo | None,
     outcome: _Outcome,
+    retelling: Retelling,
     *,
     loop: bool,
 ) -> AsyncGenerator[AgentEvent, None]:
-    """One pass over the children from ``start`` (Sequential: the only one; Loop: iteration ``iteration``)."""
+    """One pass over the children from ``start`` (Sequential: the only one; Loop: iteration ``iteration``), the
+    history retold in ``retelling`` as it grows."""
     children = wf.sub_agents
     # the run path accumulates every child run before (in earlier iterations too)
     before = [c.name for _ in range(iteration) for c in children] + [c.name for c in children[:start]]
     path = (*ctx.run_path, *before)
     cancel = _cancel_link(ctx) if ctx.session.cancel is not None else None
+    session, addresses, history = ctx.session, ctx.addresses, ctx.history
+    nothing = AgentInput([], session.enable_streaming)  # a child's input is the history (flow agents)
     for j in range(start, len(children)):
         child = children[j]
-        child_path = (*path, child.name)
-        child_ctx = AgentContext(ctx.session, child_path, (*ctx.addresses, child.name), ctx.history)
+        name = child.name
+        child_path = (*path, name)
+        child_ctx = AgentContext(session, child_path, (*addresses, name), history)
         broke = False  # this child's run broke the loop (kept across a pause of the same child)
         if resume is not None and wf._state(resume).get("child") is not None:
             saved = wf._state(resume)
@@ -192,7 +191,7 @@ async def _run_children(
                 yield AgentEvent(wf.name, ctx.run_path, action=AgentAction(interrupted=info))
                 return
             resume = None
-            events = child.run(AgentInput([], ctx.session.enable_streaming), child_ctx)
+            events = child.run_retelling(nothing, child_ctx, retelling)
         path = child_path
         held: AgentEvent | None = None
         current: AgentEvent | None = None  # received, neither handed on nor held yet
@@ -295,9 +294,7 @@ class ParallelAgent(_WorkflowAgent):
         lanes: list[History] = [ctx.session.track(ctx.records.fork()) for _ in self.sub_agents]
         runs: dict[int, AgentEvents] = {}
         for i, child in enumerate(self.sub_agents):
-            child_ctx = AgentContext(
-                ctx.session, (*ctx.run_path, child.name), (*ctx.addresses, child.name), lanes[i]
-            )
+            child_ctx = AgentContext(ctx.session, (*ctx.run_path, child.name), (*ctx.addresses, child.name), lanes[i])
             if state is not None:
                 saved = state["lanes"].get(str(i))
                 if saved:

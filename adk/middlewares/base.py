@@ -40,7 +40,7 @@ from adk.events import AgentEvent
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo
 from compose.stream import StreamReader
-from compose.tool_node import InvokableToolEndpoint, StreamableToolEndpoint, ToolMiddleware
+from compose.tool_middleware import InvokableToolEndpoint, StreamableToolEndpoint, ToolMiddleware
 from compose.tools import BaseTool
 
 __all__ = [

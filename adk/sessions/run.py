@@ -21,12 +21,13 @@ The wrapper sits around the run's event iterator (an ``AgentRun``) and changes n
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from adk.cancel import Cancellable
 from adk.errors import AgentCancelledError, SessionError, WillRetryError
 from adk.events import AgentEvent
 from adk.sessions.base import SessionLease, SessionStore
@@ -34,8 +35,8 @@ from compose.schema import Message
 from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:
-    from adk.cancel import CancelController, CancelHandle, CancelMode
-    from adk.runner import AgentRun
+    from adk.agent_run import AgentRun
+    from adk.cancel import CancelController
 
 __all__ = ["SessionRun"]
 
@@ -43,12 +44,14 @@ StartRun = Callable[[list[Message], dict[str, Any]], "AgentRun"]
 """Starts the agent run on the given messages with the session's stored values (the Runner's ``_start``)."""
 
 
-class SessionRun(AsyncIterator[AgentEvent]):
+class SessionRun(Cancellable, AsyncIterator[AgentEvent]):
     """A run on a session (``runner.run(..., session_id=...)``): the events of the agent's run, recorded.
 
     It has ``AgentRun``'s interface (``final_message``, ``termination_reason``, ``total_tokens``,
-    ``session_values``, ``aclose()``, ``async with``); errors that stop it from starting (``SessionBusyError``,
-    a resume's checkpoint errors) are raised by its first ``__anext__``, and nothing ran.
+    ``session_values``, ``cancel()``, ``aclose()``, ``async with``); errors that stop it from starting
+    (``SessionBusyError``, a resume's checkpoint errors) are raised by its first ``__anext__``, and nothing ran.
+    A cancel that leaves a checkpoint keeps the turn pending under it, as a pause does, and ``runner.resume``
+    appends it when it completes.
     """
 
     def __init__(
@@ -117,26 +120,9 @@ class SessionRun(AsyncIterator[AgentEvent]):
         turn under that id, else the plain resume."""
         return cls(store, wait=wait, checkpoint_id=checkpoint_id, resume=resume, cancel=cancel)
 
-    def cancel(
-        self,
-        mode: CancelMode | Collection[CancelMode] = "immediate",
-        *,
-        timeout: float | None = None,
-        recursive: bool = False,
-    ) -> CancelHandle:
-        """Cancel the run (see ``AgentRun.cancel``); a cancel that leaves a checkpoint keeps the turn pending
-        under it, as a pause does, and ``runner.resume`` appends it when it completes.
-
-        Raises:
-            ValueError: the run was not started with ``cancellable=True``; an unknown mode; a timeout not > 0.
-        """
-        if self._cancel is None:
-            where = self.session_id if self.session_id is not None else self._checkpoint_id
-            raise ValueError(
-                f"run on session {where!r} is not cancellable: start it with cancellable=True "
-                "(runner.run/query/resume(..., cancellable=True))"
-            )
-        return self._cancel.request(mode, timeout, recursive)
+    def _cancel_subject(self) -> str:
+        where = self.session_id if self.session_id is not None else self._checkpoint_id
+        return f"run on session {where!r}"
 
     # ------------------------------------------------------------------------------------------------------
     # AgentRun's interface

@@ -152,12 +152,12 @@ def checked_model_calls(key: str, model: Any) -> tuple[GenerateFn, StreamFn]:
     where = f"chat model node '{key}' ({type(model).__qualname__})"
     generate_fn, stream_fn = model.generate, model.stream
 
+    if getattr(model, "checks_messages", False) is True:
+        # it checks what it returns already (an agent's event layer, naming the agent): not twice
+        return generate_fn, stream_fn
+
     async def generate(messages: Sequence[Message], **opts: Any) -> Message:
         return checked_message(await generate_fn(messages, **opts), f"{where}: generate()")
-
-    if getattr(model, "checks_messages", False) is True:
-        # its generate checks what it returns already (an agent's event layer, naming the agent): not twice
-        generate = generate_fn
 
     async def stream(messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
         return checked_stream(await stream_fn(messages, **opts), f"{where}: stream()")

@@ -24,7 +24,7 @@ from adk.middlewares.reduction import CLEARED_RESULT
 from compose.models.base import ChatModel
 from compose.models.scripted import ScriptedChatModel
 from compose.schema import Message, assistant_message, tool_message, user_message
-from compose.tool_node import (
+from compose.tool_middleware import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
     StreamToolOutput,

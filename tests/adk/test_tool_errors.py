@@ -13,7 +13,7 @@ from compose.errors import ModelResponseError, ModelServerError, NodeRunError, T
 from compose.models import ScriptedChatModel
 from compose.schema import Message, ToolInfo
 from compose.stream import StreamReader
-from compose.tool_node import tool_errors_as_results
+from compose.tool_middleware import tool_errors_as_results
 from compose.tools import tool
 from tests.adk.helpers import call, calling, collect, kinds
 

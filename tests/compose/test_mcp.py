@@ -33,7 +33,8 @@ from compose.errors import (
 from compose.mcp import MCPTool, MCPToolset, mcp_tools
 from compose.models import ScriptedChatModel
 from compose.schema import Message
-from compose.tool_node import ToolsNode, tool_errors_as_results
+from compose.tool_middleware import tool_errors_as_results
+from compose.tool_node import ToolsNode
 from tests.adk.helpers import call, calling, collect, kinds
 
 pytestmark = pytest.mark.anyio

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import importlib
+import tomllib
 import types
+from pathlib import Path
 
 import pytest
 
 
-@pytest.mark.parametrize("package", ["compose", "adk", "compose.models", "compose.prompt", "compose.components"])
+def _public_packages() -> list[str]:
+    """The packages pyproject ships whose names have no private part (new ones are checked as they come)."""
+    with (Path(__file__).resolve().parents[2] / "pyproject.toml").open("rb") as f:
+        packages: list[str] = tomllib.load(f)["tool"]["setuptools"]["packages"]
+    return [p for p in packages if not any(part.startswith("_") for part in p.split(".")) and p not in _NOT_YET]
+
+
+# these import helpers under public names (TYPE_CHECKING, lazy_names, one_chunk, ...) that __all__ rightly leaves out
+_NOT_YET = {"compose.stream", "adk.agents", "adk.serve"}
+
+
+@pytest.mark.parametrize("package", _public_packages())
 def test_all_is_exact_and_importable(package: str) -> None:
     mod = importlib.import_module(package)
     exported = list(mod.__all__)

@@ -15,9 +15,11 @@ from compose.errors import (
     NodeRunError,
     StreamEnd,
     ToolArgumentsError,
+    ToolArgumentsHandlerError,
     ToolExecutionError,
     ToolInputError,
     ToolNotFoundError,
+    ToolTimeoutError,
 )
 from compose.graph import END, START, Graph
 from compose.interrupt import InterruptSignal
@@ -33,19 +35,17 @@ from compose.schema import (
     user_message,
 )
 from compose.stream import StreamReader, StreamWriter, concat, pipe
-from compose.tool_node import (
+from compose.tool_middleware import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
     StreamToolOutput,
-    ToolArgumentsHandlerError,
     ToolInput,
     ToolMiddleware,
     ToolOutput,
-    ToolsNode,
-    ToolTimeoutError,
     get_tool_call_id,
     tool_errors_as_results,
 )
+from compose.tool_node import ToolsNode
 from compose.tools import tool
 
 pytestmark = pytest.mark.anyio

@@ -16,7 +16,7 @@ from adk.middlewares.filesystem._prompts import TOO_LARGE_TOOL_MESSAGE
 from adk.middlewares.filesystem.backend import Backend
 from adk.middlewares.filesystem.tools import Shell, execute_tool, filesystem_tools
 from compose.stream import StreamReader
-from compose.tool_node import (
+from compose.tool_middleware import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
     StreamToolOutput,
