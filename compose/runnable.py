@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, overload
 
 import anyio
 import anyio.from_thread
@@ -19,7 +19,8 @@ import anyio.lowlevel
 from compose._engine.history import begin_lineage, get_state, get_state_history, open_recorded, update_state
 from compose._engine.options import CallOptions
 from compose._engine.resume import GRAPH_CHECKPOINT_KIND, claim_snapshot
-from compose._engine.scheduler import GraphRun, fail_early
+from compose._engine.run_callbacks import fail_early
+from compose._engine.scheduler import GraphRun
 from compose._types import runtime_checker, type_name
 from compose.callbacks import RunInfo
 from compose.checkpoint import encode_checkpoint
@@ -209,8 +210,11 @@ class Runnable(Generic[I, O]):
                 await _release_claim_after(exc, store, checkpoint_id, owner)
             await fail_early(options, path, info, streaming, x, exc)
             raise
+        if checkpoint_id is None:  # nothing to save, retire or release: the caller drives the graph run itself
+            await run.begin(x)
+            return run
         # restored from its checkpoint (claimed): deleted when it completes; a replay of the history is not
-        handle = RunHandle(run, store, checkpoint_id, owner, restore is not None and bool(owner), t.fingerprint)
+        handle = CheckpointedRun(run, store, checkpoint_id, owner, restore is not None and bool(owner), t.fingerprint)
         await handle.begin(x)
         return handle
 
@@ -372,14 +376,35 @@ def _check_reader(reader: Any, method: str) -> None:
         )
 
 
-class RunHandle:
-    """A run in progress, with its checkpoint: saved when the run pauses, deleted when a resumed run finishes,
-    released when a resumed run fails (so it can be resumed again)."""
+class RunHandle(Protocol):
+    """A run in progress that its caller drives (``Runnable.start_run``): the graph run itself when it has no
+    checkpoint id (no object, no frame of a handle's in between), else a ``CheckpointedRun`` around it."""
+
+    @property
+    def result(self) -> Any:
+        """END's value once ``step()`` returned True."""
+
+    def step(self, *, to_end: bool = False, until: Callable[[], bool] | None = None) -> Awaitable[bool]:
+        """Run one superstep (or, with ``to_end``, all of them; with ``until``, as many as it takes for it to
+        return True after one); True once ``result`` is set (await it)."""
+
+    def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
+        """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` whether the run pauses there
+        (see ``GraphRun.set_pause_check``)."""
+
+    async def aclose(self, *, shielded: bool = False) -> None:
+        """Abandon the run: close every stream it holds (and release a claimed checkpoint). ``shielded``: the
+        caller is inside a shielded cancel scope already."""
+
+
+class CheckpointedRun:
+    """A run in progress with its checkpoint id: saved when the run pauses, deleted when a resumed run
+    finishes, released when a resumed run fails (so it can be resumed again)."""
 
     __slots__ = ("_checkpoint_id", "_fingerprint", "_owner", "_restored", "_run", "_store")
 
     def __init__(
-        self, run: GraphRun, store: Any, checkpoint_id: str | None, owner: str, restored: bool, fingerprint: str
+        self, run: GraphRun, store: Any, checkpoint_id: str, owner: str, restored: bool, fingerprint: str
     ) -> None:
         self._run = run
         self._store = store
@@ -389,7 +414,7 @@ class RunHandle:
         self._fingerprint = fingerprint
 
     def __repr__(self) -> str:
-        return f"RunHandle({self._run!r}, checkpoint_id={self._checkpoint_id!r})"
+        return f"CheckpointedRun({self._run!r}, checkpoint_id={self._checkpoint_id!r})"
 
     @property
     def result(self) -> Any:
@@ -404,19 +429,12 @@ class RunHandle:
     async def begin(self, x: Any) -> None:
         await self._guard(self._run.begin(x))
 
-    def step(self, *, to_end: bool = False, until: Callable[[], bool] | None = None) -> Awaitable[bool]:
+    async def step(self, *, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
         """Run one superstep (or, with ``to_end``, all of them; with ``until``, as many as it takes for it to
-        return True after one); True once ``result`` is set (await it).
-
-        Without a checkpoint id there is nothing to save, retire or release: this is the graph run's own step,
-        with no frame of the handle's in between (a parked run holds every frame of its stack)."""
-        if self._checkpoint_id is None:
-            return self._run.step(to_end, until)
-        return self._step_checkpointed(to_end, until)
-
-    async def _step_checkpointed(self, to_end: bool, until: Callable[[], bool] | None) -> bool:
+        return True after one); True once ``result`` is set. A resumed run's checkpoint is deleted when it
+        finishes."""
         done: bool = await self._guard(self._run.step(to_end, until))
-        if done and self._checkpoint_id is not None and self._restored:
+        if done and self._restored:
             owner, self._owner = self._owner, ""
             try:
                 await _retire(self._store, self._checkpoint_id, owner)  # retention: a finished run's is not kept
@@ -447,21 +465,20 @@ class RunHandle:
 
     async def _release_after(self, exc: BaseException) -> None:
         """The run failed (``exc``): a resumed run's checkpoint stays resumable."""
-        if self._owner and self._restored and self._checkpoint_id is not None:
-                owner, self._owner = self._owner, ""
-                await _release_claim_after(exc, self._store, self._checkpoint_id, owner)
+        if self._owner and self._restored:
+            owner, self._owner = self._owner, ""
+            await _release_claim_after(exc, self._store, self._checkpoint_id, owner)
 
     async def _save(self, exc: GraphInterrupt) -> None:
-        """The run paused: store its snapshot under the checkpoint id (if it has one)."""
-        if self._checkpoint_id is not None:
-            paused = getattr(exc, "snapshot", None)
-            assert isinstance(paused, RunSnapshot)
-            data = encode_checkpoint(paused, kind=_KIND, fingerprint=self._fingerprint)
-            await self._store.set(self._checkpoint_id, data)
-            exc.checkpoint_id = self._checkpoint_id
+        """The run paused: store its snapshot under the checkpoint id."""
+        paused = getattr(exc, "snapshot", None)
+        assert isinstance(paused, RunSnapshot)
+        data = encode_checkpoint(paused, kind=_KIND, fingerprint=self._fingerprint)
+        await self._store.set(self._checkpoint_id, data)
+        exc.checkpoint_id = self._checkpoint_id
 
     async def _release_claim(self) -> None:
         """The run was abandoned: a resumed run's checkpoint stays resumable."""
-        if self._owner and self._restored and self._checkpoint_id is not None:
+        if self._owner and self._restored:
             owner, self._owner = self._owner, ""
             await _release_claim(self._store, self._checkpoint_id, owner)

@@ -17,7 +17,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from types import CoroutineType, GeneratorType
 from typing import Any, Generic, TypeGuard, TypeVar
 
@@ -80,13 +79,25 @@ class _StateLock:
             self._locked = False
 
 
-@dataclass(eq=False)
-class _StateFrame:
-    """One graph run's state, its lock, and the enclosing graph's frame."""
+class _StateFrame(_StateLock):
+    """One graph run's state and the enclosing graph's frame; the frame is the lock of its state (one object
+    per run, not two)."""
 
-    state: Any
-    parent: _StateFrame | None
-    lock: _StateLock = field(default_factory=_StateLock)
+    __slots__ = ("parent", "state")
+
+    def __init__(self, state: Any, parent: _StateFrame | None) -> None:
+        self._locked = False
+        self._waiters = None
+        self.state = state
+        self.parent = parent
+
+    def __repr__(self) -> str:
+        return f"_StateFrame({type(self.state).__qualname__}, locked={self._locked})"
+
+    @property
+    def lock(self) -> _StateLock:
+        """The lock held while the state is used (the frame itself)."""
+        return self
 
 
 _current_frame: ContextVar[_StateFrame | None] = ContextVar("pyeino_state_frame", default=None)
@@ -120,8 +131,7 @@ class _StateAccess(Generic[S]):
         self._lock: _StateLock | None = None
 
     async def __aenter__(self) -> S:
-        frame = _find_frame(self._type)
-        lock = frame.lock
+        lock = frame = _find_frame(self._type)
         if not lock.acquire_nowait():
             await lock.__aenter__()
         self._lock = lock
@@ -151,20 +161,19 @@ async def call_handler(
 ) -> Any:
     """Run a state handler under its graph's lock (sync or async handler). Every state handler of every run
     comes this way (three per ReAct round): the lock's uncontended paths and the common awaitable are inline."""
-    lock = frame.lock
-    if lock._locked:
-        await lock.__aenter__()
+    if frame._locked:
+        await frame.__aenter__()
     else:
-        lock._locked = True
+        frame._locked = True
     try:
         result = handler(value, frame.state)
         if result.__class__ is CoroutineType or is_awaitable(result):
             result = await result
     finally:
-        if lock._waiters:
-            lock._release()
+        if frame._waiters:
+            frame._release()
         else:
-            lock._locked = False
+            frame._locked = False
     return result
 
 

@@ -370,7 +370,11 @@ class _PartsReader(StreamReader[StreamPart]):
             handle = await runnable._open(
                 source, streaming=True, options=options, path=(), info=runnable._info, check=self._check
             )
-            run = handle._run
+            from compose._engine.scheduler import GraphRun
+            from compose.runnable import CheckpointedRun
+
+            run = handle._run if isinstance(handle, CheckpointedRun) else handle
+            assert isinstance(run, GraphRun)
             sink.run, sink.root = run, run.address
             pregel = not run.t.dag
             done = False

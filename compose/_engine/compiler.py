@@ -215,11 +215,13 @@ def build_tables(
             d.pre_handler or d.post_handler or d.stream_pre_handler or d.stream_post_handler or d.input_key
             or d.output_key
         )
+        info = RunInfo(d.name or k, d.type_name, d.component, *_model_identity(d))
+        checked_chunks = d.component == "ChatModel" and getattr(d.impl, "checks_messages", False) is True
         nodes.append(
             NodeRT(
                 key=k,
                 index=i,
-                info=RunInfo(d.name or k, d.type_name, d.component, *_model_identity(d)),
+                info=info,
                 paradigms=d.paradigms,
                 sub=sub,
                 pre=d.pre_handler,
@@ -234,11 +236,17 @@ def build_tables(
                 out_check=output_check(d),
                 declared=d.output_type,
                 plain=plain,
+                has_pre=bool(d.pre_handler or d.stream_pre_handler or d.input_key),
                 takes_options=d.component in _TAKES_OPTIONS
                 or (d.component == "Lambda" and d.impl.takes_options),
                 invoke1=d.paradigms.invoke1 if plain and sub is None and d.paradigms is not None else None,
                 instance=d.impl,
-                checked_chunks=d.component == "ChatModel" and getattr(d.impl, "checks_messages", False) is True,
+                blamed=sub is None and d.component != "Passthrough",
+                stream_model=info.type if d.component == "ChatModel" and not checked_chunks else "",
+                value_stream=sub is None
+                and d.paradigms is not None
+                and "stream" in d.paradigms.implemented
+                and "transform" not in d.paradigms.implemented,
             )
         )
 

@@ -275,21 +275,25 @@ class RecordedRun(GraphRun):
         if self.restore_from is not None:
             self.rec.boxes = _boxes_of(self.t, self.restore_from[0])
 
-    async def _step(self, to_end: bool = False, until: Any = None) -> bool:
+    async def step(self, to_end: bool = False, until: Any = None) -> bool:
         rec = self.rec
-        if rec.replay_final is not NOTHING:  # the run ended here: its output, no node runs
-            await self._close_all()
-            await self._end_run(_one(rec.replay_final) if self.streaming else rec.replay_final)
-            return True
+        tokens = self._enter()  # what is written runs in the run's context too (``GraphRun.step`` sets it again)
         try:
-            done = await super()._step(to_end, until)
-        except GraphInterrupt as exc:
-            await rec.write_pause(self, exc)
-            raise
-        if done:
-            plain, self.result = await self._plain_of(self.t.end, self.result)
-            await rec.write_final(self, plain)
-        return done
+            if rec.replay_final is not NOTHING:  # the run ended here: its output, no node runs
+                await self._close_all()
+                await self._end_run(_one(rec.replay_final) if self.streaming else rec.replay_final)
+                return True
+            try:
+                done = await super().step(to_end, until)
+            except GraphInterrupt as exc:
+                await rec.write_pause(self, exc)
+                raise
+            if done:
+                plain, self.result = await self._plain_of(self.t.end, self.result)
+                await rec.write_final(self, plain)
+            return done
+        finally:
+            self._exit(tokens)
 
     async def _pregel(self, fuse: bool = False) -> Any:
         """One superstep, its predecessors' outputs routed (and recorded) first."""
@@ -521,7 +525,8 @@ async def update_state(
         rec.boxes.pop(j, None)
         if j in run.ready:
             run.ready.remove(j)
-        run.resume_for.pop(j, None)
+        if j in run.resume_for:
+            del run.resume_for[j]
         if state is not None:
             _patch_state(run, state, where)
         await run._finish(j, _one(output) if run.streaming else output)

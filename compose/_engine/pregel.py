@@ -90,6 +90,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
     # interrupts before nodes, then the step limit.
     if len(inbox) == 1:  # the hot path: one node this step
         j, box = inbox.popitem()
+        inbox.clear()  # frees the emptied table (a run parked in this step holds no 160 bytes for it)
         if len(box) == 1:  # from one predecessor: nothing to merge
             (x,) = box.values()
         else:
@@ -97,8 +98,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
             x = self._take(j)
         del box  # not held while the node runs (a parked run holds its frames' locals)
         if j == t.end:
-            await self._close_all()
-            return x
+            return x  # nothing else is held: the inbox was END's alone and every output is routed
         if self.gated or self.steps >= self.max_steps:
             await _gate(self, [(j, x)])
         if deferred or self.options.external_interrupt is not None:

@@ -191,6 +191,8 @@ def restore(
     run.reported = {index[k]: {index[p] for p in v} for k, v in snap.reported.items()}
     run.skipped = {index[k]: {index[p] for p in v} for k, v in snap.skipped.items()}
     run.ready.extend(index[k] for k in snap.ready)
+    if snap.reruns:
+        run.resume_for = {}  # the run's own (a fresh run shares a read-only empty one)
     for rr in snap.reruns:
         j = index[rr.key]
         if rr.has_input:

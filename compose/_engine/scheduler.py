@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
+from types import MappingProxyType
 from typing import Any
 
 import anyio
@@ -35,6 +36,7 @@ from compose._engine.dag import report, run_dag
 from compose._engine.options import CallOptions
 from compose._engine.pregel import pregel_step
 from compose._engine.resume import restore, resumed_for
+from compose._engine.run_callbacks import callback_config, fail_early, with_callbacks
 from compose._engine.tables import NOTHING as _NOTHING
 from compose._engine.tables import BranchRT, EdgeCheck, NodeRT, Tables, branch_targets
 from compose._types import type_name
@@ -43,15 +45,12 @@ from compose.callbacks import (
     CallbackHandler,
     RunInfo,
     _current_config,
-    _node_handlers,
     fire_cancel,
     fire_end,
     fire_end_stream,
-    fire_error,
     fire_failure,
     fire_start,
     fire_start_stream,
-    make_config,
 )
 from compose.checkpoint._snapshot import RerunRecord, RunSnapshot
 from compose.errors import (
@@ -64,7 +63,6 @@ from compose.errors import (
     RuntimeTypeError,
 )
 from compose.interrupt import _node_address, _resumed
-from compose.lambdas import Paradigms, derive
 from compose.merge import merge_stream_values, merge_values
 from compose.state import _current_frame, _StateFrame, call_handler
 from compose.stream import SKIP, concat
@@ -74,6 +72,8 @@ from compose.stream import one_chunk as _one
 _EMPTY: Mapping[str, Any] = {}
 _INVOKE_ONLY = frozenset({"invoke"})
 _NO_READY: deque[int] = deque(maxlen=0)
+_NONE_FOR: Any = MappingProxyType({})  # an empty table shared by the runs that never fill it (read-only)
+_NO_NODES: list[int] = []  # ``last`` before the first step (replaced, never appended to)
 
 
 
@@ -107,84 +107,6 @@ def _check_condition_input(key: str, b: BranchRT, chunk: Any) -> Any:
             f"{type_name(b.branch.input_type)}, actual type: {type(chunk).__qualname__}"
         )
     return chunk
-
-
-async def _choose(vr: tuple[Callable[[Any], Any], BranchRT], value: Any, key: str) -> int:
-    """The node a branch with a synchronous value condition chooses for ``value`` (as ``decide_value``)."""
-    condition, rt = vr
-    try:
-        chosen = condition(value)
-    except (BranchError, RuntimeTypeError, NodeRunError):
-        raise  # the condition read a stream that broke: the node that produced it is named already
-    except Exception as exc:
-        raise rt.branch.failed(exc, key) from exc
-    j = rt.index_of.get(chosen, -1) if type(chosen) is str else -1
-    return j if j >= 0 else rt.index_of[await rt.branch.settle(chosen, key)]
-
-
-def _with_callbacks(p: Paradigms, handlers: tuple[CallbackHandler, ...], info: RunInfo) -> Paradigms:
-    """Fire callbacks around what the component implements, then derive the rest (eino-semantics 1.8)."""
-
-    report = p.report
-
-    def wrap(fn: Any, stream_in: bool, stream_out: bool) -> Any:
-        async def run(x: Any, **o: Any) -> Any:
-            if stream_in:
-                x = await fire_start_stream(handlers, info, x)
-            else:
-                await fire_start(handlers, info, x if report is None else report[0](x))
-            token = _node_handlers.set(handlers)  # what the node runs (a ToolsNode's tools) reports to them
-            try:
-                out = await fn(x, **o)
-            except BaseException as exc:
-                with anyio.CancelScope(shield=True):
-                    await fire_failure(handlers, info, exc)
-                raise
-            finally:
-                _node_handlers.reset(token)
-            if stream_out:
-                return await fire_end_stream(handlers, info, out)
-            await fire_end(handlers, info, out if report is None or stream_in else report[1](x, out))
-            return out
-
-        return run
-
-    impl = p.implemented
-    return derive(
-        invoke=wrap(p.invoke, False, False) if "invoke" in impl else None,
-        stream=wrap(p.stream, False, True) if "stream" in impl else None,
-        collect=wrap(p.collect, True, False) if "collect" in impl else None,
-        transform=wrap(p.transform, True, True) if "transform" in impl else None,
-    )
-
-
-def callback_config(options: CallOptions, path: tuple[str, ...]) -> CallbackConfig | None:
-    """The handlers of a run at ``path``: this call's merged with the enclosing run's (a top-level run also
-    picks up the global ones); a nested run without callbacks of its own shares its parent's."""
-    if options.callbacks or not path:
-        return make_config(options.callbacks, options.designate, path)
-    return _current_config.get()
-
-
-async def fail_early(
-    options: CallOptions, path: tuple[str, ...], info: RunInfo, streaming: bool, value: Any, exc: BaseException
-) -> None:
-    """A run failing before it starts (bad options, no checkpoint store, a wrong input, its state factory...)
-    still fires its graph's ``on_start`` and ``on_error`` once each, as Eino's deferred graph callbacks do
-    (``TestEarlyFailCallback``); cancellation and interrupts fire nothing. Closes ``value`` (the run's input)."""
-    with anyio.CancelScope(shield=True):
-        try:
-            if isinstance(exc, Exception) and not isinstance(exc, GraphInterrupt):
-                cb = callback_config(options, path)
-                handlers = cb.for_path(path) if cb is not None else ()
-                if handlers:
-                    if streaming:
-                        value = await fire_start_stream(handlers, info, value)
-                    else:
-                        await fire_start(handlers, info, value)
-                    await fire_error(handlers, info, exc)
-        finally:
-            await _close(value)
 
 
 class GraphRun:
@@ -234,11 +156,8 @@ class GraphRun:
         self.t = tables
         # shared by a root run and its sub-graph runs: marks the errors their streams named (``blame``)
         self.origin = origin if origin is not None else object()
-        self.address = address or f"runnable:{tables.name}"
+        self.address = address or tables.address
         self.restore_from = restore_from
-        self.resume_for: dict[int, tuple[RerunRecord, Mapping[str, Any]]] = {}
-        self.skip_before = False
-        self.rerun_restored = False
         self.streaming = streaming
         self.options = options
         self.path = path
@@ -248,17 +167,24 @@ class GraphRun:
         self.pending: list[tuple[int, Any]] = []
         self.steps = 0
         self.frame: _StateFrame | None = None
-        self.cb: CallbackConfig | None = _NOTHING
-        # whether every node takes the general path (streaming, callbacks or per-call node options): set with cb
+        self.cb: CallbackConfig | None = _NOTHING  # looked up at the first entry (_prepare)
         self.general = True
         self.live = False  # its handlers saw the start and not yet the end (aclose then reports a cancel)
         self.track = _node_address.get() is not None  # nodes run with their address set (track_addresses)
         self.result: Any = _NOTHING
-        self.last: list[int] = []
-        # only a DAG run queues ready nodes (an empty deque is 600 bytes; a Pregel run shares one that holds none)
-        self.ready: deque[int] = deque() if tables.dag else _NO_READY
-        self.reported: dict[int, set[int]] = {}
-        self.skipped: dict[int, set[int]] = {}
+        self.last: list[int] = _NO_NODES
+        # what only a restored run (resume_for, skip_before, rerun_restored) or a DAG run (ready, reported,
+        # skipped) changes is shared and read-only until then (``resume.restore`` and ``dag`` replace them):
+        # a run holds no empty containers of its own for them (an empty deque is 600 bytes, a dict 64)
+        self.resume_for: dict[int, tuple[RerunRecord, Mapping[str, Any]]] = _NONE_FOR
+        self.skip_before = self.rerun_restored = False
+        if tables.dag:
+            self.ready: deque[int] = deque()
+            self.reported: dict[int, set[int]] = {}
+            self.skipped: dict[int, set[int]] = {}
+        else:
+            self.ready = _NO_READY
+            self.reported = self.skipped = _NONE_FOR
         max_steps = tables.max_steps
         if options.max_run_steps is not None:
             if tables.dag:
@@ -285,8 +211,17 @@ class GraphRun:
 
     async def begin(self, value: Any) -> None:
         """Start a run that the caller drives with ``step()`` (the agent runner does, to emit events between
-        supersteps). Context (state, callbacks) is entered and left around each call."""
-        tokens = await self._enter_or_close(value)
+        supersteps). Context (state, callbacks) is entered and left around each call that runs anything: a
+        fresh run without handlers only queues its input."""
+        try:
+            cb = self._prepare()
+        except BaseException as exc:
+            await fail_early(self.options, self.path, self.info, self.streaming, value, exc)
+            raise
+        if cb is None and self.restore_from is None:  # no handler to fire, no snapshot to restore
+            self.pending.append((self.t.start, value))
+            return
+        tokens = self._enter()
         try:
             await self._begin(value)
         finally:
@@ -294,12 +229,37 @@ class GraphRun:
 
     async def step(self, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
         """Run one superstep (Pregel) or the whole run (DAG); True once ``result`` is set. With ``until``, keep
-        running supersteps until it returns True after one (the agent runner stops when there are events)."""
-        tokens = self._enter()
+        running supersteps until it returns True after one (the agent runner stops when there are events).
+        The run's state frame and callbacks are set for what runs now, and reset before it returns (the
+        caller's code between steps sees neither)."""
+        cb = self.cb
+        if cb is _NOTHING:
+            cb = self._prepare()
+        frame = self.frame
+        tok_frame = _current_frame.set(frame) if frame is not None else None
+        tok_cb = _current_config.set(cb) if cb is not _current_config.get() else None
         try:
-            return await self._step(to_end, until)
+            if self.t.dag:
+                out = await run_dag(self)
+            else:
+                out = await self._pregel(to_end)
+                while out is _NOTHING and (to_end or (until is not None and not until())):
+                    out = await self._pregel(to_end)
+                if out is _NOTHING:
+                    return False
+            if cb is None:
+                self.result = out
+            else:
+                await self._end_run(out)
+            return True
+        except BaseException as exc:
+            await self._fail(exc)
+            raise
         finally:
-            self._exit(tokens)
+            if tok_cb is not None:
+                _current_config.reset(tok_cb)
+            if tok_frame is not None:
+                _current_frame.reset(tok_frame)
 
     def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
         """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` (the nodes of the step before,
@@ -330,29 +290,29 @@ class GraphRun:
             self.live = False
             await fire_cancel(self._handlers(), self.info)
 
-    async def _enter_or_close(self, value: Any) -> tuple[Any, Any]:
-        try:
-            return self._enter()
-        except BaseException as exc:
-            await fail_early(self.options, self.path, self.info, self.streaming, value, exc)
-            raise
-
-    def _enter(self) -> tuple[Any, Any]:
-        """Set the run's state frame and callbacks for what runs now (every step comes this way)."""
-        frame = self.frame
-        factory = self.t.state_factory if frame is None else None
-        if factory is not None:
+    def _prepare(self) -> CallbackConfig | None:
+        """At the run's first entry: make its state (the factory is called once per run) and look up its
+        callbacks."""
+        factory = self.t.state_factory
+        if factory is not None and self.frame is None:
             try:
                 state = factory()
             except Exception as exc:
                 raise GraphRunError(
                     f"state factory of graph '{self.t.name}' failed: {type(exc).__name__}: {exc}"
                 ) from exc
-            frame = self.frame = _StateFrame(state, _current_frame.get())
+            self.frame = _StateFrame(state, _current_frame.get())
+        cb = self.cb = callback_config(self.options, self.path)
+        # whether every node takes the general path (streaming, callbacks or per-call node options)
+        self.general = self.streaming or cb is not None or bool(self.options.node_options)
+        return cb
+
+    def _enter(self) -> tuple[Any, Any]:
+        """Set the run's state frame and callbacks for what runs now (``step`` does the same inline)."""
         cb = self.cb
         if cb is _NOTHING:
-            cb = self.cb = callback_config(self.options, self.path)
-            self.general = self.streaming or cb is not None or bool(self.options.node_options)
+            cb = self._prepare()
+        frame = self.frame
         return (
             _current_frame.set(frame) if frame is not None else None,
             _current_config.set(cb) if cb is not _current_config.get() else None,
@@ -385,22 +345,6 @@ class GraphRun:
                 self.pending.append((self.t.start, value))
         except BaseException as exc:
             await _close(value)
-            await self._fail(exc)
-            raise
-
-    async def _step(self, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
-        try:
-            if self.t.dag:
-                out = await run_dag(self)
-            else:
-                out = await self._pregel(to_end)
-                while out is _NOTHING and (to_end or (until is not None and not until())):
-                    out = await self._pregel(to_end)
-                if out is _NOTHING:
-                    return False
-            await self._end_run(out)
-            return True
-        except BaseException as exc:
             await self._fail(exc)
             raise
 
@@ -509,9 +453,22 @@ class GraphRun:
         value_out = not self.streaming or (
             cls is not None and node.paradigms is not None and node.paradigms.implemented == _INVOKE_ONLY
         )
+        value_in = False  # x is the value a pre handler returned, where the node takes a stream
         try:
-            if not node.plain:
+            if not node.has_pre:
+                pass
+            elif node.pre is None or node.input_key is not None:
                 x = await self._pre(node, x)
+            elif not self.streaming:
+                x = await call_handler(node.pre, x, self.frame)  # type: ignore[arg-type]
+            else:
+                # a value pre handler in a streaming run: its value goes to a node that takes one as it is (no
+                # stream of one chunk made to be concatenated back)
+                x = await call_handler(node.pre, await concat(x), self.frame)  # type: ignore[arg-type]
+                if value_out or node.value_stream:
+                    value_in = True
+                else:
+                    x = _one(x)
             phase = ""
             opts = self.options.node_options.get(node.key, _EMPTY)
             if node.sub is not None:
@@ -531,11 +488,13 @@ class GraphRun:
                 if self.cb is not None:
                     handlers = self.cb.for_path((*self.path, node.key))
                     if handlers:
-                        p = _with_callbacks(p, handlers, node.info)
+                        p = with_callbacks(p, handlers, node.info)
                 if not self.streaming:
                     out = await p.invoke(x, **opts)
                 elif value_out:
-                    out = await p.invoke(await concat(x), **opts)
+                    out = await p.invoke(x if value_in else await concat(x), **opts)
+                elif value_in:
+                    out = await p.stream(x, **opts)
                 else:
                     out = await p.transform(x, **opts)
         except BaseException as exc:
@@ -554,13 +513,10 @@ class GraphRun:
                 raise
             raise NodeRunError([*self.path, node.key], exc, phase=phase) from exc
         if not value_out:
-            component = node.info.component
-            if node.sub is not None or component == "Passthrough":  # their streams' errors are named upstream
+            if not node.blamed:  # a sub-graph's or a passthrough's stream: its errors are named upstream
                 return out if key is None else out.map(partial(_wrap_key, key))
-            model = node.info.type if component == "ChatModel" else ""
-            if model and node.checked_chunks:
-                model, cls = "", None  # its chunks are checked already: only their errors are named
-            return OutputStream((*self.path, node.key), self.origin, cls, node.declared, key, model).wrap(out)
+            path = (*self.path, node.key)
+            return OutputStream(path, self.origin, cls, node.declared, key, node.stream_model).wrap(out)
         if cls is not None and not isinstance(out, cls):
             await _close(out)
             raise NodeOutputTypeError([*self.path, node.key], node.declared, type(out))
@@ -627,7 +583,17 @@ class GraphRun:
         if brs and src < t.n and not self.streaming:
             vr = t.value_route[src]
             if vr is not None:  # the common case: one branch choosing with a synchronous condition
-                self._deliver(src, await _choose(vr, out, t.keys[src]), out)
+                condition, rt = vr
+                try:
+                    chosen = condition(out)
+                except (BranchError, RuntimeTypeError, NodeRunError):
+                    raise  # the condition read a stream that broke: the node that produced it is named already
+                except Exception as exc:
+                    raise rt.branch.failed(exc, t.keys[src]) from exc
+                dst = rt.index_of.get(chosen, -1) if type(chosen) is str else -1
+                if dst < 0:
+                    dst = rt.index_of[await rt.branch.settle(chosen, t.keys[src])]
+                self._deliver(src, dst, out)
                 return
         if not brs:
             if not succ:

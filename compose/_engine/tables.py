@@ -59,13 +59,20 @@ class NodeRT:
     declared: Any
 
     plain: bool  # no handler and no key mapping
+    has_pre: bool  # a pre handler or an input key: something runs before the node
     takes_options: bool  # accepts per-call node options (keyword arguments)
     # the node's own single-argument invoke when it is plain and not a sub-graph: the invoke-mode fast path
     invoke1: Callable[[Any], Any] | None
     instance: Any = None  # what was added (the model, the Lambda, the sub-graph), for ``graph_info()`` only
-    # a chat model whose stream checks its chunks itself (``checks_messages``: an agent's event layer): the
-    # node's output stream is not checked again, only its errors named
-    checked_chunks: bool = False
+    # implements stream (value in) and not transform: in a streaming run, a value pre handler's output goes
+    # straight to stream (what the derived transform would concatenate it back to; callbacks wrap stream)
+    value_stream: bool = False
+    # its output stream is checked and blamed on it (``blame.OutputStream``); not a sub-graph's or a
+    # passthrough's, whose errors are named upstream
+    blamed: bool = True
+    # a chat model whose chunks the run checks are Messages: its model type (else ""; also for a model whose
+    # stream checks its chunks itself, ``checks_messages``, as an agent's event layer: only its errors are named)
+    stream_model: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +148,10 @@ class Tables:
     n: int = field(init=False)
     end: int = field(init=False)  # == n
     start: int = field(init=False)  # == n + 1
+    address: str = field(init=False)  # a root run's address (``compose.interrupt``)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "address", f"runnable:{self.name}")
         object.__setattr__(self, "n", len(self.nodes))
         object.__setattr__(self, "end", len(self.nodes))
         object.__setattr__(self, "start", len(self.nodes) + 1)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from compose.errors import ConcatError, EmptyStreamError
-from compose.stream._core import _EMPTY, _END, StreamReader, _Signal
+from compose.stream._core import _EMPTY, _END, StreamReader, _IterReader, _Signal
 from compose.stream._merge import SourceEOF
 
 T = TypeVar("T")
@@ -74,6 +74,9 @@ async def concat(reader: StreamReader[T]) -> T:
         EmptyStreamError: ``"stream reader is empty, concat fail"`` if the stream had no chunk.
         ConcatError: if the chunks cannot be concatenated.
     """
+    if type(reader) is _IterReader and not reader._closed:  # values only, never waits: no loop, no close to await
+        values: tuple[T, ...] = reader.take_remaining()
+        return concat_items(values)
     items: list[T] = []
     try:
         while True:

@@ -30,6 +30,7 @@ from compose.stream._core import (
     StreamReader,
     _IterReader,
     _Signal,
+    _Tracker,
     become_copied,
     closed_signal,
     detach,
@@ -74,6 +75,8 @@ def broadcast(reader: StreamReader[T], n: int) -> list[StreamReader[T]]:
         return [_IterReader(items, start) for _ in range(n)]
     hub = _CopyHub(detach(reader), n)
     head: _Elem = [_EMPTY, None]
+    if n == 2:  # the common case (a model stream for its event and for the graph): no comprehension
+        return [_CopyReader(hub, head, 0), _CopyReader(hub, head, 1)]
     return [_CopyReader(hub, head, i) for i in range(n)]
 
 
@@ -81,7 +84,12 @@ class _CopyReader(StreamReader[T]):
     _kind = "copy"
 
     def __init__(self, hub: _CopyHub, head: _Elem, index: int) -> None:
-        super().__init__()
+        # StreamReader.__init__ inline (n of these per copy)
+        self._closed = False
+        self._done = False
+        self._gen = _Tracker.generation
+        if _Tracker.enabled:
+            _Tracker.live.add(self)
         self._hub = hub
         self._cur = head
         self._index = index

@@ -129,6 +129,13 @@ class StreamReader(Generic[T]):
 
     _kind: ClassVar[str] = "reader"
     _cancel_safe: bool = True
+    # whether the kind closes something it owns in ``_aclose_owned`` (set per subclass: a reader that owns
+    # nothing, like a reader of values, is closed without making a coroutine)
+    _owns: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._owns = cls._aclose_owned is not StreamReader._aclose_owned
 
     def __init__(self) -> None:
         self._closed = False
@@ -203,7 +210,8 @@ class StreamReader(Generic[T]):
             return
         self._closed = True
         self._release()
-        await self._aclose_owned()
+        if self._owns:
+            await self._aclose_owned()
 
     async def __aenter__(self) -> StreamReader[T]:
         return self
@@ -357,7 +365,8 @@ def detach(reader: StreamReader[T]) -> StreamReader[T]:
     twin.__dict__ = reader.__dict__
     if _Tracker.enabled:
         _Tracker.live.add(twin)
-    become_copied(reader)
+    reader.__dict__ = {"_closed": True, "_done": True, "_gen": twin._gen}  # become_copied(reader), inline
+    reader.__class__ = _CopiedReader
     return twin
 
 
@@ -371,7 +380,12 @@ class _IterReader(StreamReader[T]):
     _kind = "iterable"
 
     def __init__(self, items: tuple[T, ...], start: int = 0) -> None:
-        super().__init__()
+        # StreamReader.__init__ inline: the commonest reader (every one-chunk stream) is made without a call
+        self._closed = False
+        self._done = False
+        self._gen = _Tracker.generation
+        if _Tracker.enabled:
+            _Tracker.live.add(self)
         self._items = items
         self._i = start
         self._n = len(items)
