@@ -2,7 +2,6 @@
 
 import typing
 
-from adk.actions import send_tool_gen_action
 from adk.agent import Agent, AgentContext, ResumableAgent, ResumeInfo, RunSession
 from adk.agents import (
     AgentTool,
@@ -15,15 +14,27 @@ from adk.agents import (
     set_sub_agents,
 )
 from adk.agents.history import HistoryEntry, HistoryRewriter, default_history_rewriter, rewrite_message
-from adk.approval import (
+from adk.cancel import CancelHandle, CancelMode, CancelOutcome
+from adk.chat_model.actions import send_tool_gen_action
+from adk.chat_model.agent import ChatModelAgent, ToolExecutionMode, ToolsConfig, exit_tool
+from adk.chat_model.approval import (
     ApprovalDecision,
     ApprovalMiddleware,
     ApprovalPredicate,
     ApprovalRequest,
     approval_middleware,
 )
-from adk.cancel import CancelHandle, CancelMode, CancelOutcome
-from adk.chat_model_agent import ChatModelAgent, ToolExecutionMode, ToolsConfig, exit_tool
+from adk.chat_model.failover import FailoverContext, ModelFailoverConfig
+from adk.chat_model.instruction import (
+    TRANSFER_TO_AGENT_TOOL_DESCRIPTION,
+    TRANSFER_TO_AGENT_TOOL_NAME,
+    InstructionFormatError,
+    format_instruction,
+    gen_transfer_messages,
+    transfer_instruction,
+)
+from adk.chat_model.react import ChatModelAgentState, ChatModelHook, State
+from adk.chat_model.retry import ModelRetryConfig, default_backoff, default_is_retryable
 from adk.checkpointing import AgentCheckpoint
 from adk.errors import (
     AgentCancelledError,
@@ -62,15 +73,6 @@ from adk.events import (
     MessageVariant,
     TransferToAgentAction,
 )
-from adk.failover import FailoverContext, ModelFailoverConfig
-from adk.instruction import (
-    TRANSFER_TO_AGENT_TOOL_DESCRIPTION,
-    TRANSFER_TO_AGENT_TOOL_NAME,
-    InstructionFormatError,
-    format_instruction,
-    gen_transfer_messages,
-    transfer_instruction,
-)
 from adk.middlewares import (
     AgentMiddleware,
     ChatModelAgentContext,
@@ -81,8 +83,6 @@ from adk.middlewares import (
     ToolResultReductionMiddleware,
     send_event,
 )
-from adk.react import ChatModelAgentState, ChatModelHook, State
-from adk.retry import ModelRetryConfig, default_backoff, default_is_retryable
 from adk.runner import AgentRun, Runner
 from adk.session_values import add_session_value, add_session_values, get_session_value, get_session_values
 from adk.telemetry import TELEMETRY_EVENT_NAMES, JSONLTraceWriter, TelemetryEvent, TelemetryHandler

@@ -17,7 +17,7 @@ from adk.telemetry import TelemetryEvent, TelemetryHandler
 
 if TYPE_CHECKING:
     from adk.agent import RunSession
-    from adk.react import State
+    from adk.chat_model.react import State
 
 
 @dataclass(slots=True, eq=False)
@@ -40,7 +40,7 @@ class RunContext:
     timeout: float = 0.0  # the timeout that deadline stands for (seconds)
     session: RunSession | None = None  # the Runner run's shared session (agent tools run their agent in it)
     emit_internal_events: bool = False  # agent tools forward their inner agent's events (ToolsConfig)
-    tools_node: Any = None  # the ToolsNode of this run when before_agent middlewares ran (adk.chat_model_agent)
+    tools_node: Any = None  # the ToolsNode of this run when before_agent middlewares ran (adk.chat_model.agent)
     structured: tuple[str, Any] | None = None  # (call id or "", parsed answer) once a structured answer is valid
     failover_model: Any = None  # the model that last answered under model failover (None: the agent's own)
     cancel: Any = None  # the run's ``adk.cancel.CancelLink`` when it is cancellable: its calls run guarded

@@ -12,7 +12,7 @@ ends the run with exactly one event whose ``error`` is set.
 yielded, and sets its ``checkpoint_id``.
 
 **A ChatModelAgent at the root** (the common case) hands its events out itself: its run
-(``adk._react_run.ReactRun``) calls this run's :meth:`AgentRun._handle` for the events with an error or an
+(``adk.chat_model._react_run.ReactRun``) calls this run's :meth:`AgentRun._handle` for the events with an error or an
 action and :meth:`AgentRun._end` when its events end, so a run parked in a model call holds one frame of the
 agent layer, not two, and each event passes one ``__anext__``.
 """
@@ -26,11 +26,11 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from adk._react_run import ReactRun
 from adk._run import current_session
 from adk.agent import Agent, AgentContext, AgentEvents, ResumableAgent, ResumeInfo, RunSession
 from adk.agents.history import RecordedEvent
 from adk.cancel import _CANCELLING, CancelController, Cancellable
+from adk.chat_model._react_run import ReactRun
 from adk.checkpointing import AgentCheckpoint, CheckpointBinding, SavedEvent
 from adk.errors import AgentCancelledError, AgentError
 from adk.events import AgentEvent, AgentInput, AgentInterruptInfo

@@ -362,7 +362,7 @@ class CancelLink:
         modes = ctl.modes
         if modes == _IMMEDIATE:
             return True
-        from adk.react import CHAT_MODEL_NODE, TOOL_NODE
+        from adk.chat_model.react import CHAT_MODEL_NODE, TOOL_NODE
 
         return ("after_chat_model" in modes and last_nodes == [CHAT_MODEL_NODE] and next_nodes == [TOOL_NODE]) or (
             "after_tool_calls" in modes and last_nodes == [TOOL_NODE]

@@ -33,8 +33,8 @@ from typing import Any
 import anyio
 
 from adk._run import RunContext
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision
 from adk.checkpointing import CheckpointBinding
 from adk.events import AgentInterruptInfo
 from adk.runner import AgentRun, Runner

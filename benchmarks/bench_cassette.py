@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
 from adk.runner import Runner
 from compose.models import ScriptedChatModel
 from compose.schema import FunctionCall, Message, ToolCall

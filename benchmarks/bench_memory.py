@@ -32,7 +32,7 @@ from typing import Any
 
 import anyio
 
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
 from adk.runner import Runner
 from compose.schema import FunctionCall, Message, ResponseMeta, ToolCall, ToolInfo, Usage
 from compose.stream import StreamReader

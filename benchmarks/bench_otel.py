@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 from bench_react import TOOL, BenchModel, pyeino_run  # beside this script
 
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
 from adk.runner import Runner
 
 ROUNDS = 10

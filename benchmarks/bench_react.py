@@ -36,7 +36,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
 from adk.runner import Runner
 from compose.schema import FunctionCall, Message, ToolCall, ToolInfo, tool_message, user_message
 from compose.stream import StreamReader

@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from compose.schema import FunctionCall, ToolCall, assistant_message
-from compose.tool_node import ToolsNode
 from compose.tools import FunctionTool, tool
+from compose.tools.node import ToolsNode
 
 CALLS = 10
 

@@ -33,8 +33,8 @@ import bench_sessions
 import bench_stream
 import bench_tools
 
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision
 from adk.runner import Runner
 from adk.sessions import InMemorySessionStore
 from compose.checkpoint import InMemoryCheckPointStore, decode_checkpoint, encode_checkpoint

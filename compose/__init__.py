@@ -6,17 +6,7 @@ A Python port of CloudWeGo Eino's ``compose``. Build a :class:`Graph`, join node
 
 import typing
 
-from compose._field_mapping import (
-    FieldMapping,
-    from_field,
-    from_field_path,
-    map_field_paths,
-    map_fields,
-    to_field,
-    to_field_path,
-)
 from compose._lazy import lazy_names as _lazy_names
-from compose.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
 from compose.callbacks import (
     CallbackHandler,
     RunInfo,
@@ -25,7 +15,6 @@ from compose.callbacks import (
     clear_global_callbacks,
     observe_stream,
 )
-from compose.chain import Chain, ChainBranch, ChainNodeOptions, Parallel
 from compose.checkpoint import (
     CheckPointStore,
     InMemoryCheckPointStore,
@@ -101,8 +90,20 @@ from compose.errors import (
     ToolTimeoutError,
     TypeMismatchError,
 )
-from compose.graph import END, START, FanInMergeConfig, Graph, NodeOptions, TriggerMode
-from compose.graph_info import BranchInfo, CompileCallback, GraphCompileCallback, GraphInfo, NodeInfo
+from compose.graph._field_mapping import (
+    FieldMapping,
+    from_field,
+    from_field_path,
+    map_field_paths,
+    map_fields,
+    to_field,
+    to_field_path,
+)
+from compose.graph.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
+from compose.graph.builder import END, START, FanInMergeConfig, Graph, NodeOptions, TriggerMode
+from compose.graph.chain import Chain, ChainBranch, ChainNodeOptions, Parallel
+from compose.graph.info import BranchInfo, CompileCallback, GraphCompileCallback, GraphInfo, NodeInfo
+from compose.graph.workflow import Workflow, WorkflowNode
 from compose.interrupt import (
     ExternalInterrupt,
     InterruptCtx,
@@ -157,7 +158,8 @@ from compose.stream import (
     register_concat,
 )
 from compose.stream_modes import StreamMode, StreamPart, get_stream_writer
-from compose.tool_middleware import (
+from compose.tools.base import BaseTool, InvokableTool, StreamableTool, tool
+from compose.tools.middleware import (
     StreamToolOutput,
     ToolInput,
     ToolMiddleware,
@@ -165,9 +167,7 @@ from compose.tool_middleware import (
     get_tool_call_id,
     tool_errors_as_results,
 )
-from compose.tool_node import ToolsNode
-from compose.tools import BaseTool, InvokableTool, StreamableTool, tool
-from compose.workflow import Workflow, WorkflowNode
+from compose.tools.node import ToolsNode
 
 if typing.TYPE_CHECKING:
     from compose.models.json_action import JSONActionChatModel

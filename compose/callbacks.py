@@ -15,7 +15,7 @@ reset it in the end callback: the node's own code (a lambda, a tool) runs with i
 step (``start_run``, as the agent runner does) keeps that pairing when one task drives it.
 
 Tools: inside a ToolsNode each call reports to the node's handlers as ``RunInfo(tool name, tool class, "Tool")``
-with the :class:`~compose.tool_middleware.ToolInput` (name, arguments, call id) as input and the result text (or
+with the :class:`~compose.tools.middleware.ToolInput` (name, arguments, call id) as input and the result text (or
 its stream) as output, innermost (inside the middlewares), around what the tool implements. Chat models: a
 chat-model node's ``RunInfo`` names the request ``model`` and its ``provider`` (see ``model_identity``); the
 answer's ``response_meta.model`` is the model the provider says answered.

@@ -28,7 +28,7 @@ from compose.checkpoint._history import StateSnapshot
 from compose.checkpoint._protocol import _release_claim, _release_claim_after, _retire
 from compose.checkpoint._snapshot import RunSnapshot
 from compose.errors import GraphInterrupt, GraphRunError, RuntimeTypeError, StreamEnd
-from compose.graph_info import GraphInfo, build_graph_info
+from compose.graph.info import GraphInfo, build_graph_info
 from compose.stream import StreamReader, concat
 from compose.stream import close_if_stream as _close
 from compose.stream_modes import StreamMode, StreamPart, parse_modes, stream_parts

@@ -27,8 +27,8 @@ import anyio
 
 from adk import ApprovalDecision, ChatModelAgent
 from compose.schema import FunctionCall, Message, ToolCall, ToolInfo
-from compose.tool_middleware import get_tool_call_id
 from compose.tools import tool
+from compose.tools.middleware import get_tool_call_id
 
 LOG = os.environ.get("DURABLE_EXAMPLE_LOG", "")  # where the workers log each tool execution (JSON lines)
 

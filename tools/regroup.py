@@ -67,6 +67,7 @@ MOVES: dict[str, str] = {
     "adk.react": "adk.chat_model.react",
     "adk._react_run": "adk.chat_model._react_run",
     "adk._model": "adk.chat_model._model",
+    "adk._tools_nodes": "adk.chat_model._tools_nodes",
     "adk.actions": "adk.chat_model.actions",
     "adk.approval": "adk.chat_model.approval",
     "adk.failover": "adk.chat_model.failover",

@@ -27,9 +27,9 @@ from typing import Any
 
 from adk.agent import Agent, AgentContext, AgentEvents, History, ResumableAgent, ResumeInfo, check_agent
 from adk.agents.history import HistoryRewriter, RecordedEvent, Retelling
+from adk.chat_model.instruction import gen_transfer_messages
 from adk.errors import TransferError
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentOutput, MessageVariant
-from adk.instruction import gen_transfer_messages
 from compose.errors import CheckpointError
 from compose.schema import Message
 

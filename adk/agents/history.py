@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from adk.agent import History, RecordedEvent
+from adk.chat_model.instruction import gen_transfer_messages
 from adk.events import AgentEvent
-from adk.instruction import gen_transfer_messages
 from compose.schema import Message, user_message
 
 if TYPE_CHECKING:
@@ -276,7 +276,7 @@ def chat_history_for_agent_tool(
 ) -> list[Message]:
     """The input of an agent tool given the full chat history (agent_tool.go ``getReactChatHistory``):
     ``messages`` (the calling agent's conversation) without its last message (the call of the agent tool), then
-    a transfer to ``dest_agent_name`` (:func:`~adk.instruction.gen_transfer_messages`); system messages are
+    a transfer to ``dest_agent_name`` (:func:`~adk.chat_model.instruction.gen_transfer_messages`); system messages are
     dropped, and every assistant and tool message is retold as coming from ``agent_name``, the calling agent.
 
     Args:

@@ -26,7 +26,7 @@ import anyio
 import anyio.to_thread
 from dbos import DBOS, DBOSConfig
 
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
 from adk.durable._events import (
     EVENTS_STREAM,
     RESUME_TOPIC,

@@ -36,8 +36,8 @@ from compose.interrupt import current_address
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
-from compose.tool_middleware import get_tool_call_id
-from compose.tools import BaseTool, InvokableTool, StreamableTool, tool_parallel_safe, tool_timeout
+from compose.tools.base import BaseTool, InvokableTool, StreamableTool, tool_parallel_safe, tool_timeout
+from compose.tools.middleware import get_tool_call_id
 
 __all__ = ["DurableChatModel", "DurableTool", "ScopedAgentTool", "durable_step"]
 

@@ -78,7 +78,7 @@ class LLMJudge(Evaluator):
 
     def _judge(self) -> Any:
         if self._agent is None:
-            from adk.chat_model_agent import ChatModelAgent
+            from adk.chat_model.agent import ChatModelAgent
 
             model = resolve_model(self.model, "LLMJudge") if isinstance(self.model, str) else self.model
             assert model is not None

@@ -19,8 +19,8 @@ the others, ``A(B(C(x)))``:
   m)))`` sits inside the agent's retry and event emitter, so events show what the wrappers return. Tools are
   bound below the wrappers: read or change them in ``before_model_rewrite_state``.
 * ``wrap_invokable_tool_call(next)`` / ``wrap_streamable_tool_call(next)``: endpoint wrappers on the ToolsNode's
-  one middleware chain (``compose.tool_node.ToolMiddleware``), inside the agent's tool-result collector and the
-  ``ToolsConfig`` middlewares; the endpoint's :class:`~compose.tool_node.ToolInput` names the tool and call.
+  one middleware chain (``compose.tools.node.ToolMiddleware``), inside the agent's tool-result collector and the
+  ``ToolsConfig`` middlewares; the endpoint's :class:`~compose.tools.node.ToolInput` names the tool and call.
 * ``after_agent(state)``: after a successful run (a final answer or a return-directly tool's result), in list
   order, with the final conversation; never after a failed, paused or cancelled run. A failure here fails the
   run.
@@ -40,8 +40,8 @@ from adk.events import AgentEvent
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo
 from compose.stream import StreamReader
-from compose.tool_middleware import InvokableToolEndpoint, StreamableToolEndpoint, ToolMiddleware
-from compose.tools import BaseTool
+from compose.tools.base import BaseTool
+from compose.tools.middleware import InvokableToolEndpoint, StreamableToolEndpoint, ToolMiddleware
 
 __all__ = [
     "AgentMiddleware",

@@ -17,7 +17,7 @@ from adk.middlewares.summarization import approx_token_count
 from compose.errors import StreamEnd
 from compose.schema import Message
 from compose.stream import StreamReader
-from compose.tool_middleware import (
+from compose.tools.middleware import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
     StreamToolOutput,

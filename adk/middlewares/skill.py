@@ -50,7 +50,7 @@ from compose.errors import ToolArgumentsError
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo, tool_message, user_message
 from compose.stream import StreamReader
-from compose.tool_middleware import get_tool_call_id
+from compose.tools.middleware import get_tool_call_id
 
 __all__ = ["CONTEXT_MODES", "Skill", "SkillMiddleware", "load_skills", "parse_skill"]
 

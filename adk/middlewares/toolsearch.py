@@ -19,7 +19,7 @@ from adk.middlewares._toolsearch_prompts import TOOL_SEARCH_DESCRIPTION
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext, ChatModelAgentState
 from compose.errors import ToolArgumentsError
 from compose.schema import Message, ToolInfo, user_message
-from compose.tools import BaseTool
+from compose.tools.base import BaseTool
 
 __all__ = ["TOOL_SEARCH_TOOL_NAME", "ToolSearchMiddleware", "search_tools"]
 

@@ -30,18 +30,18 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from adk.agent import Agent
 from adk.agents.agent_tool import AgentTool
-from adk.chat_model_agent import ChatModelAgent, ToolsConfig
-from adk.failover import ModelFailoverConfig
+from adk.chat_model.agent import ChatModelAgent, ToolsConfig
+from adk.chat_model.failover import ModelFailoverConfig
+from adk.chat_model.react import DEFAULT_MAX_ITERATIONS
+from adk.chat_model.retry import ModelRetryConfig
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext
 from adk.middlewares.filesystem import Backend, FilesystemMiddleware, Shell
 from adk.prebuilt import _deep_prompts as prompts
-from adk.react import DEFAULT_MAX_ITERATIONS
-from adk.retry import ModelRetryConfig
 from adk.session_values import add_session_value
 from compose.errors import ToolArgumentsError
 from compose.models.base import ChatModel
 from compose.schema import ToolInfo
-from compose.tools import BaseTool
+from compose.tools.base import BaseTool
 
 __all__ = [
     "GENERAL_AGENT_NAME",

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from adk.agent import AgentContext, AgentEvents
 from adk.agents.workflow import LoopAgent, SequentialAgent
-from adk.chat_model_agent import ChatModelAgent, ToolsConfig
+from adk.chat_model.agent import ChatModelAgent, ToolsConfig
 from adk.errors import AgentError
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentOutput, MessageVariant
 from compose.models.base import ChatModel
@@ -36,7 +36,7 @@ from compose.prompt import ChatTemplate, MessagesPlaceholder
 from compose.prompt._formats import format_fstring
 from compose.schema import Message, ToolInfo, assistant_message, system_message, user_message
 from compose.stream import SKIP, SkipType, StreamReader, concat
-from compose.tools import BaseTool
+from compose.tools.base import BaseTool
 
 __all__ = [
     "EXECUTED_STEPS_SESSION_KEY",

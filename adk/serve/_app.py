@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from adk.agent import Agent, check_agent
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
 from adk.runner import Runner
 from adk.serve import _devui as devui
 from adk.serve._client_tools import RequestExtras

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext
 from compose.interrupt import InterruptSignal, get_resume_context
 from compose.schema import ToolInfo
-from compose.tool_middleware import get_tool_call_id
+from compose.tools.middleware import get_tool_call_id
 
 __all__ = ["ClientToolCall", "RequestExtras", "request_extras"]
 

@@ -25,7 +25,7 @@ from starlette.routing import Route
 from adk.serve._run import _thread_messages
 from adk.serve._threads import _PREFIX as THREAD_PREFIX
 from adk.serve._threads import load_record
-from compose.graph_info import GraphInfo
+from compose.graph.info import GraphInfo
 
 if TYPE_CHECKING:
     from adk.serve._app import _Server

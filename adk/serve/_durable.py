@@ -51,7 +51,7 @@ from ag_ui.core import (
 )
 from pydantic import TypeAdapter
 
-from adk.approval import ApprovalRequest
+from adk.chat_model.approval import ApprovalRequest
 from adk.errors import DurableRunError, InterruptPendingError, SessionBusyError, WillRetryError
 from adk.events import AgentEvent, AgentOutput, MessageVariant
 from adk.serve._mapping import EventMapper

@@ -29,8 +29,8 @@ from ag_ui.core import (
     StateSnapshotEvent,
 )
 
-from adk._react_run import run_stop
 from adk.agent import Agent
+from adk.chat_model._react_run import run_stop
 from adk.errors import RunNotFoundError
 from adk.events import AgentInterruptInfo
 from adk.runner import Runner

@@ -24,7 +24,7 @@ from typing import Any
 
 from ag_ui.core import Interrupt, ResumeEntry
 
-from adk.approval import ApprovalDecision, ApprovalRequest
+from adk.chat_model.approval import ApprovalDecision, ApprovalRequest
 from adk.errors import InterruptPendingError
 from adk.serve._client_tools import ClientToolCall
 from compose.checkpoint import CheckPointStore

@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING, Any
 from compose._engine.tables import BranchRT, EdgeCheck, NodeRT, Tables, WrongOutput
 from compose._engine.type_checks import runtime_branch_checks, runtime_edge_checks
 from compose._types import ClassInfo, instance_check
-from compose.branch import GraphBranch, StreamGraphBranch
 from compose.callbacks import RunInfo
 from compose.checkpoint._snapshot import fingerprint
 from compose.errors import GraphBuildError, InvalidGraphError
-from compose.graph import END, START, FanInMergeConfig
-from compose.graph_info import CompileCallback, check_compile_callbacks
+from compose.graph.branch import GraphBranch, StreamGraphBranch
+from compose.graph.builder import END, START, FanInMergeConfig
+from compose.graph.info import CompileCallback, check_compile_callbacks
 from compose.models.base import model_identity
 from compose.state import is_async_callable
 
 if TYPE_CHECKING:
-    from compose.graph import Graph
+    from compose.graph.builder import Graph
     from compose.runnable import Runnable
 
 

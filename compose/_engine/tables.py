@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from compose._types import ClassInfo
-from compose.branch import _Branch
 from compose.callbacks import RunInfo
-from compose.graph import FanInMergeConfig
+from compose.graph.branch import _Branch
+from compose.graph.builder import FanInMergeConfig
 from compose.lambdas import Paradigms
 
 if TYPE_CHECKING:
-    from compose._field_mapping import RunMapping
+    from compose.graph._field_mapping import RunMapping
     from compose.runnable import Runnable
 
 Handler = Callable[[Any, Any], Any]

@@ -12,7 +12,7 @@ from compose._types import Assignable, assignable, runtime_checker, type_name
 from compose.errors import TypeMismatchError
 
 if TYPE_CHECKING:
-    from compose.graph import Graph, Handler
+    from compose.graph.builder import Graph, Handler
 
 
 Types = dict[str, tuple[Any, Any]]  # node key -> (input type, output type), passthroughs inferred
@@ -20,7 +20,7 @@ Types = dict[str, tuple[Any, Any]]  # node key -> (input type, output type), pas
 
 def runtime_edge_checks(g: Graph[Any, Any], types: Types) -> dict[tuple[str, str], Callable[[Any], bool]]:
     """Check every edge with inferred types; edges that only *may* fit get a runtime checker."""
-    from compose.graph import END, START  # graph.py imports this module
+    from compose.graph.builder import END, START  # compose.graph.builder imports this module
 
     checks: dict[tuple[str, str], Callable[[Any], bool]] = {}
     for s in [START, *g._nodes]:
@@ -38,7 +38,7 @@ def runtime_branch_checks(g: Graph[Any, Any], types: Types) -> dict[tuple[str, i
     """Check every branch condition's input type against its node's (inferred) output type; a condition
     that only *may* fit (the node returns ``Any``, the condition takes ``int``) gets a runtime checker, as
     Eino inserts a converter before the condition (keyed by node and the branch's registration index)."""
-    from compose.graph import START
+    from compose.graph.builder import START
 
     checks: dict[tuple[str, int], Callable[[Any], bool]] = {}
     for s, branches in g._branches.items():

@@ -2,7 +2,7 @@
 
 :func:`mcp_tools` connects to one server, a command run over stdio or a streamable-HTTP URL, and yields an
 :class:`MCPToolset`: a live sequence of :class:`MCPTool`, each an invokable pyeino tool that a
-:class:`~compose.tool_node.ToolsNode` or an ``adk.ChatModelAgent`` takes like any other.
+:class:`~compose.tools.node.ToolsNode` or an ``adk.ChatModelAgent`` takes like any other.
 
 Example:
     >>> async def main():  # doctest: +SKIP
@@ -35,7 +35,7 @@ What the model sees:
 - A result flagged ``is_error`` (or a JSON-RPC error answering the call) raises
   :class:`~compose.errors.MCPToolError` naming server and tool, with the server's text. A ToolsNode reports it
   as a ``ToolExecutionError`` naming the tool and call id; with the
-  :func:`~compose.tool_middleware.tool_errors_as_results` middleware the model reads it as the tool's answer.
+  :func:`~compose.tools.middleware.tool_errors_as_results` middleware the model reads it as the tool's answer.
 - A server that exits, crashes or closes the connection during a call raises
   :class:`~compose.errors.MCPServerError` naming the server (as soon as the SDK sees the pipe or HTTP stream
   close, never a hang), and so does every later call. (Over HTTP, a request that cannot be sent at all is

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from compose.errors import MCPServerError, MCPToolError, ToolArgumentsError
 from compose.mcp._results import result_text, schema_validator
 from compose.schema import ToolInfo
-from compose.tools import _TOOL_NAME_RULE, _valid_tool_name
+from compose.tools.base import _TOOL_NAME_RULE, _valid_tool_name
 
 logger = logging.getLogger("compose.mcp")
 

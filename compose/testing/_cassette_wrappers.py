@@ -19,7 +19,7 @@ from compose.testing._cassette_data import (
     model_request,
     tool_request,
 )
-from compose.tools import BaseTool
+from compose.tools.base import BaseTool
 
 if TYPE_CHECKING:
     from compose.testing.cassette import Cassette

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from compose.errors import FanInMergeError, GraphRunError, MaxStepsExceededError, NodeRunError
-from compose.graph import END, START
+from compose.graph.builder import END, START
 
 if TYPE_CHECKING:
     pass

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from compose.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
-from compose.graph import END, START, Graph
+from compose.graph.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
+from compose.graph.builder import END, START, Graph
 from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from compose.errors import ModelServerError
-from compose.graph import END, START
+from compose.graph.builder import END, START
 from compose.models.scripted import ScriptedChatModel
 from compose.schema import FunctionCall, Message, ToolCall, assistant_message
 from compose.testing._spec import MODES, RULES, WINDOW, BranchSpec, GraphSpec, Mode, NodeSpec, Rule

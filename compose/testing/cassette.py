@@ -67,7 +67,7 @@ from compose.testing._cassette_data import (
     nearest,
 )
 from compose.testing._cassette_wrappers import CassetteChatModel, wrap_tool
-from compose.tools import BaseTool
+from compose.tools.base import BaseTool
 
 __all__ = ["Cassette", "CassetteChatModel", "CassetteMode", "cassette"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from adk._react_run import ReactRun
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model._react_run import ReactRun
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision
 from adk.errors import CheckpointNotFoundError
 from adk.runner import Runner
 from compose.checkpoint import InMemoryCheckPointStore

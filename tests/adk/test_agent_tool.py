@@ -13,11 +13,11 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from adk.actions import send_tool_gen_action
 from adk.agent import AgentContext
 from adk.agents.agent_tool import AgentTool
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent, ToolsConfig
+from adk.chat_model.actions import send_tool_gen_action
+from adk.chat_model.agent import ChatModelAgent, ToolsConfig
+from adk.chat_model.approval import ApprovalDecision
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentOutput, MessageVariant
 from adk.runner import Runner
 from adk.session_values import add_session_value, get_session_value

@@ -17,7 +17,7 @@ import anyio.lowlevel
 import pytest
 
 from adk.cancel import CancelHandle
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
 from adk.errors import AgentCancelledError, StreamCancelledError
 from adk.events import AgentEvent
 from adk.runner import AgentRun, Runner
@@ -479,7 +479,7 @@ async def test_a_run_on_a_session_cancels_and_its_resume_appends_the_whole_turn(
 
 
 async def test_a_business_interrupt_while_a_cancel_is_pending_is_absorbed_and_fires_again_on_resume() -> None:
-    from adk.approval import ApprovalDecision, ApprovalRequest
+    from adk.chat_model.approval import ApprovalDecision, ApprovalRequest
 
     model = Gated([calling(call("fast", '{"x": "p"}', id="c1")), "done"], gates=[0])
     tools = Tools()
@@ -551,7 +551,7 @@ async def test_safe_point_modes_join_and_the_earliest_deadline_wins() -> None:
 
 
 async def test_a_cut_off_model_call_is_not_retried() -> None:
-    from adk.retry import ModelRetryConfig
+    from adk.chat_model.retry import ModelRetryConfig
 
     model = Gated([fast_call(), "done"], gates=[0])
     a = ChatModelAgent("assistant", "helps", model=model, model_retry=ModelRetryConfig(max_retries=3))

@@ -11,7 +11,7 @@ import pytest
 
 from adk.agents.agent_tool import AgentTool
 from adk.agents.workflow import LoopAgent, SequentialAgent
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
 from tests.adk.helpers import call, calling
 from tests.adk.test_cancel import Gated, Tools, drain, fast_call, runner
 

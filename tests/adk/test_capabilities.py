@@ -12,9 +12,9 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.retry import ModelRetryConfig
 from adk.errors import AgentTimeoutError, StallDetectedError, TokenBudgetExceededError
-from adk.retry import ModelRetryConfig
 from adk.runner import Runner
 from adk.telemetry import TELEMETRY_EVENT_NAMES, JSONLTraceWriter, TelemetryEvent
 from compose.errors import ModelServerError

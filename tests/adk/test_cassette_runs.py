@@ -15,8 +15,8 @@ import anyio
 import pytest
 
 from adk.agents.agent_tool import AgentTool
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision
 from adk.runner import AgentRun, Runner
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.errors import CassetteMismatchError
@@ -370,7 +370,7 @@ async def test_parallel_tool_results_arriving_in_another_order_replay(tmp_path: 
 
 
 async def test_a_mismatch_is_not_retried(tmp_path: Path) -> None:
-    from adk.retry import ModelRetryConfig, default_is_retryable
+    from adk.chat_model.retry import ModelRetryConfig, default_is_retryable
     from compose.models import ScriptedChatModel
 
     path = tmp_path / "c.json"

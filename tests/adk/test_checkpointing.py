@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision
 from adk.errors import CheckpointNotFoundError
 from adk.events import AgentInterruptInfo
 from adk.runner import AgentRun, Runner

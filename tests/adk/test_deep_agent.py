@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from adk import ChatModelAgent, Runner, ToolsConfig
-from adk.approval import ApprovalDecision
+from adk.chat_model.approval import ApprovalDecision
 from adk.middlewares import LocalBackend
 from adk.prebuilt import SESSION_KEY_TODOS, deep_agent
 from adk.prebuilt._deep_prompts import (

@@ -18,7 +18,7 @@ pytest.importorskip("dbos", reason="dbos is not installed (pip install 'pyeino[d
 
 from dbos import _serialization as dbos_serialization
 
-from adk.chat_model_agent import ChatModelAgent, ToolsConfig
+from adk.chat_model.agent import ChatModelAgent, ToolsConfig
 from adk.durable import (
     DurableApp,
     DurableChatModel,
@@ -31,8 +31,8 @@ from adk.durable import (
 from adk.errors import DurableBackendError, DurableRunError, DurableSerializationError, DurableStepError
 from compose.schema import FunctionCall, Message, ToolCall, ToolInfo
 from compose.stream import StreamReader
-from compose.tool_middleware import InvokableToolEndpoint, ToolInput, ToolMiddleware, ToolOutput
 from compose.tools import tool
+from compose.tools.middleware import InvokableToolEndpoint, ToolInput, ToolMiddleware, ToolOutput
 
 pytestmark = pytest.mark.anyio
 

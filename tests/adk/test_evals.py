@@ -15,7 +15,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
 from adk.evals import (
     Case,
     Contains,

@@ -19,8 +19,8 @@ from adk import (
     RetryExhaustedError,
     Runner,
 )
+from adk.chat_model.failover import default_should_failover
 from adk.errors import AgentTimeoutError
-from adk.failover import default_should_failover
 from adk.middlewares import ModelWrapper
 from adk.middlewares.base import AgentMiddleware
 from adk.prebuilt import deep_agent

@@ -23,7 +23,7 @@ from adk.middlewares.filesystem._prompts import LS_TOOL_DESCRIPTION
 from adk.middlewares.filesystem.tools import execute_tool
 from compose.errors import ToolArgumentsError
 from compose.stream import StreamReader
-from compose.tool_middleware import StreamToolOutput, ToolInput, ToolOutput
+from compose.tools.middleware import StreamToolOutput, ToolInput, ToolOutput
 
 pytestmark = pytest.mark.anyio
 

@@ -17,10 +17,10 @@ from adk.agents.flow import (
     set_sub_agents,
 )
 from adk.agents.history import HistoryEntry
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision
+from adk.chat_model.instruction import transfer_instruction
 from adk.events import AgentEvent
-from adk.instruction import transfer_instruction
 from adk.runner import Runner
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.models import ScriptedChatModel

@@ -14,8 +14,8 @@ from adk.agent import History
 from adk.agents.flow import agent_with_options, set_sub_agents
 from adk.agents.history import HistoryEntry, Retelling, rewrite_message
 from adk.agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision
 from adk.events import AgentEvent, AgentOutput, MessageVariant
 from adk.runner import Runner
 from compose.checkpoint import InMemoryCheckPointStore

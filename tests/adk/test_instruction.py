@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from adk import InstructionFormatError
-from adk.errors import AgentError
-from adk.instruction import (
+from adk.chat_model.instruction import (
     TRANSFER_TO_AGENT_ARGUMENT,
     TRANSFER_TO_AGENT_ARGUMENT_DESCRIPTION,
     TRANSFER_TO_AGENT_TOOL_DESCRIPTION,
@@ -24,6 +23,7 @@ from adk.instruction import (
     transfer_instruction,
     transfer_tool_result,
 )
+from adk.errors import AgentError
 from compose.schema import FunctionCall, ToolCall
 
 

@@ -18,12 +18,12 @@ import anyio
 import pytest
 from pydantic import TypeAdapter
 
-from adk.actions import send_tool_gen_action
-from adk.approval import ApprovalDecision, ApprovalRequest, rejection_message
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.actions import send_tool_gen_action
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision, ApprovalRequest, rejection_message
+from adk.chat_model.react import State
 from adk.errors import CheckpointNotFoundError
 from adk.events import AgentAction, AgentEvent, BreakLoopAction, TransferToAgentAction
-from adk.react import State
 from adk.runner import Runner
 from adk.telemetry import TelemetryEvent
 from compose.checkpoint import InMemoryCheckPointStore, SQLiteCheckPointStore

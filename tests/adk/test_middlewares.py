@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from adk import ChatModelAgent, Runner, ToolsConfig
-from adk.approval import ApprovalMiddleware
+from adk.chat_model.approval import ApprovalMiddleware
 from adk.events import AgentEvent
 from adk.middlewares import (
     AgentMiddleware,
@@ -24,14 +24,14 @@ from adk.middlewares.reduction import CLEARED_RESULT
 from compose.models.base import ChatModel
 from compose.models.scripted import ScriptedChatModel
 from compose.schema import Message, assistant_message, tool_message, user_message
-from compose.tool_middleware import (
+from compose.tools import tool
+from compose.tools.middleware import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
     StreamToolOutput,
     ToolInput,
     ToolOutput,
 )
-from compose.tools import tool
 from tests.adk.helpers import call, calling, collect, kinds
 
 pytestmark = pytest.mark.anyio
@@ -466,7 +466,7 @@ async def test_send_event_from_a_middleware() -> None:
 
 
 async def test_a_resumed_run_rebuilds_the_tools_its_before_agent_chose() -> None:
-    from adk.approval import ApprovalDecision
+    from adk.chat_model.approval import ApprovalDecision
     from compose.checkpoint import InMemoryCheckPointStore
 
     class OnlyMul(AgentMiddleware):

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision
 from adk.prebuilt import (
     EXECUTED_STEPS_SESSION_KEY,
     PLAN_SESSION_KEY,

@@ -9,12 +9,12 @@ from typing import Any
 import anyio
 import pytest
 
-from adk.actions import send_tool_gen_action
 from adk.agent import AgentContext, RunSession
-from adk.chat_model_agent import ChatModelAgent, ToolsConfig
+from adk.chat_model.actions import send_tool_gen_action
+from adk.chat_model.agent import ChatModelAgent, ToolsConfig
+from adk.chat_model.react import ChatModelAgentState, State
 from adk.errors import ExceedMaxIterationsError
 from adk.events import AgentAction, AgentInput
-from adk.react import ChatModelAgentState, State
 from adk.runner import Runner
 from compose.errors import GraphBuildError, NodeRunError, StateError, ToolExecutionError
 from compose.models import JSONActionChatModel, ScriptedChatModel

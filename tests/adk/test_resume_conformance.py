@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from adk.actions import send_tool_gen_action
-from adk.chat_model_agent import ChatModelAgent, ToolsConfig
+from adk.chat_model.actions import send_tool_gen_action
+from adk.chat_model.agent import ChatModelAgent, ToolsConfig
 from adk.events import AgentAction
 from adk.runner import Runner
 from compose.checkpoint import InMemoryCheckPointStore

@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.retry import ModelRetryConfig, RetryChatModel, default_backoff, default_is_retryable
 from adk.errors import AgentTimeoutError, RetryExhaustedError, WillRetryError
-from adk.retry import ModelRetryConfig, RetryChatModel, default_backoff, default_is_retryable
 from adk.runner import Runner
 from compose.errors import (
     ModelAuthError,
@@ -212,7 +212,7 @@ async def test_retry_after_is_honoured(streaming: bool, monkeypatch: pytest.Monk
     async def sleep(seconds: float) -> None:
         waits.append(seconds)
 
-    monkeypatch.setattr("adk.retry.anyio", SimpleNamespace(sleep=sleep))
+    monkeypatch.setattr("adk.chat_model.retry.anyio", SimpleNamespace(sleep=sleep))
     ok = sse(text_chunks("fine")) if streaming else json_reply(completion("fine"))
     replies = [error_reply(429, "slow", headers={"Retry-After": "4"}), error_reply(503, "busy"), ok]
     with OpenAIServer(replies) as server:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision
 from adk.errors import SessionError
 from adk.runner import Runner
 from adk.session_values import add_session_value

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from adk.chat_model_agent import ChatModelAgent
-from adk.react import ChatModelAgentState
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.react import ChatModelAgentState
 from adk.runner import Runner
 from adk.session_values import add_session_value, add_session_values, get_session_value, get_session_values
 from compose.checkpoint import InMemoryCheckPointStore
@@ -114,7 +114,7 @@ async def test_instruction_placeholders_are_filled_from_session_values(anyio_bac
 
 
 def test_a_missing_placeholder_names_the_key_and_the_agent() -> None:
-    from adk.instruction import InstructionFormatError
+    from adk.chat_model.instruction import InstructionFormatError
 
     agent = ChatModelAgent("guide", "d", "You help {user}.", model=ScriptedChatModel(["x"]))
     with pytest.raises(InstructionFormatError) as info:

@@ -9,15 +9,15 @@ from typing import Any
 import anyio
 import pytest
 
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision
+from adk.chat_model.retry import ModelRetryConfig
 from adk.errors import (
     ExceedMaxIterationsError,
     SessionBusyError,
     SessionError,
     SessionLeaseLostError,
 )
-from adk.retry import ModelRetryConfig
 from adk.runner import Runner
 from adk.session_values import add_session_value
 from adk.sessions import HistoryLimit, InMemorySessionStore, SessionStore
@@ -406,7 +406,7 @@ async def test_a_cancelled_run_appends_nothing_and_gives_the_lease_back(
 
 async def test_an_agent_tools_internal_events_are_not_stored() -> None:
     from adk.agents import AgentTool
-    from adk.chat_model_agent import ToolsConfig
+    from adk.chat_model.agent import ToolsConfig
 
     inner = ChatModelAgent("inner", "helps", model=ScriptedChatModel(["inner says hi"]))
     outer = ChatModelAgent(

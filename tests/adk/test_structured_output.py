@@ -1,4 +1,4 @@
-"""Structured output (adk.structured_output): ``ChatModelAgent(output_type=...)`` through the real ``openai``
+"""Structured output (adk.chat_model.structured_output): ``ChatModelAgent(output_type=...)`` through the real ``openai``
 client against the local OpenAI-compatible server (which refuses a request without the schema), and through the
 ``final_answer`` tool with a scripted model: valid, invalid-then-valid, never valid; streaming and not."""
 
@@ -14,9 +14,9 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from adk import ChatModelAgent, Runner
+from adk.chat_model.structured_output import FINAL_ANSWER_TOOL_NAME, OutputSchema, strict_json_schema
 from adk.errors import StructuredOutputError
 from adk.events import AgentEvent
-from adk.structured_output import FINAL_ANSWER_TOOL_NAME, OutputSchema, strict_json_schema
 from compose.errors import ModelBadRequestError
 from compose.models.openai_model import OpenAIChatModel
 from compose.models.scripted import ScriptedChatModel

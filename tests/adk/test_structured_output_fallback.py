@@ -11,8 +11,8 @@ import pytest
 from pydantic import BaseModel
 
 from adk import ChatModelAgent, ModelRetryConfig, Runner
+from adk.chat_model.structured_output import FINAL_ANSWER_TOOL_NAME
 from adk.events import AgentEvent
-from adk.structured_output import FINAL_ANSWER_TOOL_NAME
 from compose.errors import ResponseFormatUnsupportedError
 from compose.models.openai_model import OpenAIChatModel
 from compose.tools import tool

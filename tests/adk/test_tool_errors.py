@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from adk.chat_model_agent import ChatModelAgent, ToolsConfig
+from adk.chat_model.agent import ChatModelAgent, ToolsConfig
 from adk.runner import Runner
 from compose.errors import ModelResponseError, ModelServerError, NodeRunError, ToolExecutionError
 from compose.models import ScriptedChatModel
 from compose.schema import Message, ToolInfo
 from compose.stream import StreamReader
-from compose.tool_middleware import tool_errors_as_results
 from compose.tools import tool
+from compose.tools.middleware import tool_errors_as_results
 from tests.adk.helpers import call, calling, collect, kinds
 
 pytestmark = pytest.mark.anyio

@@ -9,11 +9,11 @@ from typing import Any
 import anyio
 import pytest
 
-from adk.actions import send_tool_gen_action
 from adk.agent import AgentContext
 from adk.agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.actions import send_tool_gen_action
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentOutput, MessageVariant
 from adk.runner import Runner
 from compose.checkpoint import InMemoryCheckPointStore

@@ -78,7 +78,7 @@ def line(n: int, ran: list[str], **compile_opts: Any) -> Any:
 
 def loop(ran: list[str]) -> Any:
     """START -> a -> b, b back to a until the text has 7 characters (Pregel: 6 steps)."""
-    from compose.branch import GraphBranch
+    from compose.graph.branch import GraphBranch
 
     g = Graph[str, str](state=Log)
     g.add_lambda_node("a", tagger("a", ran))

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from compose.branch import GraphBranch
 from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
 from compose.graph import END, START, Graph
+from compose.graph.branch import GraphBranch
 from compose.lambdas import Lambda
 from compose.schema import Message
 

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from adk.chat_model_agent import ChatModelAgent, ToolsConfig
-from compose.branch import GraphBranch, StreamGraphBranch
+from adk.chat_model.agent import ChatModelAgent, ToolsConfig
 from compose.errors import GraphBuildError
 from compose.graph import END, START, Graph
-from compose.graph_info import GraphCompileCallback, GraphInfo, NodeInfo
+from compose.graph.branch import GraphBranch, StreamGraphBranch
+from compose.graph.info import GraphCompileCallback, GraphInfo, NodeInfo
 from compose.models import ScriptedChatModel
 from compose.schema import Message, user_message
-from compose.tool_node import ToolsNode
 from compose.tools import tool
+from compose.tools.node import ToolsNode
 
 pytestmark = pytest.mark.anyio
 

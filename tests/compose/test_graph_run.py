@@ -9,7 +9,6 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from compose.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
 from compose.errors import (
     BranchError,
     FanInMergeError,
@@ -19,6 +18,7 @@ from compose.errors import (
     RuntimeTypeError,
 )
 from compose.graph import END, START, FanInMergeConfig, Graph
+from compose.graph.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
 from compose.lambdas import Lambda
 from compose.stream import SourceEOF, StreamReader, concat
 from tests.compose.helpers import line

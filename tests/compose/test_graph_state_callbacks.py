@@ -298,7 +298,7 @@ async def test_early_failure_fires_one_start_and_one_error(anyio_backend: Any) -
     async def inc(x: int) -> int:
         return x + 1
 
-    from compose.branch import GraphBranch
+    from compose.graph.branch import GraphBranch
 
     g.add_lambda_node("inc", inc)
     g.add_edge(START, "inc")

@@ -221,8 +221,8 @@ async def test_stream_lambda_interrupt_in_streaming_run(anyio_backend: Any) -> N
 
 async def test_tools_node_interrupts_resume_one_by_one_and_never_rerun_finished_tools(anyio_backend: Any) -> None:
     from compose.schema import FunctionCall, Message, ToolCall, assistant_message
-    from compose.tool_node import ToolsNode
     from compose.tools import tool
+    from compose.tools.node import ToolsNode
 
     runs: list[str] = []
 

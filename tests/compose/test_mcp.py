@@ -20,7 +20,7 @@ import mcp_types
 
 import compose.mcp._connect
 import compose.mcp._results
-from adk.chat_model_agent import ChatModelAgent, ToolsConfig
+from adk.chat_model.agent import ChatModelAgent, ToolsConfig
 from adk.runner import Runner
 from compose.errors import (
     MCPServerError,
@@ -33,8 +33,8 @@ from compose.errors import (
 from compose.mcp import MCPTool, MCPToolset, mcp_tools
 from compose.models import ScriptedChatModel
 from compose.schema import Message
-from compose.tool_middleware import tool_errors_as_results
-from compose.tool_node import ToolsNode
+from compose.tools.middleware import tool_errors_as_results
+from compose.tools.node import ToolsNode
 from tests.adk.helpers import call, calling, collect, kinds
 
 pytestmark = pytest.mark.anyio

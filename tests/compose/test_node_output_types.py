@@ -10,10 +10,10 @@ from typing import Any, Protocol, TypedDict, TypeVar
 
 import pytest
 
-from compose.branch import GraphBranch, StreamGraphBranch
 from compose.callbacks import CallbackHandler
 from compose.errors import NodeOutputTypeError, NodeRunError, RuntimeTypeError
 from compose.graph import END, START, Graph
+from compose.graph.branch import GraphBranch, StreamGraphBranch
 from compose.lambdas import Lambda
 from compose.schema import Message
 from compose.stream import StreamReader, concat

@@ -14,8 +14,8 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision
 from adk.runner import Runner
 from compose.callbacks import CallbackHandler, RunInfo
 from compose.checkpoint import InMemoryCheckPointStore
@@ -25,9 +25,9 @@ from compose.models import ScriptedChatModel
 from compose.otel import OTelHandler
 from compose.schema import Message, ResponseMeta, Usage, user_message
 from compose.stream import StreamReader
-from compose.tool_middleware import ToolInput
-from compose.tool_node import ToolsNode
 from compose.tools import tool
+from compose.tools.middleware import ToolInput
+from compose.tools.node import ToolsNode
 from tests.adk.helpers import call, calling, collect, drain
 
 pytestmark = pytest.mark.anyio

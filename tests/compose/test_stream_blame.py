@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from compose.branch import StreamGraphBranch
 from compose.errors import (
     ModelResponseError,
     ModelServerError,
@@ -20,10 +19,11 @@ from compose.errors import (
     ToolExecutionError,
 )
 from compose.graph import END, START, Graph
+from compose.graph.branch import StreamGraphBranch
 from compose.lambdas import Lambda
 from compose.schema import FunctionCall, Message, ToolCall, ToolInfo, assistant_message, user_message
 from compose.stream import StreamReader
-from compose.tool_node import ToolsNode
+from compose.tools.node import ToolsNode
 from tests.compose.helpers import line
 
 pytestmark = pytest.mark.anyio

@@ -19,9 +19,9 @@ from compose.graph import END, START, Graph
 from compose.interrupt import get_resume_context, interrupt
 from compose.schema import FunctionCall, Message, ToolCall, assistant_message
 from compose.stream import concat
-from compose.tool_middleware import get_tool_call_id
-from compose.tool_node import ToolsNode
 from compose.tools import tool
+from compose.tools.middleware import get_tool_call_id
+from compose.tools.node import ToolsNode
 from tests.compose.helpers import line
 
 pytestmark = pytest.mark.anyio

@@ -35,7 +35,8 @@ from compose.schema import (
     user_message,
 )
 from compose.stream import StreamReader, StreamWriter, concat, pipe
-from compose.tool_middleware import (
+from compose.tools import tool
+from compose.tools.middleware import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
     StreamToolOutput,
@@ -45,8 +46,7 @@ from compose.tool_middleware import (
     get_tool_call_id,
     tool_errors_as_results,
 )
-from compose.tool_node import ToolsNode
-from compose.tools import tool
+from compose.tools.node import ToolsNode
 
 pytestmark = pytest.mark.anyio
 

@@ -44,11 +44,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from adk.actions import send_tool_gen_action
 from adk.agent import Agent, AgentContext
 from adk.agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.actions import send_tool_gen_action
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentInterruptInfo, AgentOutput, MessageVariant
 from adk.runner import AgentRun, Runner
 from compose import stream

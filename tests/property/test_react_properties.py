@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
 from adk.errors import ExceedMaxIterationsError
 from adk.runner import Runner
 from compose.models import ScriptedChatModel

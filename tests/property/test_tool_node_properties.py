@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compose.schema import FunctionCall, Message, ToolCall, assistant_message, concat_message_lists
-from compose.tool_node import ToolsNode
 from compose.tools import tool
+from compose.tools.node import ToolsNode
 
 pytestmark = pytest.mark.anyio
 

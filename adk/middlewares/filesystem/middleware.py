@@ -16,14 +16,14 @@ from adk.middlewares.filesystem._prompts import TOO_LARGE_TOOL_MESSAGE
 from adk.middlewares.filesystem.backend import Backend
 from adk.middlewares.filesystem.tools import Shell, execute_tool, filesystem_tools
 from compose.stream import StreamReader
-from compose.tool_middleware import (
+from compose.tools.base import BaseTool
+from compose.tools.middleware import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
     StreamToolOutput,
     ToolInput,
     ToolOutput,
 )
-from compose.tools import BaseTool
 
 __all__ = ["FilesystemMiddleware", "large_result_pointer"]
 

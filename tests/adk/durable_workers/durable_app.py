@@ -25,14 +25,14 @@ from typing import Any
 import anyio
 import sqlalchemy as sa
 
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
 from adk.durable import durable_step
 from compose import END, START, Graph
 from compose.runnable import Runnable
 from compose.schema import FunctionCall, Message, ToolCall, ToolInfo
 from compose.stream import StreamReader
-from compose.tool_middleware import get_tool_call_id
 from compose.tools import tool
+from compose.tools.middleware import get_tool_call_id
 
 ROUNDS = int(os.environ.get("PYEINO_TEST_ROUNDS", "5"))
 PARALLEL = int(os.environ.get("PYEINO_TEST_PARALLEL", "1"))

@@ -20,8 +20,8 @@ from typing import Any
 
 import anyio
 
-from adk.approval import ApprovalDecision, ApprovalRequest
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision, ApprovalRequest
 from adk.events import AgentEvent
 from adk.runner import Runner
 from compose.checkpoint import PostgresCheckPointStore, SQLiteCheckPointStore

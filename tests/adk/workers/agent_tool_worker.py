@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 
 from adk.agents import AgentTool
-from adk.approval import ApprovalDecision
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.approval import ApprovalDecision
 from adk.runner import Runner
 from compose.checkpoint import PostgresCheckPointStore, SQLiteCheckPointStore
 from compose.models import ScriptedChatModel

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
 from adk.errors import SessionBusyError
 from adk.runner import Runner
 from adk.sessions import PostgresSessionStore, SQLiteSessionStore

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from adk.chat_model_agent import ChatModelAgent
+from adk.chat_model.agent import ChatModelAgent
 from adk.runner import Runner
 from adk.telemetry import TelemetryEvent
 from compose.errors import ModelResponseError, NodeRunError

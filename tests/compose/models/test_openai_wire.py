@@ -169,7 +169,7 @@ def strict_server() -> Iterator[OpenAIServer]:
     ids=["name", "mapping"],
 )
 async def test_an_agent_run_passes_llama_cpps_checks(strict_server: OpenAIServer, streaming: bool, choice: Any) -> None:
-    from adk.chat_model_agent import ChatModelAgent
+    from adk.chat_model.agent import ChatModelAgent
     from adk.runner import Runner
     from compose.tools import tool
 

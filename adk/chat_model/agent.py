@@ -20,16 +20,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from adk._model import EventModel, OptionsModel, ToolBinder
-from adk._react_run import ReactRun, load_resume_state
 from adk._run import RunContext, current_run
-from adk._tools_nodes import ModeToolsNode, RunTools
-from adk.actions import send_tool_gen_action
 from adk.agent import AgentContext, ResumeInfo
-from adk.approval import ApprovalMiddleware, ApprovalPredicate
-from adk.events import AgentAction, AgentInput, checked_messages
-from adk.failover import FailoverChatModel, FailoverProxy, ModelFailoverConfig
-from adk.instruction import (
+from adk.chat_model._model import EventModel, OptionsModel, ToolBinder
+from adk.chat_model._react_run import ReactRun, load_resume_state
+from adk.chat_model._tools_nodes import ModeToolsNode, RunTools
+from adk.chat_model.actions import send_tool_gen_action
+from adk.chat_model.approval import ApprovalMiddleware, ApprovalPredicate
+from adk.chat_model.failover import FailoverChatModel, FailoverProxy, ModelFailoverConfig
+from adk.chat_model.instruction import (
     TRANSFER_TO_AGENT_TOOL_DESCRIPTION,
     TRANSFER_TO_AGENT_TOOL_NAME,
     concat_instructions,
@@ -37,8 +36,7 @@ from adk.instruction import (
     transfer_instruction,
     transfer_tool_result,
 )
-from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext, overrides, same_items, tool_middlewares
-from adk.react import (
+from adk.chat_model.react import (
     DEFAULT_MAX_ITERATIONS,
     ChatModelHook,
     ChatModelHooks,
@@ -47,8 +45,8 @@ from adk.react import (
     build_react,
     tool_result_collector,
 )
-from adk.retry import ModelRetryConfig, RetryChatModel
-from adk.structured_output import (
+from adk.chat_model.retry import ModelRetryConfig, RetryChatModel
+from adk.chat_model.structured_output import (
     FINAL_ANSWER_TOOL_NAME,
     FinalAnswerTool,
     OutputMode,
@@ -57,14 +55,16 @@ from adk.structured_output import (
     StructuredOutputCheck,
     pick_mode,
 )
+from adk.events import AgentAction, AgentInput, checked_messages
+from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext, overrides, same_items, tool_middlewares
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.models.base import ChatModel, ToolChoice
 from compose.runnable import Runnable
 from compose.schema import Message, ToolInfo, system_message
 from compose.state import process_state
-from compose.tool_middleware import ToolMiddleware
-from compose.tool_node import ToolsNode
-from compose.tools import BaseTool, tool, tool_parallel_safe
+from compose.tools.base import BaseTool, tool, tool_parallel_safe
+from compose.tools.middleware import ToolMiddleware
+from compose.tools.node import ToolsNode
 
 __all__ = ["ChatModelAgent", "ToolExecutionMode", "ToolsConfig", "exit_tool"]
 
@@ -130,7 +130,8 @@ class ChatModelAgent:
         max_iterations: the most model calls per run (default 20); one more raises ``ExceedMaxIterationsError``.
         model_retry: retry failed model calls (``ModelRetryConfig``).
         model_failover: send a failed model call (after its retries) to other models
-            (``ModelFailoverConfig``, ``adk.failover``); each later call starts with the model that answered last.
+            (``ModelFailoverConfig``, ``adk.chat_model.failover``); each later call starts with the model that answered
+            last.
         before_chat_model: hooks ``(ChatModelAgentState) -> None`` run before each model call; they may change
             the messages the model sees (and keeps).
         after_chat_model: hooks run after each model call; the last message is what flows on.
@@ -149,7 +150,7 @@ class ChatModelAgent:
             runner drives and on every read of a model stream, so a model that stalls while the consumer reads
             its tokens ends that event's stream with ``AgentTimeoutError`` too.
         approval: ``(tool_name, arguments) -> bool``: calls for which it returns True need approval (seed 000's
-            guard, see ``adk.approval``): they pause the run with an ``ApprovalRequest`` and run only when
+            guard, see ``adk.chat_model.approval``): they pause the run with an ``ApprovalRequest`` and run only when
             resumed with ``ApprovalDecision(approved=True)``; a rejection reaches the model as a tool message.
             Per tool: ``approval=lambda name, args: name in {"pay", "delete"}``; per call: inspect ``args``.
             Sugar for ``ApprovalMiddleware(approval)`` as the first of ``middlewares``.
@@ -157,13 +158,13 @@ class ChatModelAgent:
             (``A(B(C(x)))``; see ``adk.middlewares``). ``before_chat_model`` hooks run before them and
             ``after_chat_model`` hooks after them (they are middlewares too).
         output_type: answer with a validated instance of this pydantic model, dataclass or TypedDict
-            (``adk.structured_output``); the final event carries it as ``event.output.structured``.
+            (``adk.chat_model.structured_output``); the final event carries it as ``event.output.structured``.
         output_retries: how many times an invalid structured answer is sent back to the model with the errors
             before the run fails with ``StructuredOutputError``.
         output_mode: ``"native"`` (``response_format`` on every call), ``"tool"`` (a ``final_answer`` tool), or
             ``"auto"``: native for models with ``supports_response_format = True`` (``OpenAIChatModel``), falling
             back to the tool mode for good when the server refuses ``response_format``
-            (``ResponseFormatUnsupportedError``; see :mod:`adk.structured_output`).
+            (``ResponseFormatUnsupportedError``; see :mod:`adk.chat_model.structured_output`).
 
     Raises:
         ValueError: a required field is missing or a return-directly tool is unknown.
@@ -486,7 +487,7 @@ class ChatModelAgent:
     def model_input(self, input: AgentInput, session_values: Mapping[str, Any] | None = None) -> list[Message]:
         """The graph's input: the instruction as a system message, then the conversation (Eino's default
         ``GenModelInput``). With session values, the instruction's ``{key}`` placeholders are filled from them
-        (:func:`~adk.instruction.format_instruction`: ``{{``/``}}`` for literal braces).
+        (:func:`~adk.chat_model.instruction.format_instruction`: ``{{``/``}}`` for literal braces).
 
         Raises:
             InstructionFormatError: a placeholder names no session value, or the instruction is malformed.

@@ -15,7 +15,7 @@ A port of Eino's ``compose.ToolsNode`` (eino-semantics section 2):
   failures: when no call failed, the node raises one composite interrupt whose children are the calls that
   paused and whose state keeps the input and the finished results; re-run on resume, the node runs only the
   calls that had not finished (each tool sees its own resume context).
-- Middlewares (:mod:`compose.tool_middleware`) wrap each tool's endpoints, the first in the list outermost.
+- Middlewares (:mod:`compose.tools.middleware`) wrap each tool's endpoints, the first in the list outermost.
 - In stream mode every call fills its own slot of ``list[Message | None]`` chunks; slots interleave in arrival
   order and ``concat_message_lists`` rebuilds the messages.
 - :func:`get_tool_call_id` gives the current call id to the middlewares, the tool, and the tool's stream while
@@ -58,7 +58,8 @@ from compose.schema import Message, ToolInfo, tool_message
 from compose.stream import StreamReader, merge_streams
 from compose.stream._copy import ConvertingReader
 from compose.stream._core import _Signal
-from compose.tool_middleware import (
+from compose.tools.base import _TOOL_NAME_RULE, BaseTool, _valid_tool_name
+from compose.tools.middleware import (
     ToolInput,
     ToolMiddleware,
     ToolOutput,
@@ -70,7 +71,6 @@ from compose.tool_middleware import (
     stream_call_error,
     tool_chunk_text,
 )
-from compose.tools import _TOOL_NAME_RULE, BaseTool, _valid_tool_name
 
 __all__ = ["ToolArgumentsHandler", "ToolsNode", "UnknownToolsHandler"]
 
@@ -113,7 +113,7 @@ class ToolsNode:
 
     Example:
         >>> from compose.schema import FunctionCall, ToolCall, assistant_message
-        >>> from compose.tools import tool
+        >>> from compose.tools.base import tool
         >>> @tool
         ... async def add(a: int, b: int) -> int:
         ...     return a + b

@@ -20,16 +20,16 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unp
 from compose._engine.type_checks import check_edge as _check_edge
 from compose._engine.type_checks import handler_hints as _handler_hints
 from compose._types import Assignable, assignable, type_argument, type_name
-from compose.branch import _Branch
 from compose.components.document import Document, Source
 from compose.errors import GraphBuildError, GraphCompiledError, TypeMismatchError
-from compose.graph_info import CompileCallback
+from compose.graph.branch import _Branch
+from compose.graph.info import CompileCallback
 from compose.lambdas import Lambda, Paradigms, _hints, derive
 from compose.schema import Message
 
 if TYPE_CHECKING:
-    from compose._field_mapping import RunMapping
     from compose.components.base import DocumentTransformer, Embedder, Indexer, Loader, Retriever
+    from compose.graph._field_mapping import RunMapping
     from compose.runnable import Runnable
 
 __all__ = ["END", "START", "FanInMergeConfig", "Graph", "NodeOptions", "TriggerMode"]
@@ -365,7 +365,7 @@ class Graph(Generic[I, O]):
     ) -> None:
         """Add a sub-graph or a Chain (compiled with the parent, with ``compile_options``) or an already compiled
         Runnable."""
-        from compose.chain import Chain
+        from compose.graph.chain import Chain
         from compose.runnable import Runnable
 
         if isinstance(graph, Graph | Chain | Runnable):

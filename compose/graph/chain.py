@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, Unpack, cast
 
 from compose._types import type_argument
-from compose.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch, _Branch
 from compose.errors import BranchError, GraphBuildError, GraphCompiledError, InvalidGraphError
-from compose.graph import END, START, FanInMergeConfig, Graph, NodeOptions, TriggerMode
+from compose.graph.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch, _Branch
+from compose.graph.builder import END, START, FanInMergeConfig, Graph, NodeOptions, TriggerMode
 from compose.state import is_async_callable, is_awaitable
 
 if TYPE_CHECKING:
     from compose.components.base import DocumentTransformer, Embedder, Indexer, Loader, Retriever
-    from compose.graph_info import CompileCallback
+    from compose.graph.info import CompileCallback
     from compose.lambdas import Lambda
     from compose.runnable import Runnable
 

@@ -53,7 +53,7 @@ from compose.errors import ResponseFormatUnsupportedError
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo, user_message
 from compose.stream import StreamReader
-from compose.tool_middleware import get_tool_call_id
+from compose.tools.middleware import get_tool_call_id
 
 __all__ = [
     "FINAL_ANSWER_TOOL_NAME",
@@ -211,7 +211,8 @@ def describe_errors(exc: ValidationError) -> str:
 
 
 class StructuredOutputCheck:
-    """The graph's ``OutputCheck`` (``adk.react``) and the ``final_answer`` tool's validation, sharing one count
+    """The graph's ``OutputCheck`` (``adk.chat_model.react``) and the ``final_answer`` tool's validation, sharing one
+    count
     of invalid answers per run (``State.output_failures``).
 
     ``fallback``: the native mode may turn into the tool mode (``output_mode="auto"``; see the module docstring);

@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from adk._run import RunContext, current_run
+from adk.chat_model.failover import failover_has_more
+from adk.chat_model.retry import ModelRetryConfig, current_attempt
 from adk.errors import AgentTimeoutError, WillRetryError
 from adk.events import AgentEvent, AgentOutput, MessageVariant
-from adk.failover import failover_has_more
 from adk.middlewares.base import same_items
-from adk.retry import ModelRetryConfig, current_attempt
 from compose.errors import StreamEnd
 from compose.models.base import ChatModel, checked_chunk, checked_message, checked_stream
 from compose.schema import Message, ToolInfo, concat_messages
@@ -44,7 +44,7 @@ from compose.stream import StreamReader
 from compose.stream._copy import MapReader
 
 if TYPE_CHECKING:
-    from adk.structured_output import OutputSchema
+    from adk.chat_model.structured_output import OutputSchema
 
 
 def _usage(msg: Message) -> dict[str, int] | None:

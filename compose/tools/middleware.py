@@ -32,7 +32,7 @@ from compose.stream import StreamReader
 from compose.stream._copy import MapReader
 from compose.stream._core import _EMPTY, _END, _Signal
 from compose.stream._merge import SourceEOF
-from compose.tools import BaseTool, InvokableTool, StreamableTool, tool_timeout
+from compose.tools.base import BaseTool, InvokableTool, StreamableTool, tool_timeout
 
 __all__ = [
     "InvokableToolEndpoint",
@@ -402,8 +402,8 @@ def tool_errors_as_results(
 
     Example:
         >>> from compose.schema import FunctionCall, ToolCall, assistant_message
-        >>> from compose.tool_node import ToolsNode
-        >>> from compose.tools import tool
+        >>> from compose.tools.node import ToolsNode
+        >>> from compose.tools.base import tool
         >>> @tool
         ... def divide(a: int, b: int) -> float:
         ...     return a / b

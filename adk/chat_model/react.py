@@ -18,13 +18,13 @@
 * Nodes added only when they have work: ``BeforeAgent`` (START -> BeforeAgent -> ChatModel) runs the
   ``before_agent`` hooks; ``AfterAgent`` (before END, on both routes to it) the ``after_agent`` hooks;
   ``OutputCheck`` (where a final answer would go to END) validates a structured answer and goes on, or to
-  ``OutputRetry`` -> ChatModel to ask the model again (``adk.structured_output``).
+  ``OutputRetry`` -> ChatModel to ask the model again (``adk.chat_model.structured_output``).
 * ``tool_call_check`` reads the model's stream until a chunk has tool calls (-> ``ToolNode``) or the stream
   ends (-> END): models stream text before a tool call, so the first chunk alone decides nothing.
 * ``ToolNode``'s pre handler ignores its input and uses the last state message; it records the
   return-directly call (the last matching call wins, as in Eino v0.7.37).
 * The tool-result collector middleware is the outermost tool middleware: it pops the action the tool stored
-  with :func:`~adk.actions.send_tool_gen_action` and sends the tool event; a streamed result is copied in
+  with :func:`~adk.chat_model.actions.send_tool_gen_action` and sends the tool event; a streamed result is copied in
   two, one copy for the event and one for the node. The return-directly call's event is held and sent when
   the ToolsNode has finished, so it is always the last tool event.
 
@@ -43,16 +43,16 @@ from adk._run import RunContext, current_run
 from adk.errors import ExceedMaxIterationsError, StallDetectedError, TokenBudgetExceededError
 from adk.events import AgentAction, AgentEvent, AgentOutput, MessageVariant
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentState, overrides, same_items
-from compose.branch import StreamGraphBranch
 from compose.errors import GraphInterrupt
-from compose.graph import END, START, Graph
+from compose.graph.branch import StreamGraphBranch
+from compose.graph.builder import END, START, Graph
 from compose.lambdas import Lambda
 from compose.models.base import ChatModel
 from compose.runnable import Runnable
 from compose.schema import Message, ToolInfo, tool_message
 from compose.state import is_awaitable, process_state
 from compose.stream import SKIP, SkipType, StreamReader, concat
-from compose.tool_middleware import (
+from compose.tools.middleware import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
     StreamToolOutput,
@@ -149,7 +149,7 @@ async def _run_hooks(hooks: Sequence[ChatModelHook], state: ChatModelAgentState)
 
 class OutputCheck(Protocol):
     """How the graph checks a final answer when the agent has an ``output_type`` (see
-    ``adk.structured_output``): ``check`` returns None for a valid answer, else the message asking the model
+    ``adk.chat_model.structured_output``): ``check`` returns None for a valid answer, else the message asking the model
     again (and raises once the retries are used up)."""
 
     async def check(self, message: Message, st: State) -> Message | None: ...

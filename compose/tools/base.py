@@ -3,7 +3,7 @@
 A tool describes itself with :meth:`BaseTool.info` (name, description, JSON schema of its parameters) and runs
 through one or both of two protocols: :class:`InvokableTool` (``await run(arguments) -> str``) and
 :class:`StreamableTool` (``await stream(arguments) -> StreamReader[str]``). ``arguments`` is the JSON object
-the model wrote, as a string. A :class:`~compose.tool_node.ToolsNode` derives the missing paradigm of a tool
+the model wrote, as a string. A :class:`~compose.tools.node.ToolsNode` derives the missing paradigm of a tool
 that implements only one (eino-semantics section 2).
 
 Tools may declare two optional attributes read by the ToolsNode and by agents: ``parallel_safe`` (default
@@ -266,7 +266,7 @@ class StreamingFunctionTool(_FunctionToolBase):
 
         What the generator does before its first ``yield`` belongs to this call, as the body of an Eino
         streamable tool runs before it returns its reader: an exception (or an interrupt) raised there is
-        raised here, and :func:`~compose.tool_node.get_tool_call_id` or ``send_tool_gen_action`` see this call.
+        raised here, and :func:`~compose.tools.node.get_tool_call_id` or ``send_tool_gen_action`` see this call.
         After the first item the generator runs as the reader is read, in the reader's task; closing the reader
         closes it.
         """

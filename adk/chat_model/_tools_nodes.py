@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from adk._run import current_run
 from compose.schema import Message
-from compose.tool_node import ToolsNode
+from compose.tools.node import ToolsNode
 
 if TYPE_CHECKING:
-    from adk.chat_model_agent import ChatModelAgent
+    from adk.chat_model.agent import ChatModelAgent
 
 __all__ = ["ModeToolsNode", "RunTools"]
 

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from adk.middlewares.base import AgentMiddleware
 from compose.interrupt import InterruptSignal, get_interrupt_state, get_resume_context
 from compose.stream import StreamReader
-from compose.tool_middleware import (
+from compose.tools.middleware import (
     InvokableToolEndpoint,
     StreamableToolEndpoint,
     StreamToolOutput,

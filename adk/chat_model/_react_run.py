@@ -207,7 +207,7 @@ class ReactRun:
                         else:
                             if self._deadline is None:
                                 self._deadline = anyio.current_time() + self._timeout
-                                # model streams read outside the supersteps honour it too (adk._model)
+                                # model streams read outside the supersteps honour it too (adk.chat_model._model)
                                 ctx.deadline, ctx.timeout = self._deadline, self._timeout
                             with anyio.CancelScope(deadline=self._deadline) as scope:
                                 done = await (run.step(until=self._has_events) if run is not None else self._start())
@@ -221,7 +221,8 @@ class ReactRun:
                             break
                 except GraphInterrupt as exc:
                     if self._session.resumable:
-                        await self._drop_held()  # the resumed run sends it, last (see adk.react._to_end_converter)
+                        # the resumed run sends it, last (see adk.chat_model.react._to_end_converter)
+                        await self._drop_held()
                     else:
                         self._flush_held()  # the run cannot resume: this is the event's only chance
                     await self._pause(exc)  # queues the pause's event

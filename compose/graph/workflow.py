@@ -14,14 +14,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, Unpack, get_args
 
-from compose._field_mapping import EdgeMap, FieldCheck, FieldMapping, InputBuild, check_conflicts, path_type
 from compose._types import Assignable, assignable, instance_check, type_name
-from compose.branch import _Branch
 from compose.errors import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
-from compose.graph import END, START, FanInMergeConfig, Graph, NodeOptions
+from compose.graph._field_mapping import EdgeMap, FieldCheck, FieldMapping, InputBuild, check_conflicts, path_type
+from compose.graph.branch import _Branch
+from compose.graph.builder import END, START, FanInMergeConfig, Graph, NodeOptions
 
 if TYPE_CHECKING:
-    from compose.graph_info import CompileCallback
+    from compose.graph.info import CompileCallback
     from compose.lambdas import Lambda
     from compose.runnable import Runnable
 

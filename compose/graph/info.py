@@ -23,16 +23,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from compose._field_mapping import EdgeMap
 from compose._types import type_name
 from compose.errors import GraphBuildError
+from compose.graph._field_mapping import EdgeMap
 
 if TYPE_CHECKING:
     from compose._engine.tables import Tables
 
 __all__ = ["BranchInfo", "CompileCallback", "GraphCompileCallback", "GraphInfo", "NodeInfo"]
 
-_START, _END = "start", "end"  # compose.graph's START and END (not imported: graph.py imports this module)
+_START, _END = "start", "end"  # compose.graph's START and END (not imported: compose.graph.builder imports this module)
 
 
 class _TypeNames:

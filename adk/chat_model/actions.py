@@ -14,10 +14,10 @@ Example::
 
 from __future__ import annotations
 
+from adk.chat_model.react import State
 from adk.events import AgentAction
-from adk.react import State
 from compose.state import process_state
-from compose.tool_middleware import get_tool_call_id
+from compose.tools.middleware import get_tool_call_id
 
 __all__ = ["send_tool_gen_action"]
 
