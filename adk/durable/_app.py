@@ -22,8 +22,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, cast
 
-import anyio
-import anyio.to_thread
 from dbos import DBOS, DBOSConfig
 
 from adk.chat_model.agent import ChatModelAgent
@@ -255,13 +253,7 @@ class DurableApp:
         """Keep the heartbeat and the watch over the other workers until cancelled (the queue is served by
         DBOS's own threads from :meth:`launch` on)."""
         check_asyncio()
-        while True:
-            await anyio.to_thread.run_sync(self._tick)
-            await anyio.sleep(self.liveness.interval)
-
-    def _tick(self) -> None:
-        self.liveness.beat()
-        self.liveness.check()
+        await self.liveness.run()
 
     def _recover(self, executor_id: str) -> int:
         # DBOS's recovery of another executor's pending workflows (what its admin endpoint calls): back on

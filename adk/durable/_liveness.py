@@ -10,6 +10,10 @@ database. A claim made by a worker that died in turn (its row still ``dead``, no
 DBOS's recovery is idempotent, so a claim raced by a restarting worker (which recovers its own runs at launch)
 does no harm.
 
+The heartbeat and the watch are two loops, each in a worker thread of its own: a recovery can take seconds on
+a loaded machine (one UPDATE per workflow), and a heartbeat waiting behind it would let the other workers
+declare this live worker dead and run its runs a second time.
+
 Takeover bound: a run of a killed worker is back on the queue at most ``dead_after + interval`` seconds after
 the worker's last heartbeat, plus the time DBOS needs to recover (one UPDATE per workflow) and the queue's
 polling interval.
@@ -21,6 +25,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import anyio
+import anyio.to_thread
 import sqlalchemy as sa
 
 __all__ = ["DurableWorker", "Liveness", "engine_url", "read_workers"]
@@ -122,6 +128,19 @@ class Liveness:
         t = self._table
         with self._engine.begin() as c:
             c.execute(sa.update(t).where(t.c.executor_id == self.executor_id).values(heartbeat_ms=0))
+
+    async def run(self) -> None:
+        """Heartbeat every ``interval`` seconds and watch the other workers every ``interval`` seconds, until
+        cancelled. The two loops are independent: a slow :meth:`check` (a long recovery) never delays a beat."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._every, self.beat)
+            await self._every(self.check)
+
+    async def _every(self, tick: Callable[[], object]) -> None:
+        limiter = anyio.CapacityLimiter(1)  # its own thread: tool calls holding the default limiter never delay it
+        while True:
+            await anyio.to_thread.run_sync(tick, limiter=limiter)
+            await anyio.sleep(self.interval)
 
     def check(self) -> list[Takeover]:
         """Claim every dead worker not already claimed by a live one, and recover its runs."""
