@@ -86,27 +86,34 @@ class EventModel:
         return f"EventModel({self.inner!r})"
 
     async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        # a run parked in its model call holds this frame: its locals are kept few (telemetry in a helper)
         run = current_run.get()
         if run is None:
-            bare: object = await self.inner.generate(messages, **opts)
-            return bare if isinstance(bare, Message) else checked_message(bare, self._generate_source)
+            answer: object = await self.inner.generate(messages, **opts)
+            return answer if isinstance(answer, Message) else checked_message(answer, self._generate_source)
         inner = self.inner if run.cancel is None else run.cancel.model(self.inner)  # cancellable: adk.cancel
         if run.telemetry:
-            run.emit("model.call.started", attempt=current_attempt.get(), streaming=False)
-            try:
-                got: object = await inner.generate(messages, **opts)
-                msg = got if isinstance(got, Message) else checked_message(got, self._generate_source)
-            except Exception as exc:
-                run.emit("model.call.completed", attempt=current_attempt.get(), error=repr(exc), usage=None)
-                raise
-            run.emit("model.call.completed", attempt=current_attempt.get(), usage=_usage(msg))
+            answer = await self._observed(run, inner, messages, opts)
         else:
-            answer: object = await inner.generate(messages, **opts)
-            msg = answer if isinstance(answer, Message) else checked_message(answer, self._generate_source)
-        output = AgentOutput(MessageVariant(False, msg))
-        if self.output is not None and not msg.tool_calls:
-            output.structured = self.output.try_parse(msg.content)
+            answer = await inner.generate(messages, **opts)
+        if not isinstance(answer, Message):
+            answer = checked_message(answer, self._generate_source)
+        output = AgentOutput(MessageVariant(False, answer))
+        if self.output is not None and not answer.tool_calls:
+            output.structured = self.output.try_parse(answer.content)
         run.events.append(AgentEvent(run.agent_name, run.run_path, output))
+        return answer
+
+    async def _observed(self, run: RunContext, inner: ChatModel, messages: Sequence[Message], opts: Any) -> Message:
+        """``inner.generate`` between the ``model.call.*`` telemetry events."""
+        run.emit("model.call.started", attempt=current_attempt.get(), streaming=False)
+        try:
+            got: object = await inner.generate(messages, **opts)
+            msg = got if isinstance(got, Message) else checked_message(got, self._generate_source)
+        except Exception as exc:
+            run.emit("model.call.completed", attempt=current_attempt.get(), error=repr(exc), usage=None)
+            raise
+        run.emit("model.call.completed", attempt=current_attempt.get(), usage=_usage(msg))
         return msg
 
     async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:

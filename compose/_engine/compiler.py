@@ -349,6 +349,7 @@ def build_tables(
             subs=[f"{nd.key}={nd.sub._tables.fingerprint}" for nd in nodes if nd.sub is not None],
         ),
         direct=tuple(direct),
+        alone=tuple((j,) for j in range(len(keys))),
         fused=tuple(fused),
         fused_stream=tuple(fused_stream),
         fused_check=tuple(fused_check),

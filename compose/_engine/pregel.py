@@ -50,7 +50,10 @@ YIELD_EVERY = 512
 
 async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
     """One superstep; END's value when the run is over, else ``_NOTHING``. With ``fuse`` (a run driven to its
-    end), a stretch of one-node steps over plain nodes runs as one loop (``_fused``)."""
+    end), a stretch of one-node steps over plain nodes runs as one loop (``_fused``).
+
+    A run parked in a node holds this frame: the hot path (one node, no interrupt) keeps its locals few; a step
+    of several nodes, a resumed step and a run with an external interrupt go on in ``_step_batch``."""
     t = self.t
     if self.steps and not self.steps % YIELD_EVERY:
         await anyio.lowlevel.checkpoint()  # nodes that never await must not starve other tasks or a deadline
@@ -64,70 +67,81 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
         pending.clear()
     direct = t.direct
     while pending:
-        src, out = pending.pop(0)
-        dst = direct[src]
-        if dst >= 0:  # one plain edge: deliver without the general routing
-            box = inbox.get(dst)
+        j, x = pending.pop(0)
+        k = direct[j]
+        if k >= 0:  # one plain edge: deliver without the general routing
+            box = inbox.get(k)
             if box is None:
-                inbox[dst] = {src: out}
+                inbox[k] = {j: x}
             else:
-                box[src] = out
+                box[j] = x
             continue
         try:
-            await self._finish(src, out)
+            await self._finish(j, x)
         except GraphInterrupt as sig:
             # the node's output stream paused (read by its post handler or branch): the node itself re-runs on
             # resume, as when the node raised it (a cancelled model stream: adk.cancel)
-            await _close(out)
-            self.last = [src]
-            raise await pause(self, reruns=[(src, sig)]) from None
+            await _close(x)
+            self.last = t.alone[j]
+            raise await pause(self, reruns=[(j, sig)]) from None
         except BaseException:
-            await _close(out)
+            await _close(x)
             raise
     if not inbox:
         raise no_tasks(self, self.last)
     # As Eino computes the next tasks: read every ready inbox (fan-in merges may fail here), then END wins, then
     # interrupts before nodes, then the step limit.
-    if len(inbox) == 1:  # the hot path: one node this step
-        j, box = inbox.popitem()
-        inbox.clear()  # frees the emptied table (a run parked in this step holds no 160 bytes for it)
-        if len(box) == 1:  # from one predecessor: nothing to merge
-            (x,) = box.values()
-        else:
-            inbox[j] = box
-            x = self._take(j)
-        del box  # not held while the node runs (a parked run holds its frames' locals)
-        if j == t.end:
-            return x  # nothing else is held: the inbox was END's alone and every output is routed
-        if self.gated or self.steps >= self.max_steps:
-            await _gate(self, [(j, x)])
-        if deferred or self.options.external_interrupt is not None:
-            signals, abandoned, done = await _run(self, [(j, x)], deferred)
-        elif (
-            fuse and (t.fused_stream if self.streaming else t.fused)[j] is not None and self.cb is None
-            and not self.gated and not self.options.node_options and not self.resume_for and not self.track
-        ):
-            return await _fused(self, j, x)
-        else:
-            try:
-                if t.nodes[j].invoke1 is None and not self.track and not self.resume_for:
-                    # straight to the general path: no frame of _exec's held while the node runs (a parked run
-                    # holds every frame of its stack)
-                    pending.append((j, await self._exec_general(j, x, None)))
-                else:
-                    pending.append((j, await self._exec(j, x)))
-            except GraphInterrupt as sig:
-                self.last = [j]
-                self.steps += 1
-                raise await pause(self, reruns=[(j, sig)]) from None
-            self.steps += 1
-            if t.interrupt_after and j in t.interrupt_after:
-                self.last = [j]
-                raise await pause(self, after=[j])
-            self.last = [j]
-            return _NOTHING
-        ready = [j]
+    if len(inbox) != 1:
+        return await _step_batch(self, None, deferred)
+    # the hot path: one node this step
+    j, box = inbox.popitem()
+    inbox.clear()  # frees the emptied table (a run parked in this step holds no 160 bytes for it)
+    if len(box) == 1:  # from one predecessor: nothing to merge
+        (x,) = box.values()
     else:
+        inbox[j] = box
+        x = self._take(j)
+    del box  # not held while the node runs (a parked run holds its frames' locals)
+    if j == t.end:
+        return x  # nothing else is held: the inbox was END's alone and every output is routed
+    if self.gated or self.steps >= self.max_steps:
+        await _gate(self, [(j, x)])
+    if deferred or self.options.external_interrupt is not None:
+        return await _step_batch(self, [(j, x)], deferred)
+    if (
+        fuse and (t.fused_stream if self.streaming else t.fused)[j] is not None and self.cb is None
+        and not self.gated and not self.options.node_options and not self.resume_for and not self.track
+    ):
+        return await _fused(self, j, x)
+    # the node's coroutine made first: this frame does not hold its input while it runs (a parked run holds
+    # every frame of its stack); the general path straight, with no frame of _exec's
+    if t.nodes[j].invoke1 is None and not self.track and not self.resume_for:
+        node = self._exec_general(j, x, None)
+    else:
+        node = self._exec(j, x)
+    del x
+    try:
+        pending.append((j, await node))
+    except GraphInterrupt as sig:
+        self.last = t.alone[j]
+        self.steps += 1
+        raise await pause(self, reruns=[(j, sig)]) from None
+    self.steps += 1
+    if t.interrupt_after and j in t.interrupt_after:
+        self.last = t.alone[j]
+        raise await pause(self, after=[j])
+    self.last = t.alone[j]
+    return _NOTHING
+
+
+async def _step_batch(
+    self: GraphRun, batch: list[tuple[int, Any]] | None, deferred: Sequence[tuple[int, Any]]
+) -> Any:
+    """The rest of a superstep that runs its nodes together (``run_batch``): several ready inboxes (``batch``
+    None: read here, END first), or one gated node of a resumed step or of a run with an external interrupt."""
+    t = self.t
+    if batch is None:
+        inbox = self.inbox
         ready = sorted(inbox)
         batch = []
         try:
@@ -145,7 +159,9 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
             return result
         if self.gated or self.steps >= self.max_steps:
             await _gate(self, batch)
-        signals, abandoned, done = await _run(self, batch, deferred)
+    else:
+        ready = [j for j, _ in batch]
+    signals, abandoned, done = await _run(self, batch, deferred)
     self.last = ready
     self.steps += 1
     if signals or abandoned:
@@ -195,7 +211,7 @@ async def _fused(self: GraphRun, j: int, x: Any) -> Any:
                     x = await concat(x)
                 out = await f(x)
             except GraphInterrupt as sig:
-                self.last = [j]
+                self.last = t.alone[j]
                 self.steps = steps + 1
                 raise await pause(self, reruns=[(j, sig)]) from None
             except WrongOutput as wrong:
@@ -236,7 +252,7 @@ async def _fused(self: GraphRun, j: int, x: Any) -> Any:
             j, x = nxt, out
     finally:
         self.steps = steps
-        self.last = [j]
+        self.last = t.alone[j]
 
 
 def _wrong(self: GraphRun, j: int, value: Any) -> NodeOutputTypeError:
@@ -244,7 +260,7 @@ def _wrong(self: GraphRun, j: int, value: Any) -> NodeOutputTypeError:
     return NodeOutputTypeError([*self.path, node.key], node.declared, type(value))
 
 
-def no_tasks(self: GraphRun, last: list[int]) -> GraphRunError:
+def no_tasks(self: GraphRun, last: Sequence[int]) -> GraphRunError:
     """Eino's error for a run left with nothing to run and END not reached, naming the nodes that completed
     last as Eino prints them (``[a, b]``)."""
     if not last:

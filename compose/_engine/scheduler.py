@@ -23,7 +23,7 @@ than taking the blame.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
@@ -63,6 +63,7 @@ from compose.errors import (
     RuntimeTypeError,
 )
 from compose.interrupt import _node_address, _resumed
+from compose.lambdas import Paradigms
 from compose.merge import merge_stream_values, merge_values
 from compose.state import _current_frame, _StateFrame, call_handler
 from compose.stream import SKIP, concat
@@ -73,7 +74,7 @@ _EMPTY: Mapping[str, Any] = {}
 _INVOKE_ONLY = frozenset({"invoke"})
 _NO_READY: deque[int] = deque(maxlen=0)
 _NONE_FOR: Any = MappingProxyType({})  # an empty table shared by the runs that never fill it (read-only)
-_NO_NODES: list[int] = []  # ``last`` before the first step (replaced, never appended to)
+_NO_NODES: tuple[int, ...] = ()  # ``last`` before the first step (replaced, never appended to)
 
 
 
@@ -172,7 +173,7 @@ class GraphRun:
         self.live = False  # its handlers saw the start and not yet the end (aclose then reports a cancel)
         self.track = _node_address.get() is not None  # nodes run with their address set (track_addresses)
         self.result: Any = _NOTHING
-        self.last: list[int] = _NO_NODES
+        self.last: Sequence[int] = _NO_NODES
         # what only a restored run (resume_for, skip_before, rerun_restored) or a DAG run (ready, reported,
         # skipped) changes is shared and read-only until then (``resume.restore`` and ``dag`` replace them):
         # a run holds no empty containers of its own for them (an empty deque is 600 bytes, a dict 64)
@@ -445,13 +446,16 @@ class GraphRun:
     async def _exec_general(
         self, j: int, x: Any, sub_restore: tuple[RunSnapshot, Mapping[str, Any]] | None
     ) -> Any:
+        # a run parked in a node holds this frame: its locals are kept few (the sub-graph call, callbacks and
+        # failures are handled in helpers)
         node = self.t.nodes[j]
         phase = "pre handler"
-        cls, key = node.out_check, node.output_key
         # a streaming run gives a checked node that implements invoke only the value its transform would
         # concatenate and wraps what it returns into one chunk after the check (as that transform would)
         value_out = not self.streaming or (
-            cls is not None and node.paradigms is not None and node.paradigms.implemented == _INVOKE_ONLY
+            node.out_check is not None
+            and node.paradigms is not None
+            and node.paradigms.implemented == _INVOKE_ONLY
         )
         value_in = False  # x is the value a pre handler returned, where the node takes a stream
         try:
@@ -472,23 +476,10 @@ class GraphRun:
             phase = ""
             opts = self.options.node_options.get(node.key, _EMPTY)
             if node.sub is not None:
-                out = await node.sub._execute(
-                    x,
-                    streaming=self.streaming,
-                    options=CallOptions.parse(opts),
-                    path=(*self.path, node.key),
-                    info=node.info,
-                    address=f"{self.address};node:{node.key}",
-                    restore=sub_restore,
-                    origin=self.origin,
-                )
+                out = await self._exec_sub(node, x, opts, sub_restore)
             else:
-                p = node.paradigms
+                p = node.paradigms if self.cb is None else self._observed(node)
                 assert p is not None
-                if self.cb is not None:
-                    handlers = self.cb.for_path((*self.path, node.key))
-                    if handlers:
-                        p = with_callbacks(p, handlers, node.info)
                 if not self.streaming:
                     out = await p.invoke(x, **opts)
                 elif value_out:
@@ -498,31 +489,63 @@ class GraphRun:
                 else:
                     out = await p.transform(x, **opts)
         except BaseException as exc:
-            if self.streaming:
-                with anyio.CancelScope(shield=True):
-                    await _close(x)
-            if isinstance(exc, GraphInterrupt) or not isinstance(exc, Exception):
+            error = await self._node_failed(node, x, exc, phase)
+            if error is exc:
                 raise
-            if (
-                isinstance(exc, FieldMappingError)
-                or (node.sub is not None and isinstance(exc, NodeRunError))
-                or named_upstream(exc, self.origin)
-            ):
-                # named already: a node of the sub-graph, the upstream node whose stream this node read, or a
-                # Workflow mapping of the stream this node read
-                raise
-            raise NodeRunError([*self.path, node.key], exc, phase=phase) from exc
+            raise error from exc
+        cls, key = node.out_check, node.output_key
         if not value_out:
             if not node.blamed:  # a sub-graph's or a passthrough's stream: its errors are named upstream
                 return out if key is None else out.map(partial(_wrap_key, key))
-            path = (*self.path, node.key)
-            return OutputStream(path, self.origin, cls, node.declared, key, node.stream_model).wrap(out)
+            return OutputStream((*self.path, node.key), self.origin, cls, node.declared, key, node.stream_model).wrap(
+                out
+            )
         if cls is not None and not isinstance(out, cls):
             await _close(out)
             raise NodeOutputTypeError([*self.path, node.key], node.declared, type(out))
         if key is not None:
             out = {key: out}
         return _one(out) if self.streaming else out
+
+    def _observed(self, node: NodeRT) -> Paradigms:
+        """The node's paradigms with the run's callbacks for it, if any."""
+        p = node.paradigms
+        assert p is not None and self.cb is not None
+        handlers = self.cb.for_path((*self.path, node.key))
+        return with_callbacks(p, handlers, node.info) if handlers else p
+
+    async def _exec_sub(
+        self, node: NodeRT, x: Any, opts: Mapping[str, Any], restore: tuple[RunSnapshot, Mapping[str, Any]] | None
+    ) -> Any:
+        assert node.sub is not None
+        return await node.sub._execute(
+            x,
+            streaming=self.streaming,
+            options=CallOptions.parse(opts),
+            path=(*self.path, node.key),
+            info=node.info,
+            address=f"{self.address};node:{node.key}",
+            restore=restore,
+            origin=self.origin,
+        )
+
+    async def _node_failed(self, node: NodeRT, x: Any, exc: BaseException, phase: str) -> BaseException:
+        """What a node's failure raises: ``exc`` itself when it is named already or not an error of the node,
+        else a ``NodeRunError`` naming the node and the phase (the streaming input is closed first)."""
+        if self.streaming:
+            with anyio.CancelScope(shield=True):
+                await _close(x)
+        if isinstance(exc, GraphInterrupt) or not isinstance(exc, Exception):
+            return exc
+        if (
+            isinstance(exc, FieldMappingError)
+            or (node.sub is not None and isinstance(exc, NodeRunError))
+            or named_upstream(exc, self.origin)
+        ):
+            # named already: a node of the sub-graph, the upstream node whose stream this node read, or a
+            # Workflow mapping of the stream this node read
+            return exc
+        return NodeRunError([*self.path, node.key], exc, phase=phase)
 
     async def _pre(self, node: NodeRT, x: Any) -> Any:
         frame = self.frame

@@ -123,6 +123,8 @@ class Tables:
     # per source (len n + 2): the one successor its output goes to when routing is trivial (a single plain edge,
     # no branch, no post handler, no runtime check), else -1: the Pregel hot path delivers these directly
     direct: tuple[int, ...] = ()
+    # per node (len n + 2): ``(j,)``, a step's ``last`` nodes when node j ran alone (shared: no list per step)
+    alone: tuple[tuple[int], ...] = ()
     # per node (len n, Pregel only): the callable a fused invoke run awaits for it (its plain single-argument
     # invoke, when no interrupt follows it), else None; and its one synchronous single-choice value branch when
     # that branch is all its routing (no edges, no post handler, no runtime checks), else None
