@@ -66,10 +66,14 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
         deferred = list(pending)
         pending.clear()
     direct = t.direct
+    nxt = -1
     while pending:
         j, x = pending.pop(0)
         k = direct[j]
         if k >= 0:  # one plain edge: deliver without the general routing
+            if not pending and not inbox:  # the step's only output, to one node: it runs next, alone
+                nxt = k
+                break
             box = inbox.get(k)
             if box is None:
                 inbox[k] = {j: x}
@@ -87,21 +91,24 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
         except BaseException:
             await _close(x)
             raise
-    if not inbox:
-        raise no_tasks(self, self.last)
-    # As Eino computes the next tasks: read every ready inbox (fan-in merges may fail here), then END wins, then
-    # interrupts before nodes, then the step limit.
-    if len(inbox) != 1:
-        return await _step_batch(self, None, deferred)
-    # the hot path: one node this step
-    j, box = inbox.popitem()
-    inbox.clear()  # frees the emptied table (a run parked in this step holds no 160 bytes for it)
-    if len(box) == 1:  # from one predecessor: nothing to merge
-        (x,) = box.values()
+    if nxt >= 0:
+        j = nxt  # x is its input: no inbox made for it
     else:
-        inbox[j] = box
-        x = self._take(j)
-    del box  # not held while the node runs (a parked run holds its frames' locals)
+        if not inbox:
+            raise no_tasks(self, self.last)
+        # As Eino computes the next tasks: read every ready inbox (fan-in merges may fail here), then END wins,
+        # then interrupts before nodes, then the step limit.
+        if len(inbox) != 1:
+            return await _step_batch(self, None, deferred)
+        # the hot path: one node this step
+        j, box = inbox.popitem()
+        inbox.clear()  # frees the emptied table (a run parked in this step holds no 160 bytes for it)
+        if len(box) == 1:  # from one predecessor: nothing to merge
+            (x,) = box.values()
+        else:
+            inbox[j] = box
+            x = self._take(j)
+        del box  # not held while the node runs (a parked run holds its frames' locals)
     if j == t.end:
         return x  # nothing else is held: the inbox was END's alone and every output is routed
     if self.gated or self.steps >= self.max_steps:
