@@ -11,6 +11,7 @@ from adk.chat_model.agent import ChatModelAgent
 from adk.runner import Runner
 from compose.callbacks import CallbackHandler, RunInfo, append_global_callbacks, clear_global_callbacks
 from compose.models import ScriptedChatModel
+from compose.schema import user_message
 
 pytestmark = pytest.mark.anyio
 
@@ -52,20 +53,23 @@ async def test_a_cancel_during_the_agent_callbacks_start_stops_the_graph_before_
 
 
 async def test_query_and_run_start_the_same_run() -> None:
-    """``query(text)`` (its one message is not checked again) is ``run([user_message(text)])``."""
-    from compose.schema import user_message
-
-    seen = []
+    """``query(text)`` (its one message is not checked again) is ``run([user_message(text)])``, with the same
+    errors for bad arguments."""
+    answers = []
     for start in ("query", "run"):
         model = ScriptedChatModel(["hello"])
         runner = Runner(ChatModelAgent("a", "answers", model=model, instruction="Be brief."))
         run = runner.query("hi") if start == "query" else runner.run([user_message("hi")])
         async with run:
             events = [e async for e in run]
-        seen.append(([e.message.message.content for e in events if e.message and e.message.message], run.final_message))
-        assert [[m.role for m in c.messages] for c in model.calls] == [["system", "user"]]
-    assert seen[0][0] == seen[1][0] == ["hello"]
+        assert [[(m.role, m.content) for m in c.messages] for c in model.calls] == [
+            [("system", "Be brief."), ("user", "hi")]
+        ]
+        assert run.final_message is not None and run.termination_reason == "completed"
+        answers.append([e.message.message.content for e in events if e.message and e.message.message])
+    assert answers == [["hello"], ["hello"]]
+    runner = Runner(ChatModelAgent("a", "answers", model=ScriptedChatModel(["x"])))
     with pytest.raises(TypeError, match="session_values must be a mapping"):
-        Runner(ChatModelAgent("a", "answers", model=ScriptedChatModel(["x"]))).query("hi", session_values=[1])  # type: ignore[arg-type]
+        runner.query("hi", session_values=[1])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="no checkpoint store"):
-        Runner(ChatModelAgent("a", "answers", model=ScriptedChatModel(["x"]))).query("hi", checkpoint_id="c")
+        runner.query("hi", checkpoint_id="c")
