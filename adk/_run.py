@@ -9,7 +9,7 @@ events at a time, and a parked run keeps one; a deque costs ten times its memory
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from adk.events import AgentEvent
@@ -20,30 +20,61 @@ if TYPE_CHECKING:
     from adk.chat_model.react import State
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, init=False)
 class RunContext:
     """Mutable facts of one run (not part of the graph state: they are not the conversation)."""
 
     agent_name: str
     run_path: tuple[str, ...]
-    telemetry: tuple[TelemetryHandler, ...] = ()
-    session_values: dict[str, Any] = field(default_factory=dict)
-    events: list[AgentEvent] = field(default_factory=list)
-    held: AgentEvent | None = None  # the return-directly tool's event, emitted when the ToolsNode finishes
-    held_call_id: str = ""  # the call whose event this run held (a resumed run rebuilds it otherwise)
-    model_calls: int = 0
-    total_tokens: int = 0
-    tool_history: list[str] = field(default_factory=list)
-    termination_reason: str | None = None
-    state: State | None = None  # the run's graph state, set by the state factory
-    deadline: float | None = None  # anyio.current_time() by which the run must end (its ``timeout``), once started
-    timeout: float = 0.0  # the timeout that deadline stands for (seconds)
-    session: RunSession | None = None  # the Runner run's shared session (agent tools run their agent in it)
-    emit_internal_events: bool = False  # agent tools forward their inner agent's events (ToolsConfig)
-    tools_node: Any = None  # the ToolsNode of this run when before_agent middlewares ran (adk.chat_model.agent)
-    structured: tuple[str, Any] | None = None  # (call id or "", parsed answer) once a structured answer is valid
-    failover_model: Any = None  # the model that last answered under model failover (None: the agent's own)
-    cancel: Any = None  # the run's ``adk.cancel.CancelLink`` when it is cancellable: its calls run guarded
+    telemetry: tuple[TelemetryHandler, ...]
+    session_values: dict[str, Any]
+    events: list[AgentEvent]
+    held: AgentEvent | None  # the return-directly tool's event, emitted when the ToolsNode finishes
+    held_call_id: str  # the call whose event this run held (a resumed run rebuilds it otherwise)
+    model_calls: int
+    total_tokens: int
+    tool_history: list[str]
+    termination_reason: str | None
+    state: State | None  # the run's graph state, set by the state factory
+    deadline: float | None  # anyio.current_time() by which the run must end (its ``timeout``), once started
+    timeout: float  # the timeout that deadline stands for (seconds)
+    session: RunSession | None  # the Runner run's shared session (agent tools run their agent in it)
+    emit_internal_events: bool  # agent tools forward their inner agent's events (ToolsConfig)
+    tools_node: Any  # the ToolsNode of this run when before_agent middlewares ran (adk.chat_model.agent)
+    structured: tuple[str, Any] | None  # (call id or "", parsed answer) once a structured answer is valid
+    failover_model: Any  # the model that last answered under model failover (None: the agent's own)
+    cancel: Any  # the run's ``adk.cancel.CancelLink`` when it is cancellable: its calls run guarded
+
+    def __init__(
+        self,
+        agent_name: str,
+        run_path: tuple[str, ...],
+        telemetry: tuple[TelemetryHandler, ...] = (),
+        session_values: dict[str, Any] | None = None,
+        session: RunSession | None = None,
+        emit_internal_events: bool = False,
+    ) -> None:
+        # written out (one run makes one): only the given fields are parameters, the others start empty
+        self.agent_name = agent_name
+        self.run_path = run_path
+        self.telemetry = telemetry
+        self.session_values = session_values if session_values is not None else {}
+        self.events = []
+        self.held = None
+        self.held_call_id = ""
+        self.model_calls = 0
+        self.total_tokens = 0
+        self.tool_history = []
+        self.termination_reason = None
+        self.state = None
+        self.deadline = None
+        self.timeout = 0.0
+        self.session = session
+        self.emit_internal_events = emit_internal_events
+        self.tools_node = None
+        self.structured = None
+        self.failover_model = None
+        self.cancel = None
 
     @property
     def step(self) -> int:

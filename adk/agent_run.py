@@ -78,8 +78,9 @@ class AgentRun(Cancellable):
         self._agent = agent
         self._session = session
         self._checkpoint = checkpoint
-        ctx = AgentContext.root(agent.name, session)
-        self._path = ctx.run_path  # the root agent's run path (its events' and its error events')
+        # the root agent's run path (its events' and its error events'), also its address (AgentContext.root)
+        path = self._path = (agent.name,)
+        ctx = AgentContext(session, path, path)
         self._cancel: CancelController | None = None  # a cancellable run's (``cancel()``)
         if cancellable:  # the run's own cancel (adk.cancel; a SessionRun's, when it made one): its agents see it
             self._cancel = cancellable if isinstance(cancellable, CancelController) else CancelController()

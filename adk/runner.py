@@ -179,11 +179,9 @@ class Runner:
         checkpoint = (
             CheckpointBinding(self._store("checkpoint a run"), checkpoint_id) if checkpoint_id is not None else None
         )
+        # root_input: the Runner's own list (checked_messages or query made it): agents only read it
+        session = self._session(session_values, stored, messages, checkpoint is not None, skip_transfer_messages)
         input = AgentInput(messages, self.enable_streaming)
-        session = self._session(session_values, stored)
-        session.root_input = messages  # the Runner's own list (checked_messages made it): agents only read it
-        session.resumable = checkpoint is not None
-        session.skip_transfer_messages = skip_transfer_messages
         return AgentRun(self.agent, session, input=input, checkpoint=checkpoint, cancellable=cancellable)
 
     def _sessions(self) -> SessionStore:
@@ -202,6 +200,10 @@ class Runner:
         cancellable: bool = False,
     ) -> AgentRun | SessionRun:
         """Run the agent on one user message (see :meth:`run`)."""
+        if session_id is None:  # the list is the Runner's own, of one Message: nothing to check
+            return self._start(
+                [user_message(text)], checkpoint_id, session_values, skip_transfer_messages, cancellable=cancellable
+            )
         return self.run(
             [user_message(text)],
             checkpoint_id=checkpoint_id,
@@ -238,7 +240,14 @@ class Runner:
             raise TypeError(f"{what}: {type(store).__qualname__} keeps no per-turn history (turns() and fork())")
         return store
 
-    def _session(self, values: Mapping[str, Any] | None, stored: Mapping[str, Any] | None = None) -> RunSession:
+    def _session(
+        self,
+        values: Mapping[str, Any] | None,
+        stored: Mapping[str, Any] | None = None,
+        root_input: list[Message] | None = None,
+        resumable: bool = False,
+        skip_transfer_messages: bool = False,
+    ) -> RunSession:
         """A new run's session: the runner's defaults, then the session's stored values, then the call's."""
         session = dict(self.session_values)
         if stored:
@@ -248,7 +257,13 @@ class Runner:
                 raise TypeError(f"session_values must be a mapping of names to values, got {type(values).__qualname__}")
             session.update(values)
         return RunSession(
-            values=session, enable_streaming=self.enable_streaming, telemetry=self.telemetry, callbacks=self.callbacks
+            session,
+            root_input if root_input is not None else [],
+            self.enable_streaming,
+            self.telemetry,
+            resumable,
+            skip_transfer_messages,
+            self.callbacks,
         )
 
     def resume(
@@ -289,8 +304,7 @@ class Runner:
                 stale_after=self.claim_stale_after,
                 resume_all=resume_all,
             )
-            session = self._session(None)
-            session.resumable = True
+            session = self._session(None, resumable=True)
             return AgentRun(self.agent, session, checkpoint=binding, cancellable=cancel or False)
 
         if self.session_store is None:

@@ -41,7 +41,7 @@ from compose.errors import StreamEnd
 from compose.models.base import ChatModel, checked_chunk, checked_message, checked_stream
 from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
-from compose.stream._copy import MapReader
+from compose.stream._copy import MapReader, copies_of_own
 
 if TYPE_CHECKING:
     from adk.chat_model.structured_output import OutputSchema
@@ -76,6 +76,7 @@ class EventModel:
         where = f"agent '{agent_name}': chat model {type(inner).__qualname__}" if agent_name else ""
         self._generate_source = f"{where or f'chat model {type(inner).__qualname__}'}: generate()"
         self._stream_source = f"{where or f'chat model {type(inner).__qualname__}'}: stream()"
+        self._check_chunk = partial(checked_chunk, self._stream_source)  # every stream's chunks pass it
         # whether a stream's event copy ends with WillRetryError when the call is retried
         self._retries = retry is not None and retry.max_retries > 0
 
@@ -135,23 +136,25 @@ class EventModel:
                 run.emit("model.call.completed", attempt=attempt, usage=None, error=repr(exc))
             raise
         # checked before the copy: the event's reader and the graph's see the same ModelResponseError
-        reader = MapReader(reader, partial(checked_chunk, self._stream_source), is_async=False)
+        reader = MapReader(reader, self._check_chunk, is_async=False)
         if run.deadline is not None:
             reader = StreamReader.from_async_iterator(_Deadline(reader, run.deadline, run.timeout))
         if telemetry:
             reader = StreamReader.from_async_iterator(_Tap(reader, run, attempt))
         if cancel is not None:
             reader = cancel.model_stream(reader)
-        event_copy, out = reader.copy(2)
+        event_copy, out = copies_of_own(reader, 2)  # made here: no husk left for another holder
         if cancel is not None:
             event_copy = cancel.event_stream(event_copy)
         failover = failover_has_more.get()
         if self._retries or failover:
             event_copy = StreamReader.from_async_iterator(_RetryMarker(event_copy, self.retry, attempt, failover))
-        output = AgentOutput()
-        if self.output is not None:
+        if self.output is None:
+            output = AgentOutput(MessageVariant(True, None, event_copy))
+        else:
+            output = AgentOutput()
             event_copy = StreamReader.from_async_iterator(_ParseAtEnd(event_copy, self.output, output))
-        output.message_output = MessageVariant(True, None, event_copy)
+            output.message_output = MessageVariant(True, None, event_copy)
         run.events.append(AgentEvent(run.agent_name, run.run_path, output))
         return out
 

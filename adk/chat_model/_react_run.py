@@ -41,7 +41,7 @@ from compose.errors import CheckpointError, GraphInterrupt
 from compose.interrupt import ExternalInterrupt
 from compose.runnable import RunHandle, Runnable
 from compose.schema import Message
-from compose.stream import StreamReader, concat
+from compose.stream import concat, one_chunk
 
 if TYPE_CHECKING:
     from adk.agent import AgentContext
@@ -148,8 +148,8 @@ class ReactRun:
         self._bridge = bridge
         self._input: list[Message] | None = messages
         self._ctx = ctx
-        self._session = agent_ctx.session
-        self._address = agent_ctx.addresses
+        session = self._session = agent_ctx.session
+        address = self._address = agent_ctx.addresses
         self._streaming = streaming
         self._timeout = timeout
         self._deadline: float | None = None
@@ -157,18 +157,16 @@ class ReactRun:
         self._resume = resume
         # the graph checkpoints into the bridge, under a key of this run's, only when the run can be resumed
         # (checkpointing costs a little per step)
-        self._graph_id = uuid.uuid4().hex if agent_ctx.session.resumable or resume is not None else ""
-        self._closed = False
+        self._graph_id = uuid.uuid4().hex if session.resumable or resume is not None else ""
+        self._closed = self._finished = self._counted = False
         # the run reports as RunInfo(name, class, "Agent") to the Runner's callbacks, its graph's nested under it
-        self._callbacks = agent_callbacks(ctx.agent_name, agent_type, agent_ctx.session.callbacks)
+        self._callbacks = agent_callbacks(ctx.agent_name, agent_type, session.callbacks)
         self._run: RunHandle | None = None
-        self._finished = False
-        self._counted = False
         self.final_message: Message | None = None
         self.root: AgentRun | None = None
-        cancel = agent_ctx.session.cancel
+        cancel = session.cancel
         if cancel is not None:  # a cancellable run: its view of the cancel (adk.cancel), ``ctx.cancel``
-            ctx.cancel = cancel.for_agent(self._address)
+            ctx.cancel = cancel.for_agent(address)
 
     def __repr__(self) -> str:
         state = "finished" if self._finished else "running" if self._run is not None else "not started"
@@ -236,7 +234,7 @@ class ReactRun:
                 raise
         if events:
             event = events.pop(0)
-            if self.root is None or (event.error is None and event.action is None):
+            if (event.error is None and event.action is None) or self.root is None:
                 return event
             return await self.root._handle(event)
         if self.root is not None:
@@ -251,30 +249,36 @@ class ReactRun:
     async def _start(self) -> bool:
         """Start the graph run, then run supersteps until there are events."""
         messages, self._input = self._input, None
-        x: Any = StreamReader.from_iterable((messages,)) if self._streaming else messages
+        streaming = self._streaming
+        x: Any = one_chunk(messages) if streaming else messages
         callbacks = self._callbacks
         if callbacks.handlers:
             await callbacks.start(messages)
-        opts: dict[str, Any] = callbacks.graph_options() if callbacks.given else {}
-        if self._graph_id:
-            opts["checkpoint_id"] = self._graph_id
-            stop = run_stop.get()
-            if stop is not None:
-                opts["external_interrupt"] = stop
-        if self._resume is not None:
-            saved, targets = self._resume
-            await self._bridge.set(self._graph_id, saved.graph.encode())
-            opts["resume"] = dict(targets)
-            opts["state_modifier"] = self._capture_state
-        # __anext__ has just checked for cancellation; nothing awaited since unless callbacks fired or the
-        # bridge was written
-        checked = not self._callbacks.handlers and self._resume is None
-        self._run = await self._runnable.start_run(x, streaming=self._streaming, cancel_checked=checked, **opts)
+        resume = self._resume
+        if callbacks.given or self._graph_id:
+            opts: dict[str, Any] = callbacks.graph_options() if callbacks.given else {}
+            if self._graph_id:
+                opts["checkpoint_id"] = self._graph_id
+                stop = run_stop.get()
+                if stop is not None:
+                    opts["external_interrupt"] = stop
+            if resume is not None:
+                saved, targets = resume
+                await self._bridge.set(self._graph_id, saved.graph.encode())
+                opts["resume"] = dict(targets)
+                opts["state_modifier"] = self._capture_state
+            # __anext__ has just checked for cancellation; nothing awaited since unless callbacks fired or the
+            # bridge was written
+            checked = not callbacks.handlers and resume is None
+            run = await self._runnable.start_run(x, streaming=streaming, cancel_checked=checked, **opts)
+        else:  # no option to give (no handler given, not resumable, so not a resume)
+            run = await self._runnable.start_run(x, streaming=streaming, cancel_checked=not callbacks.handlers)
+        self._run = run
         cancel: CancelLink | None = self._ctx.cancel
         if cancel is not None:  # a cancellable run stops where its cancel says, before a node runs
-            self._run.set_pause_check(cancel.pause_here)
+            run.set_pause_check(cancel.pause_here)
         # supersteps that produce no event run back to back: there is nothing to hand out between them
-        return await self._run.step(until=self._has_events)
+        return await run.step(until=self._has_events)
 
     def _has_events(self) -> bool:
         ctx = self._ctx

@@ -555,10 +555,5 @@ class ChatModelAgent:
     def _context(self, ctx: AgentContext) -> RunContext:
         session = ctx.session
         return RunContext(
-            agent_name=self.name,
-            run_path=ctx.run_path,
-            telemetry=session.telemetry,
-            session_values=session.values,
-            session=session,
-            emit_internal_events=self.tools_config.emit_internal_events,
+            self.name, ctx.run_path, session.telemetry, session.values, session, self.tools_config.emit_internal_events
         )

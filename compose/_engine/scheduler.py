@@ -33,7 +33,7 @@ import anyio
 
 from compose._engine.blame import OutputStream, named_upstream
 from compose._engine.dag import report, run_dag
-from compose._engine.options import CallOptions
+from compose._engine.options import _DEFAULT_OPTIONS, CallOptions
 from compose._engine.pregel import pregel_step
 from compose._engine.resume import restore, resumed_for
 from compose._engine.run_callbacks import callback_config, fail_early, with_callbacks
@@ -187,16 +187,20 @@ class GraphRun:
             self.ready = _NO_READY
             self.reported = self.skipped = _NONE_FOR
         max_steps = tables.max_steps
+        if options is _DEFAULT_OPTIONS:  # the common case (a call without options): none of the checks below
+            self.max_steps: int = max_steps if max_steps is not None else 0  # 0: no limit (DAG)
+            # whether a step must pass _gate (interrupts before nodes, external interrupts, a restored run)
+            self.gated = bool(tables.interrupt_before)
+            return
         if options.max_run_steps is not None:
             if tables.dag:
                 raise GraphRunError("cannot set max run steps in dag")
             if options.max_run_steps < 1:
                 raise GraphRunError("max run steps limit must be at least 1")
             max_steps = options.max_run_steps
-        self.max_steps: int = max_steps if max_steps is not None else 0  # 0: no limit (DAG)
+        self.max_steps = max_steps if max_steps is not None else 0
         if not path and (options.node_options or options.designate):
             options.check(tables, top=True)  # recurses into sub-graphs: their runs need no check of their own
-        # whether a step must pass _gate (interrupts before nodes, external interrupts, a restored run)
         self.gated = bool(tables.interrupt_before or options.external_interrupt is not None)
 
     # one superstep (``pregel.pregel_step``); a method so that a recorded run (``history.RecordedRun``) can

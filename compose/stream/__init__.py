@@ -38,7 +38,7 @@ from typing import TypeVar
 from compose.errors import ConcatError, EmptyStreamError, StreamEnd, StreamError
 from compose.stream._concat import concat, concat_items, register_concat
 from compose.stream._copy import SKIP, SkipType
-from compose.stream._core import StreamReader
+from compose.stream._core import StreamReader, _IterReader
 from compose.stream._core import _open_reader_report as _open_reader_report
 from compose.stream._core import _reset_leak_tracking as _reset_leak_tracking
 from compose.stream._core import _set_leak_tracking as _set_leak_tracking
@@ -83,4 +83,4 @@ async def close_if_stream(value: object) -> None:
 
 def one_chunk(value: T) -> StreamReader[T]:
     """A stream of exactly one chunk (Eino's "wrap")."""
-    return StreamReader.from_iterable((value,))
+    return _IterReader((value,))

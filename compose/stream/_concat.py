@@ -76,7 +76,7 @@ async def concat(reader: StreamReader[T]) -> T:
     """
     if type(reader) is _IterReader and not reader._closed:  # values only, never waits: no loop, no close to await
         values: tuple[T, ...] = reader.take_remaining()
-        return concat_items(values)
+        return values[0] if len(values) == 1 else concat_items(values)  # one chunk (a value made a stream): it
     items: list[T] = []
     try:
         while True:

@@ -73,28 +73,42 @@ def broadcast(reader: StreamReader[T], n: int) -> list[StreamReader[T]]:
         items, start = reader._items, reader._i
         become_copied(reader)
         return [_IterReader(items, start) for _ in range(n)]
-    hub = _CopyHub(detach(reader), n)
+    return _copies(detach(reader), n)
+
+
+def copies_of_own(reader: StreamReader[T], n: int) -> list[StreamReader[T]]:
+    """``reader.copy(n)`` (``n >= 2``) for a reader its caller has just made and hands over: nobody else holds
+    it, so the copies read it as it is (no husk left for a user's handle to it, as ``copy`` leaves)."""
+    if reader._closed:
+        raise StreamError(f"cannot copy a closed stream reader: {reader!r}")
+    return _copies(reader, n)
+
+
+def _copies(parent: StreamReader[T], n: int) -> list[StreamReader[T]]:
+    hub = _CopyHub(parent, n)
     head: _Elem = [_EMPTY, None]
+    poll, safe = parent._poll, parent._cancel_safe
     if n == 2:  # the common case (a model stream for its event and for the graph): no comprehension
-        return [_CopyReader(hub, head, 0), _CopyReader(hub, head, 1)]
-    return [_CopyReader(hub, head, i) for i in range(n)]
+        return [_CopyReader(hub, head, 0, poll, safe), _CopyReader(hub, head, 1, poll, safe)]
+    return [_CopyReader(hub, head, i, poll, safe) for i in range(n)]
 
 
 class _CopyReader(StreamReader[T]):
     _kind = "copy"
 
-    def __init__(self, hub: _CopyHub, head: _Elem, index: int) -> None:
+    def __init__(
+        self, hub: _CopyHub, head: _Elem, index: int, parent_poll: Callable[[], object], cancel_safe: bool
+    ) -> None:
         # StreamReader.__init__ inline (n of these per copy)
         self._closed = False
-        self._done = False
         self._gen = _Tracker.generation
         if _Tracker.enabled:
             _Tracker.live.add(self)
         self._hub = hub
         self._cur = head
         self._index = index
-        self._parent_poll = hub.parent._poll
-        self._cancel_safe = hub.parent.cancel_safe
+        self._parent_poll = parent_poll  # the hub's parent's (shared by the copies)
+        self._cancel_safe = cancel_safe
 
     def _poll(self) -> object:
         e = self._cur
@@ -195,13 +209,17 @@ class MapReader(StreamReader[Any]):
         *,
         is_async: bool | None = None,
     ) -> None:
-        super().__init__()
+        # StreamReader.__init__ inline (every chunk check and blame of a node's stream makes one)
+        self._closed = False
+        self._gen = _Tracker.generation
+        if _Tracker.enabled:
+            _Tracker.live.add(self)
         self._src = src
         self._fn = fn
         self._on_error = on_error
         self._async = _is_async_callable(fn) if is_async is None else is_async
         self._lost = False  # an async fn was cancelled while holding an item
-        self._cancel_safe = src.cancel_safe and not self._async
+        self._cancel_safe = src._cancel_safe and not self._async
 
     def _poll(self) -> object:
         if self._async:
@@ -267,9 +285,13 @@ class ConvertingReader(StreamReader[T]):
     subclasses define; polling stays synchronous when the source has an item ready."""
 
     def __init__(self, src: StreamReader[Any]) -> None:
-        super().__init__()
+        # StreamReader.__init__ inline (every node's output stream is wrapped in one)
+        self._closed = False
+        self._gen = _Tracker.generation
+        if _Tracker.enabled:
+            _Tracker.live.add(self)
         self._src = src
-        self._cancel_safe = src.cancel_safe
+        self._cancel_safe = src._cancel_safe
 
     def _convert(self, x: object) -> object:
         raise NotImplementedError

@@ -132,6 +132,8 @@ class StreamReader(Generic[T]):
     # whether the kind closes something it owns in ``_aclose_owned`` (set per subclass: a reader that owns
     # nothing, like a reader of values, is closed without making a coroutine)
     _owns: ClassVar[bool] = False
+    # returned the end to someone: finished even if never closed (a class default: a reader sets it at its end)
+    _done: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -139,7 +141,6 @@ class StreamReader(Generic[T]):
 
     def __init__(self) -> None:
         self._closed = False
-        self._done = False  # returned the end to someone: finished even if never closed
         self._gen = _Tracker.generation
         if _Tracker.enabled:
             _Tracker.live.add(self)
@@ -382,7 +383,6 @@ class _IterReader(StreamReader[T]):
     def __init__(self, items: tuple[T, ...], start: int = 0) -> None:
         # StreamReader.__init__ inline: the commonest reader (every one-chunk stream) is made without a call
         self._closed = False
-        self._done = False
         self._gen = _Tracker.generation
         if _Tracker.enabled:
             _Tracker.live.add(self)
@@ -409,9 +409,11 @@ class _IterReader(StreamReader[T]):
 
     def take_remaining(self) -> tuple[T, ...]:
         """Hand the unread values over to a new owner (a merge), leaving this reader finished."""
-        rest = self._items[self._i :]
+        i = self._i
+        rest = self._items if i == 0 else self._items[i:]
         self._closed = self._done = True
-        self._release()
+        self._items = ()  # _release, inline
+        self._n = 0
         return rest
 
     def __repr__(self) -> str:

@@ -1071,3 +1071,42 @@ async def test_static_types() -> None:
     assert_type(await concat(labels), str)
     assert await concat(halves) == 1.0
     assert labels.closed and halves.closed
+
+
+async def test_copies_of_a_reader_its_maker_hands_over_read_it_as_it_is() -> None:
+    """``copies_of_own`` (``copy`` for a reader nobody else holds, as a model's checked stream): the copies see
+    every chunk and error item in order, the reader closes with the last copy, and a closed one is refused."""
+    from compose.stream._copy import MapReader, copies_of_own
+
+    closed: list[bool] = []
+
+    async def source() -> AsyncIterator[int]:
+        try:
+            for i in (1, 2, 3):
+                yield i
+        finally:
+            closed.append(True)
+
+    def check(x: int) -> int:
+        if x == 2:
+            raise ValueError("two")
+        return x
+
+    reader = MapReader(StreamReader.from_async_iterator(source()), check, is_async=False)
+    a, b = copies_of_own(reader, 2)
+    assert a.cancel_safe is b.cancel_safe is False  # the source's
+    assert await a.recv() == 1
+    with pytest.raises(ValueError, match="two"):
+        await a.recv()
+    assert await b.recv() == 1
+    with pytest.raises(ValueError, match="two"):
+        await b.recv()
+    assert [await b.recv(), await a.recv()] == [3, 3]
+    await a.aclose()
+    assert not reader.closed and closed == []
+    await b.aclose()
+    assert reader.closed and closed == [True]
+    with pytest.raises(StreamError, match="closed"):
+        copies_of_own(reader, 2)
+    one = StreamReader.from_iterable(["x"])
+    assert await concat(one) == "x" and one.closed
