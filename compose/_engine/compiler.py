@@ -217,6 +217,7 @@ def build_tables(
         )
         info = RunInfo(d.name or k, d.type_name, d.component, *_model_identity(d))
         checked_chunks = d.component == "ChatModel" and getattr(d.impl, "checks_messages", False) is True
+        out_check = output_check(d)
         nodes.append(
             NodeRT(
                 key=k,
@@ -233,7 +234,7 @@ def build_tables(
                 input_type=d.input_type if d.input_type is not None else in_t,
                 inbox_type=in_t,
                 output_type=out_t,
-                out_check=output_check(d),
+                out_check=out_check,
                 declared=d.output_type,
                 plain=plain,
                 has_pre=bool(d.pre_handler or d.stream_pre_handler or d.input_key),
@@ -247,6 +248,8 @@ def build_tables(
                 and d.paradigms is not None
                 and "stream" in d.paradigms.implemented
                 and "transform" not in d.paradigms.implemented,
+                value_call=out_check is not None and d.paradigms is not None and d.paradigms.implemented == {"invoke"},
+                value_pre=d.pre_handler is not None and d.input_key is None,
             )
         )
 

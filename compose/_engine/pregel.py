@@ -120,19 +120,45 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
         and not self.gated and not self.options.node_options and not self.resume_for and not self.track
     ):
         return await _fused(self, j, x)
-    # the node's coroutine made first: this frame does not hold its input while it runs (a parked run holds
-    # every frame of its stack); the general path straight, with no frame of _exec's
-    if t.nodes[j].invoke1 is None and not self.track and not self.resume_for:
-        node = self._exec_general(j, x, None)
+    node = t.nodes[j]
+    if node.invoke1 is None and node.sub is None and not self.track and not self.resume_for:
+        # the node runs here, in _exec_general's three steps: a run parked in a node holds every frame of its
+        # stack, and none of _exec_general's
+        phase = "pre handler"
+        try:
+            if node.has_pre or self.streaming:
+                x = await self._node_input(node, x)
+            phase = ""
+            if self.cb is None and not self.streaming and not self.options.node_options:
+                out = await node.paradigms.invoke(x)  # type: ignore[union-attr]
+            else:
+                out = await self._node_call(node, x)
+        except BaseException as exc:
+            error = await self._node_failed(node, x, exc, phase)
+            if isinstance(error, GraphInterrupt):
+                self.last = t.alone[j]
+                self.steps += 1
+                raise await pause(self, reruns=[(j, error)]) from None
+            if error is exc:
+                raise
+            raise error from exc
+        if node.out_check is not None or node.output_key is not None or self.streaming:
+            out = await self._node_output(node, out)
+        pending.append((j, out))
     else:
-        node = self._exec(j, x)
-    del x
-    try:
-        pending.append((j, await node))
-    except GraphInterrupt as sig:
-        self.last = t.alone[j]
-        self.steps += 1
-        raise await pause(self, reruns=[(j, sig)]) from None
+        # the node's coroutine made first: this frame does not hold its input while it runs
+        # (a sub-graph's node straight to the general path: no frame of _exec's)
+        if node.sub is not None and not self.track and not self.resume_for:
+            run = self._exec_general(j, x, None)
+        else:
+            run = self._exec(j, x)
+        del x
+        try:
+            pending.append((j, await run))
+        except GraphInterrupt as sig:
+            self.last = t.alone[j]
+            self.steps += 1
+            raise await pause(self, reruns=[(j, sig)]) from None
     self.steps += 1
     if t.interrupt_after and j in t.interrupt_after:
         self.last = t.alone[j]

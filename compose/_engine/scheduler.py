@@ -23,7 +23,7 @@ than taking the blame.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
@@ -70,10 +70,9 @@ from compose.stream import SKIP, concat
 from compose.stream import close_if_stream as _close
 from compose.stream import one_chunk as _one
 
-_EMPTY: Mapping[str, Any] = {}
-_INVOKE_ONLY = frozenset({"invoke"})
 _NO_READY: deque[int] = deque(maxlen=0)
 _NONE_FOR: Any = MappingProxyType({})  # an empty table shared by the runs that never fill it (read-only)
+_EMPTY: Mapping[str, Any] = {}
 _NO_NODES: tuple[int, ...] = ()  # ``last`` before the first step (replaced, never appended to)
 
 
@@ -450,55 +449,60 @@ class GraphRun:
     async def _exec_general(
         self, j: int, x: Any, sub_restore: tuple[RunSnapshot, Mapping[str, Any]] | None
     ) -> Any:
-        # a run parked in a node holds this frame: its locals are kept few (the sub-graph call, callbacks and
-        # failures are handled in helpers)
+        """Run node ``j`` on ``x``: its pre handler, its call (a sub-graph's run), its output checked and wrapped.
+        The hot path of ``pregel_step`` makes the same three steps itself (no frame of this held while the node
+        runs); every other caller comes here."""
         node = self.t.nodes[j]
         phase = "pre handler"
-        # a streaming run gives a checked node that implements invoke only the value its transform would
-        # concatenate and wraps what it returns into one chunk after the check (as that transform would)
-        value_out = not self.streaming or (
-            node.out_check is not None
-            and node.paradigms is not None
-            and node.paradigms.implemented == _INVOKE_ONLY
-        )
-        value_in = False  # x is the value a pre handler returned, where the node takes a stream
         try:
-            if not node.has_pre:
-                pass
-            elif node.pre is None or node.input_key is not None:
-                x = await self._pre(node, x)
-            elif not self.streaming:
-                x = await call_handler(node.pre, x, self.frame)  # type: ignore[arg-type]
-            else:
-                # a value pre handler in a streaming run: its value goes to a node that takes one as it is (no
-                # stream of one chunk made to be concatenated back)
-                x = await call_handler(node.pre, await concat(x), self.frame)  # type: ignore[arg-type]
-                if value_out or node.value_stream:
-                    value_in = True
-                else:
-                    x = _one(x)
+            if node.has_pre or self.streaming:
+                x = await self._node_input(node, x)
             phase = ""
-            opts = self.options.node_options.get(node.key, _EMPTY)
             if node.sub is not None:
-                out = await self._exec_sub(node, x, opts, sub_restore)
+                out = await self._exec_sub(node, x, sub_restore)
+            elif self.cb is None and not self.streaming and not self.options.node_options:
+                out = await node.paradigms.invoke(x)  # type: ignore[union-attr]
             else:
-                p = node.paradigms if self.cb is None else self._observed(node)
-                assert p is not None
-                if not self.streaming:
-                    out = await p.invoke(x, **opts)
-                elif value_out:
-                    out = await p.invoke(x if value_in else await concat(x), **opts)
-                elif value_in:
-                    out = await p.stream(x, **opts)
-                else:
-                    out = await p.transform(x, **opts)
+                out = await self._node_call(node, x)
         except BaseException as exc:
             error = await self._node_failed(node, x, exc, phase)
             if error is exc:
                 raise
             raise error from exc
+        if node.out_check is not None or node.output_key is not None or self.streaming:
+            return await self._node_output(node, out)
+        return out
+
+    async def _node_input(self, node: NodeRT, x: Any) -> Any:
+        """What the node's call takes: ``x`` after the node's pre handler; in a streaming run, concatenated for a
+        node called with a value (``NodeRT.value_call``), and a value pre handler's value as it is for a node that
+        takes a value (no stream of one chunk made to be concatenated back)."""
+        if not self.streaming:
+            if node.value_pre:
+                return await call_handler(node.pre, x, self.frame)  # type: ignore[arg-type]
+            return await self._pre(node, x)
+        if node.value_pre:
+            x = await call_handler(node.pre, await concat(x), self.frame)  # type: ignore[arg-type]
+            return x if node.value_call or node.value_stream else _one(x)
+        if node.has_pre:
+            x = await self._pre(node, x)
+        return await concat(x) if node.value_call else x
+
+    def _node_call(self, node: NodeRT, x: Any) -> Awaitable[Any]:
+        """The node's call on ``x`` (``_node_input``'s), with the run's callbacks for it: not yet awaited."""
+        opts = self.options.node_options.get(node.key, _EMPTY)
+        p = node.paradigms if self.cb is None else self._observed(node)
+        assert p is not None
+        if not self.streaming or node.value_call:
+            return p.invoke(x, **opts)
+        if node.value_pre and node.value_stream:
+            return p.stream(x, **opts)  # the value of a value pre handler, to a node that streams from one
+        return p.transform(x, **opts)
+
+    async def _node_output(self, node: NodeRT, out: Any) -> Any:
+        """The node's output as the run routes it: checked, under its output key, named on errors (a stream)."""
         cls, key = node.out_check, node.output_key
-        if not value_out:
+        if self.streaming and not node.value_call:
             if not node.blamed:  # a sub-graph's or a passthrough's stream: its errors are named upstream
                 return out if key is None else out.map(partial(_wrap_key, key))
             return OutputStream((*self.path, node.key), self.origin, cls, node.declared, key, node.stream_model).wrap(
@@ -518,14 +522,12 @@ class GraphRun:
         handlers = self.cb.for_path((*self.path, node.key))
         return with_callbacks(p, handlers, node.info) if handlers else p
 
-    async def _exec_sub(
-        self, node: NodeRT, x: Any, opts: Mapping[str, Any], restore: tuple[RunSnapshot, Mapping[str, Any]] | None
-    ) -> Any:
+    async def _exec_sub(self, node: NodeRT, x: Any, restore: tuple[RunSnapshot, Mapping[str, Any]] | None) -> Any:
         assert node.sub is not None
         return await node.sub._execute(
             x,
             streaming=self.streaming,
-            options=CallOptions.parse(opts),
+            options=CallOptions.parse(self.options.node_options.get(node.key, _EMPTY)),
             path=(*self.path, node.key),
             info=node.info,
             address=f"{self.address};node:{node.key}",

@@ -73,6 +73,10 @@ class NodeRT:
     # a chat model whose chunks the run checks are Messages: its model type (else ""; also for a model whose
     # stream checks its chunks itself, ``checks_messages``, as an agent's event layer: only its errors are named)
     stream_model: str = ""
+    # in a streaming run: called with a value, returning one (a checked node that implements invoke only gets the
+    # value its transform would concatenate, and what it returns becomes one chunk after the check)
+    value_call: bool = False
+    value_pre: bool = False  # its pre handler takes and returns values (no input key)
 
 
 @dataclass(frozen=True, slots=True)
