@@ -66,31 +66,31 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
         deferred = list(pending)
         pending.clear()
     direct = t.direct
-    nxt = -1
     while pending:
         j, x = pending.pop(0)
-        k = direct[j]
-        if k >= 0:  # one plain edge: deliver without the general routing
+        nxt = direct[j]
+        if nxt >= 0:  # one plain edge: deliver without the general routing
             if not pending and not inbox:  # the step's only output, to one node: it runs next, alone
-                nxt = k
                 break
-            box = inbox.get(k)
+            box = inbox.get(nxt)
             if box is None:
-                inbox[k] = {j: x}
+                inbox[nxt] = {j: x}
             else:
                 box[j] = x
             continue
         try:
             await self._finish(j, x)
-        except GraphInterrupt as sig:
+        except GraphInterrupt as exc:
             # the node's output stream paused (read by its post handler or branch): the node itself re-runs on
             # resume, as when the node raised it (a cancelled model stream: adk.cancel)
             await _close(x)
             self.last = t.alone[j]
-            raise await pause(self, reruns=[(j, sig)]) from None
+            raise await pause(self, reruns=[(j, exc)]) from None
         except BaseException:
             await _close(x)
             raise
+    else:
+        nxt = -1  # every output routed into the inboxes
     if nxt >= 0:
         j = nxt  # x is its input: no inbox made for it
     else:
@@ -149,16 +149,16 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
         # the node's coroutine made first: this frame does not hold its input while it runs
         # (a sub-graph's node straight to the general path: no frame of _exec's)
         if node.sub is not None and not self.track and not self.resume_for:
-            run = self._exec_general(j, x, None)
+            out = self._exec_general(j, x, None)
         else:
-            run = self._exec(j, x)
+            out = self._exec(j, x)
         del x
         try:
-            pending.append((j, await run))
-        except GraphInterrupt as sig:
+            pending.append((j, await out))
+        except GraphInterrupt as exc:
             self.last = t.alone[j]
             self.steps += 1
-            raise await pause(self, reruns=[(j, sig)]) from None
+            raise await pause(self, reruns=[(j, exc)]) from None
     self.steps += 1
     if t.interrupt_after and j in t.interrupt_after:
         self.last = t.alone[j]
