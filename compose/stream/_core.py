@@ -205,7 +205,14 @@ class StreamReader(Generic[T]):
         return x  # type: ignore[return-value]
 
     async def aclose(self) -> None:
-        """Close the reader and what it owns (a pipe's ``send()`` then returns True). Idempotent."""
+        """Close the reader and what it owns (a pipe's ``send()`` then returns True). Idempotent.
+
+        A close suspends only where it runs its producer's code (the ``aclose()`` of the async iterator behind
+        :meth:`from_async_iterator`), and that part is shielded: a caller in a cancelled scope closes every
+        reader it owns, and the cleanup of each runs to its end (the cancellation is raised at its next
+        checkpoint). Every other kind closes without suspending, so owners closing readers (copies, maps,
+        merges, runs) need no cancel scope of their own.
+        """
         if self._closed:
             return
         self._closed = True
@@ -421,6 +428,17 @@ class _IterReader(StreamReader[T]):
 _RUNNING, _FINISHED, _BROKEN = 0, 1, 2
 
 
+class ReaderRelay:
+    """Base of the framework's async iterators that pass one reader through (adding a check, a deadline, a
+    marker: ``adk.chat_model._model``, ``adk.cancel``): ``aclose()`` closes that reader and runs nothing else, so
+    a reader over a relay closes it without a cancel scope of its own (the inner reader shields what it must)."""
+
+    __slots__ = ()
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+
 class _AsyncIterReader(StreamReader[T]):
     """A reader pulling from an async iterator; not cancel-safe (a cancelled ``__anext__`` breaks it)."""
 
@@ -476,9 +494,15 @@ class _AsyncIterReader(StreamReader[T]):
         return item
 
     async def _aclose_owned(self) -> None:
-        aclose = getattr(self._ait, "aclose", None)
+        ait = self._ait
+        if isinstance(ait, ReaderRelay):  # closes a reader, which shields what it must
+            await ait.aclose()
+            return
+        aclose = getattr(ait, "aclose", None)
         if aclose is not None:
-            await aclose()
+            # the iterator's own code (a generator's ``finally``) may await: shielded (see StreamReader.aclose)
+            with anyio.CancelScope(shield=True):
+                await aclose()
 
     def __repr__(self) -> str:
         broken = " broken" if self._status == _BROKEN else ""
