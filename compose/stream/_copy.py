@@ -109,8 +109,9 @@ class _CopyReader(StreamReader[T]):
             if x is _END:
                 self._done = True
                 return x
-            e[1] = [_EMPTY, None]
-        elif x is _END:
+            self._cur = e[1] = [_EMPTY, None]
+            return x
+        if x is _END:
             self._done = True
             return x
         self._cur = e[1]
@@ -142,18 +143,15 @@ class _CopyReader(StreamReader[T]):
                     hub.pull_done = None
                     ev.set()
 
-    def _release(self) -> None:
+    def _release(self) -> StreamReader[Any] | None:
         self._cur = _CLOSED
-        self._hub.open -= 1
-
-    async def _aclose_owned(self) -> None:
-        if self._hub.open == 0:
-            await self._hub.parent.aclose()
+        hub = self._hub
+        hub.open -= 1
+        return hub.parent if hub.open == 0 else None  # the last copy closes the parent
 
     def _gc_release(self) -> None:
-        self._release()
-        parent = self._hub.parent
-        if self._hub.open == 0 and not parent._closed:
+        parent = self._release()
+        if parent is not None and not parent._closed:
             parent._closed = True
             parent._gc_release()
 
@@ -254,8 +252,8 @@ class MapReader(StreamReader[Any]):
             if y is not SKIP:
                 return y
 
-    async def _aclose_owned(self) -> None:
-        await self._src.aclose()
+    def _release(self) -> StreamReader[Any]:
+        return self._src
 
     def __repr__(self) -> str:
         name = getattr(self._fn, "__qualname__", None) or type(self._fn).__name__
@@ -284,8 +282,8 @@ class ConvertingReader(StreamReader[T]):
             x = await self._src._pull()
         return self._convert(x)
 
-    async def _aclose_owned(self) -> None:
-        await self._src.aclose()
+    def _release(self) -> StreamReader[Any]:
+        return self._src
 
 
 class WrapErrorsReader(ConvertingReader[Any]):

@@ -129,6 +129,7 @@ class StreamReader(Generic[T]):
 
     _kind: ClassVar[str] = "reader"
     _cancel_safe: bool = True
+    _closed: bool = True  # until ``__init__`` ran (``__del__`` of a reader whose construction failed does nothing)
     # whether the kind closes something it owns in ``_aclose_owned`` (set per subclass: a reader that owns
     # nothing, like a reader of values, is closed without making a coroutine)
     _owns: ClassVar[bool] = False
@@ -152,11 +153,13 @@ class StreamReader(Generic[T]):
     async def _pull(self) -> object:
         return self._poll()
 
-    def _release(self) -> None:
-        """Free this reader's own resources, synchronously (also called when it is garbage-collected)."""
+    def _release(self) -> StreamReader[Any] | None:
+        """Free this reader's own resources, synchronously (also called when it is garbage-collected). Return
+        the one reader it owns that closes with it (its source; ``aclose()`` closes it next), or None."""
+        return None
 
     async def _aclose_owned(self) -> None:
-        """Close what this reader owns (sources, iterators); called once, by ``aclose()``."""
+        """Close what else this reader owns (iterators, several sources); called once, by ``aclose()``."""
 
     def _gc_release(self) -> None:
         self._release()
@@ -213,12 +216,14 @@ class StreamReader(Generic[T]):
         checkpoint). Every other kind closes without suspending, so owners closing readers (copies, maps,
         merges, runs) need no cancel scope of their own.
         """
-        if self._closed:
-            return
-        self._closed = True
-        self._release()
-        if self._owns:
-            await self._aclose_owned()
+        # a chain of owners (a copy of a map of a model's stream) closes in this one frame, source after owner
+        reader: StreamReader[Any] | None = self
+        while reader is not None and not reader._closed:
+            reader._closed = True
+            source = reader._release()
+            if reader._owns:
+                await reader._aclose_owned()
+            reader = source
 
     async def __aenter__(self) -> StreamReader[T]:
         return self
@@ -330,7 +335,7 @@ class StreamReader(Generic[T]):
         return f"<StreamReader {self._kind} {self._state()}>"
 
     def __del__(self) -> None:
-        if getattr(self, "_closed", True):
+        if self._closed:
             return
         if _Tracker.enabled and not self._done and self._gen == _Tracker.generation:
             _Tracker.collected.append(f"{self!r} (garbage-collected while open)")
