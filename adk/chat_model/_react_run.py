@@ -378,10 +378,8 @@ class ReactRun:
         events = ctx.events
         while events:
             await events.pop(0).aclose()
-        held = ctx.held
-        if held is not None:
-            ctx.held = None
-            await held.aclose()
+        if ctx.held is not None:
+            await self._drop_held()
         if ctx.termination_reason is None:
             ctx.termination_reason = "closed"
         self._count()

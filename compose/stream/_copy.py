@@ -82,6 +82,7 @@ def broadcast(reader: StreamReader[T], n: int) -> list[StreamReader[T]]:
 
 class _CopyReader(StreamReader[T]):
     _kind = "copy"
+    _owns = True  # the last copy closes the parent
 
     def __init__(self, hub: _CopyHub, head: _Elem, index: int) -> None:
         # StreamReader.__init__ inline (n of these per copy)
@@ -184,6 +185,7 @@ class MapReader(StreamReader[Any]):
     """
 
     _kind = "map"
+    _owns = True  # its source
 
     def __init__(
         self,
@@ -263,6 +265,8 @@ class MapReader(StreamReader[Any]):
 class ConvertingReader(StreamReader[T]):
     """A reader that owns its source and hands on each item (value or signal) through ``_convert``, which
     subclasses define; polling stays synchronous when the source has an item ready."""
+
+    _owns = True  # its source
 
     def __init__(self, src: StreamReader[Any]) -> None:
         super().__init__()

@@ -130,13 +130,16 @@ class StreamReader(Generic[T]):
     _kind: ClassVar[str] = "reader"
     _cancel_safe: bool = True
     _closed: bool = True  # until ``__init__`` ran (``__del__`` of a reader whose construction failed does nothing)
-    # whether the kind closes something it owns in ``_aclose_owned`` (set per subclass: a reader that owns
-    # nothing, like a reader of values, is closed without making a coroutine)
+    # whether the kind closes something it owns: a source (``_release`` returns it; such kinds set ``_owns``) or
+    # what ``_aclose_owned`` closes (``_owns_more``, set per subclass). A reader that owns nothing, like a reader
+    # of values, closes with no more than its ``_release``.
     _owns: ClassVar[bool] = False
+    _owns_more: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._owns = cls._aclose_owned is not StreamReader._aclose_owned
+        cls._owns_more = cls._aclose_owned is not StreamReader._aclose_owned
+        cls._owns = cls._owns or cls._owns_more
 
     def __init__(self) -> None:
         self._closed = False
@@ -213,17 +216,27 @@ class StreamReader(Generic[T]):
         A close suspends only where it runs its producer's code (the ``aclose()`` of the async iterator behind
         :meth:`from_async_iterator`), and that part is shielded: a caller in a cancelled scope closes every
         reader it owns, and the cleanup of each runs to its end (the cancellation is raised at its next
-        checkpoint). Every other kind closes without suspending, so owners closing readers (copies, maps,
-        merges, runs) need no cancel scope of their own.
+        checkpoint). Every other kind closes without suspending (but a ``stream_mode`` reader, which waits for
+        its run's task: a task group's exit, never cut off), so owners closing readers (copies, maps, merges,
+        runs) need no cancel scope of their own.
         """
-        # a chain of owners (a copy of a map of a model's stream) closes in this one frame, source after owner
-        reader: StreamReader[Any] | None = self
-        while reader is not None and not reader._closed:
+        if self._closed:
+            return
+        self._closed = True
+        source = self._release()
+        if not self._owns:
+            return
+        # what it owns closes now, in this one frame: what ``_aclose_owned`` closes, then its source, the source's
+        # (a copy of a map of a model's stream), ...
+        reader = self
+        while True:
+            if reader._owns_more:
+                await reader._aclose_owned()
+            if source is None or source._closed:
+                return
+            reader = source
             reader._closed = True
             source = reader._release()
-            if reader._owns:
-                await reader._aclose_owned()
-            reader = source
 
     async def __aenter__(self) -> StreamReader[T]:
         return self
