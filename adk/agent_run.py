@@ -303,31 +303,32 @@ class AgentRun(Cancellable):
         raise StopAsyncIteration
 
     async def _close_events(self) -> None:
-        with anyio.CancelScope(shield=True):
-            await self._close_shielded()
-
-    async def _close_shielded(self) -> None:
+        """Close the agent's run and the session's unread streams. A ChatModelAgent's run and the session close
+        without a cancel scope (what can suspend there is shielded where it runs: a reader over the model's
+        async iterator, callback handlers, a store); any other agent's iterator may run its own code as it
+        closes (a generator's ``finally``), so that close is shielded: a closer in a cancelled scope closes
+        everything."""
         self._finished = True
         self._react = None
-        events = self._events
+        events, self._events = self._events, None
         if type(events) is ReactRun:
-            await events.aclose(shielded=True)  # a ChatModelAgent's run: inside this scope, it needs no other
-        elif events is not None:
             await events.aclose()
+        elif events is not None:
+            with anyio.CancelScope(shield=True):
+                await events.aclose()
         await self._session.aclose()
 
     async def aclose(self) -> None:
         """Stop the run: close the agent's run and every event stream not yet handed out (idempotent)."""
         if self._finished and self._events is None and self._checkpoint is None:
-            return  # it ended (``_end``): its agent's run and its session are closed
-        with anyio.CancelScope(shield=True):
-            await self._close_shielded()
-            if self._cancel is not None:
-                self._cancel.finish()
-            if self._checkpoint is not None:
-                await self._checkpoint.release()
-            if self._reason is None:
-                self._reason = "closed"
+            return  # it ended (``_end``) or was closed: its agent's run and its session are closed
+        await self._close_events()
+        if self._cancel is not None:
+            self._cancel.finish()
+        if self._checkpoint is not None:
+            await self._checkpoint.release()  # shielded
+        if self._reason is None:
+            self._reason = "closed"
 
     async def __aenter__(self) -> AgentRun:
         return self

@@ -51,6 +51,7 @@ from compose.errors import GraphInterrupt, StreamEnd
 from compose.interrupt import InterruptCtx, InterruptSignal
 from compose.schema import Message
 from compose.stream import StreamReader
+from compose.stream._core import ReaderRelay
 
 __all__ = ["CancelHandle", "CancelMode", "CancelOutcome"]
 
@@ -403,7 +404,7 @@ class _GuardedModel:
         return await self._link.guard(self._inner.stream(messages, **opts))
 
 
-class _GuardedStream:
+class _GuardedStream(ReaderRelay):
     """A model stream read in cancel scopes: cut off, it ends with the cancel interrupt (the graph's copy, read by
     the model node's post handler, then makes the node re-run on resume)."""
 
@@ -435,7 +436,7 @@ class _GuardedStream:
         await self._reader.aclose()
 
 
-class _EventSide:
+class _EventSide(ReaderRelay):
     """The event's copy of a guarded model stream: the cancel interrupt becomes ``StreamCancelledError``."""
 
     __slots__ = ("_reader",)

@@ -184,8 +184,11 @@ class AgentEvent:
 
     async def aclose(self) -> None:
         """Close the event's message stream, if it has one (for consumers that skip an event)."""
-        if self.output is not None and self.output.message_output is not None:
-            await self.output.message_output.aclose()
+        output = self.output
+        if output is not None:
+            variant = output.message_output
+            if variant is not None and variant.message_stream is not None:
+                await variant.message_stream.aclose()  # MessageVariant.aclose, inline (every streamed event)
 
 
 @dataclass(slots=True)

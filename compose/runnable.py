@@ -392,9 +392,9 @@ class RunHandle(Protocol):
         """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` whether the run pauses there
         (see ``GraphRun.set_pause_check``)."""
 
-    async def aclose(self, *, shielded: bool = False) -> None:
-        """Abandon the run: close every stream it holds (and release a claimed checkpoint). ``shielded``: the
-        caller is inside a shielded cancel scope already."""
+    async def aclose(self) -> None:
+        """Abandon the run: close every stream it holds (and release a claimed checkpoint); what can suspend is
+        shielded where it runs, so a caller in a cancelled scope closes everything."""
 
 
 class CheckpointedRun:
@@ -443,10 +443,9 @@ class CheckpointedRun:
                 raise
         return done
 
-    async def aclose(self, *, shielded: bool = False) -> None:
-        """Abandon the run: close every stream it holds (and release a claimed checkpoint). ``shielded``: the
-        caller is inside a shielded cancel scope already, so the run needs no scope of its own."""
-        await self._run.aclose(shielded=shielded)
+    async def aclose(self) -> None:
+        """Abandon the run: close every stream it holds (and release a claimed checkpoint, shielded)."""
+        await self._run.aclose()
         await self._release_claim()
 
     async def _guard(self, work: Any) -> Any:

@@ -42,6 +42,7 @@ from compose.models.base import ChatModel, checked_chunk, checked_message, check
 from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
 from compose.stream._copy import MapReader, copies_of_own
+from compose.stream._core import ReaderRelay
 
 if TYPE_CHECKING:
     from adk.chat_model.structured_output import OutputSchema
@@ -159,7 +160,7 @@ class EventModel:
         return out
 
 
-class _Tap:
+class _Tap(ReaderRelay):
     """Passes a model stream through, reporting ``text.delta`` per content chunk and ``model.call.completed``
     at its end (with the usage of the last chunk that carried one)."""
 
@@ -204,7 +205,7 @@ class _Tap:
         await self._reader.aclose()
 
 
-class _RetryMarker:
+class _RetryMarker(ReaderRelay):
     """An attempt's event stream whose failure becomes ``WillRetryError`` when the call will be retried (or
     another failover attempt follows)."""
 
@@ -239,7 +240,7 @@ class _RetryMarker:
         await self._reader.aclose()
 
 
-class _Deadline:
+class _Deadline(ReaderRelay):
     """Passes a model stream through; a read still waiting when the run's deadline passes ends the stream with
     ``AgentTimeoutError`` (the runner's own deadline covers only the supersteps it drives, not a consumer
     reading the tokens of a model event between them)."""
@@ -274,7 +275,7 @@ class _Deadline:
         await self._reader.aclose()
 
 
-class _ParseAtEnd:
+class _ParseAtEnd(ReaderRelay):
     """Passes an event's stream through; at its end, a whole answer without tool calls that parses as the
     output type becomes the event's ``output.structured``."""
 

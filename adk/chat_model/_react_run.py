@@ -361,33 +361,29 @@ class ReactRun:
         self._ctx.events.append(AgentEvent(self._ctx.agent_name, self._ctx.run_path, error=error))
         await self._callbacks.fail(exc)
 
-    async def aclose(self, *, shielded: bool = False) -> None:
+    async def aclose(self) -> None:
         """Stop the run: close the graph run and every event stream not yet handed out (idempotent).
-        ``shielded``: the caller is inside a shielded cancel scope already (the Runner's run closing)."""
+
+        No cancel scope: what can suspend (a reader over the model's async iterator, callback handlers, the
+        bridge store) is shielded where it runs, so a closer in a cancelled scope closes everything."""
         if self._closed:
             return
         self._closed = True
         ctx = self._ctx
         if self._finished and not ctx.events and ctx.held is None and ctx.termination_reason == "completed":
             return  # a completed run has closed what it held
-        if shielded:
-            await self._abandon()
-            return
-        with anyio.CancelScope(shield=True):
-            await self._abandon()
-
-    async def _abandon(self) -> None:
-        ctx = self._ctx
         self._finished = True
         if self._run is not None:
-            await self._run.aclose(shielded=True)
+            await self._run.aclose()
         if self._graph_id:
             await self._forget_graph()
         if self._callbacks.live:
             await self._callbacks.cancel()  # closed before its end
-        self._flush_held()
-        while ctx.events:
-            await ctx.events.pop(0).aclose()
+        events = ctx.events
+        while events:
+            await events.pop(0).aclose()
+        if ctx.held is not None:
+            await self._drop_held()
         if ctx.termination_reason is None:
             ctx.termination_reason = "closed"
         self._count()

@@ -66,7 +66,7 @@ from compose.interrupt import _node_address, _resumed
 from compose.lambdas import Paradigms
 from compose.merge import merge_stream_values, merge_values
 from compose.state import _current_frame, _StateFrame, call_handler
-from compose.stream import SKIP, concat
+from compose.stream import SKIP, StreamReader, concat
 from compose.stream import close_if_stream as _close
 from compose.stream import one_chunk as _one
 
@@ -279,17 +279,14 @@ class GraphRun:
         """The nodes of the last superstep run."""
         return [self.t.keys[j] for j in self.last]
 
-    async def aclose(self, *, shielded: bool = False) -> None:
+    async def aclose(self) -> None:
         """Abandon the run: close every stream it holds (idempotent); a run not finished reports a cancel.
-        ``shielded``: the caller is inside a shielded cancel scope already (this needs no scope of its own)."""
-        if shielded:
-            await self._abandon()
-            return
-        with anyio.CancelScope(shield=True):
-            await self._abandon()
 
-    async def _abandon(self) -> None:
-        await self._close_all()
+        No cancel scope: closing the streams suspends only in a reader over the producer's async iterator, and
+        the cancel callbacks run, each shielded where it runs (``StreamReader.aclose``, ``fire_cancel``), so a
+        caller in a cancelled scope closes everything."""
+        if self.inbox or self.pending:
+            await self._close_all()
         if self.live:
             self.live = False
             await fire_cancel(self._handlers(), self.info)
@@ -375,13 +372,18 @@ class GraphRun:
             exc.add_note(f"pyeino: run of graph '{self.t.name}' was cancelled at step {self.steps}")
 
     async def _close_all(self) -> None:
-        for box in self.inbox.values():
-            for v in box.values():
-                await _close(v)
-        self.inbox.clear()
-        while self.pending:
-            _, v = self.pending.pop(0)
-            await _close(v)
+        inbox = self.inbox
+        if inbox:
+            for box in inbox.values():
+                for v in box.values():
+                    if isinstance(v, StreamReader):
+                        await v.aclose()
+            inbox.clear()
+        pending = self.pending
+        while pending:
+            v = pending.pop(0)[1]
+            if isinstance(v, StreamReader):
+                await v.aclose()
 
     # ------------------------------------------------------------------ nodes
 

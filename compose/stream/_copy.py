@@ -95,6 +95,7 @@ def _copies(parent: StreamReader[T], n: int) -> list[StreamReader[T]]:
 
 class _CopyReader(StreamReader[T]):
     _kind = "copy"
+    _owns = True  # the last copy closes the parent
 
     def __init__(
         self, hub: _CopyHub, head: _Elem, index: int, parent_poll: Callable[[], object], cancel_safe: bool
@@ -123,8 +124,9 @@ class _CopyReader(StreamReader[T]):
             if x is _END:
                 self._done = True
                 return x
-            e[1] = [_EMPTY, None]
-        elif x is _END:
+            self._cur = e[1] = [_EMPTY, None]
+            return x
+        if x is _END:
             self._done = True
             return x
         self._cur = e[1]
@@ -156,18 +158,15 @@ class _CopyReader(StreamReader[T]):
                     hub.pull_done = None
                     ev.set()
 
-    def _release(self) -> None:
+    def _release(self) -> StreamReader[Any] | None:
         self._cur = _CLOSED
-        self._hub.open -= 1
-
-    async def _aclose_owned(self) -> None:
-        if self._hub.open == 0:
-            await self._hub.parent.aclose()
+        hub = self._hub
+        hub.open -= 1
+        return hub.parent if hub.open == 0 else None  # the last copy closes the parent
 
     def _gc_release(self) -> None:
-        self._release()
-        parent = self._hub.parent
-        if self._hub.open == 0 and not parent._closed:
+        parent = self._release()
+        if parent is not None and not parent._closed:
             parent._closed = True
             parent._gc_release()
 
@@ -200,6 +199,7 @@ class MapReader(StreamReader[Any]):
     """
 
     _kind = "map"
+    _owns = True  # its source
 
     def __init__(
         self,
@@ -272,8 +272,8 @@ class MapReader(StreamReader[Any]):
             if y is not SKIP:
                 return y
 
-    async def _aclose_owned(self) -> None:
-        await self._src.aclose()
+    def _release(self) -> StreamReader[Any]:
+        return self._src
 
     def __repr__(self) -> str:
         name = getattr(self._fn, "__qualname__", None) or type(self._fn).__name__
@@ -283,6 +283,8 @@ class MapReader(StreamReader[Any]):
 class ConvertingReader(StreamReader[T]):
     """A reader that owns its source and hands on each item (value or signal) through ``_convert``, which
     subclasses define; polling stays synchronous when the source has an item ready."""
+
+    _owns = True  # its source
 
     def __init__(self, src: StreamReader[Any]) -> None:
         # StreamReader.__init__ inline (every node's output stream is wrapped in one)
@@ -306,8 +308,8 @@ class ConvertingReader(StreamReader[T]):
             x = await self._src._pull()
         return self._convert(x)
 
-    async def _aclose_owned(self) -> None:
-        await self._src.aclose()
+    def _release(self) -> StreamReader[Any]:
+        return self._src
 
 
 class WrapErrorsReader(ConvertingReader[Any]):

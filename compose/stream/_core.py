@@ -129,15 +129,19 @@ class StreamReader(Generic[T]):
 
     _kind: ClassVar[str] = "reader"
     _cancel_safe: bool = True
-    # whether the kind closes something it owns in ``_aclose_owned`` (set per subclass: a reader that owns
-    # nothing, like a reader of values, is closed without making a coroutine)
+    _closed: bool = True  # until ``__init__`` ran (``__del__`` of a reader whose construction failed does nothing)
+    # whether the kind closes something it owns: a source (``_release`` returns it; such kinds set ``_owns``) or
+    # what ``_aclose_owned`` closes (``_owns_more``, set per subclass). A reader that owns nothing, like a reader
+    # of values, closes with no more than its ``_release``.
     _owns: ClassVar[bool] = False
+    _owns_more: ClassVar[bool] = False
     # returned the end to someone: finished even if never closed (a class default: a reader sets it at its end)
     _done: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._owns = cls._aclose_owned is not StreamReader._aclose_owned
+        cls._owns_more = cls._aclose_owned is not StreamReader._aclose_owned
+        cls._owns = cls._owns or cls._owns_more
 
     def __init__(self) -> None:
         self._closed = False
@@ -153,11 +157,13 @@ class StreamReader(Generic[T]):
     async def _pull(self) -> object:
         return self._poll()
 
-    def _release(self) -> None:
-        """Free this reader's own resources, synchronously (also called when it is garbage-collected)."""
+    def _release(self) -> StreamReader[Any] | None:
+        """Free this reader's own resources, synchronously (also called when it is garbage-collected). Return
+        the one reader it owns that closes with it (its source; ``aclose()`` closes it next), or None."""
+        return None
 
     async def _aclose_owned(self) -> None:
-        """Close what this reader owns (sources, iterators); called once, by ``aclose()``."""
+        """Close what else this reader owns (iterators, several sources); called once, by ``aclose()``."""
 
     def _gc_release(self) -> None:
         self._release()
@@ -206,13 +212,32 @@ class StreamReader(Generic[T]):
         return x  # type: ignore[return-value]
 
     async def aclose(self) -> None:
-        """Close the reader and what it owns (a pipe's ``send()`` then returns True). Idempotent."""
+        """Close the reader and what it owns (a pipe's ``send()`` then returns True). Idempotent.
+
+        A close suspends only where it runs its producer's code (the ``aclose()`` of the async iterator behind
+        :meth:`from_async_iterator`), and that part is shielded: a caller in a cancelled scope closes every
+        reader it owns, and the cleanup of each runs to its end (the cancellation is raised at its next
+        checkpoint). Every other kind closes without suspending (but a ``stream_mode`` reader, which waits for
+        its run's task: a task group's exit, never cut off), so owners closing readers (copies, maps, merges,
+        runs) need no cancel scope of their own.
+        """
         if self._closed:
             return
         self._closed = True
-        self._release()
-        if self._owns:
-            await self._aclose_owned()
+        source = self._release()
+        if not self._owns:
+            return
+        # what it owns closes now, in this one frame: what ``_aclose_owned`` closes, then its source, the source's
+        # (a copy of a map of a model's stream), ...
+        reader = self
+        while True:
+            if reader._owns_more:
+                await reader._aclose_owned()
+            if source is None or source._closed:
+                return
+            reader = source
+            reader._closed = True
+            source = reader._release()
 
     async def __aenter__(self) -> StreamReader[T]:
         return self
@@ -324,7 +349,7 @@ class StreamReader(Generic[T]):
         return f"<StreamReader {self._kind} {self._state()}>"
 
     def __del__(self) -> None:
-        if getattr(self, "_closed", True):
+        if self._closed:
             return
         if _Tracker.enabled and not self._done and self._gen == _Tracker.generation:
             _Tracker.collected.append(f"{self!r} (garbage-collected while open)")
@@ -423,6 +448,17 @@ class _IterReader(StreamReader[T]):
 _RUNNING, _FINISHED, _BROKEN = 0, 1, 2
 
 
+class ReaderRelay:
+    """Base of the framework's async iterators that pass one reader through (adding a check, a deadline, a
+    marker: ``adk.chat_model._model``, ``adk.cancel``): ``aclose()`` closes that reader and runs nothing else, so
+    a reader over a relay closes it without a cancel scope of its own (the inner reader shields what it must)."""
+
+    __slots__ = ()
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+
 class _AsyncIterReader(StreamReader[T]):
     """A reader pulling from an async iterator; not cancel-safe (a cancelled ``__anext__`` breaks it)."""
 
@@ -478,9 +514,15 @@ class _AsyncIterReader(StreamReader[T]):
         return item
 
     async def _aclose_owned(self) -> None:
-        aclose = getattr(self._ait, "aclose", None)
+        ait = self._ait
+        if isinstance(ait, ReaderRelay):  # closes a reader, which shields what it must
+            await ait.aclose()
+            return
+        aclose = getattr(ait, "aclose", None)
         if aclose is not None:
-            await aclose()
+            # the iterator's own code (a generator's ``finally``) may await: shielded (see StreamReader.aclose)
+            with anyio.CancelScope(shield=True):
+                await aclose()
 
     def __repr__(self) -> str:
         broken = " broken" if self._status == _BROKEN else ""

@@ -997,3 +997,41 @@ async def test_passthrough_keys(anyio_backend: Any, mode: str) -> None:
     assert await concat(await r.stream({"q": "hi"})) == {"r": "HI"}
     with pytest.raises(GraphRunError, match="cannot find input key: q"):
         await r.invoke({"other": "hi"})
+
+
+async def test_a_run_closed_in_a_cancelled_scope_runs_its_streams_cleanup_and_cancel_callbacks_to_their_end(
+    anyio_backend: Any,
+) -> None:
+    """A run's close takes no cancel scope of its own: closing the streams it holds suspends only in a reader
+    over a node's async generator, and the graph's ``on_cancel`` runs; each is shielded where it runs, so a run
+    closed from a cancelled scope finishes both (each awaits a checkpoint, then records its end)."""
+    from compose.callbacks import CallbackHandler, RunInfo
+
+    done: list[str] = []
+
+    async def words(x: str) -> AsyncIterator[str]:
+        try:
+            yield x
+            yield "!"
+        finally:
+            await anyio.lowlevel.checkpoint()
+            done.append("stream cleaned up")
+
+    class OnCancel(CallbackHandler):
+        async def on_cancel(self, run_info: RunInfo) -> None:
+            if run_info.component == "Graph":
+                await anyio.lowlevel.checkpoint()
+                done.append("on_cancel")
+
+    async def upper(x: str) -> str:  # pragma: no cover - never reached: the run is closed before
+        return x.upper()
+
+    r = line(("words", words), ("upper", upper)).compile()
+    handle = await r.start_run(StreamReader.from_iterable(["hi"]), streaming=True, callbacks=[OnCancel()])
+    assert not await handle.step()  # "words" ran: the run holds its stream, for "upper"
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await handle.aclose()
+        done.append("closed")
+    assert not scope.cancelled_caught
+    assert done == ["stream cleaned up", "on_cancel", "closed"]

@@ -358,6 +358,32 @@ async def test_from_async_iterator_reads_and_closes_the_generator() -> None:
     assert log == ["closed"]
 
 
+async def test_closing_in_a_cancelled_scope_runs_the_iterators_cleanup_to_its_end() -> None:
+    """The one reader kind whose close suspends (it runs the iterator's ``aclose()``) shields it: a closer in a
+    cancelled scope, through the copies and maps that own it, closes the generator and its cleanup completes;
+    the cancellation is raised at the closer's next checkpoint."""
+    log: list[str] = []
+
+    async def gen() -> AsyncIterator[int]:
+        try:
+            yield 1
+            yield 2
+        finally:
+            await checkpoint()  # cut off here if the close were not shielded
+            log.append("cleaned up")
+
+    a, b = StreamReader.from_async_iterator(gen()).map(lambda x: x * 10).copy(2)
+    assert await a.recv() == 10
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await a.aclose()
+        await b.aclose()  # the last copy: closes the map, which closes the generator
+        log.append("closed")
+        await checkpoint()
+    assert scope.cancelled_caught
+    assert log == ["cleaned up", "closed"]
+
+
 async def test_from_async_iterator_error_is_delivered_once_then_end() -> None:
     async def gen() -> AsyncIterator[int]:
         yield 1
