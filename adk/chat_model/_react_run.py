@@ -36,6 +36,8 @@ from adk._run import RunContext, current_run
 from adk.checkpointing import agent_contexts
 from adk.errors import AgentError, AgentTimeoutError
 from adk.events import AgentAction, AgentEvent, AgentInterruptInfo
+from compose._engine.scheduler import GraphRun
+from compose._engine.tables import NOTHING
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.errors import CheckpointError, GraphInterrupt
 from compose.interrupt import ExternalInterrupt
@@ -116,6 +118,7 @@ class ReactRun:
         "_counted",
         "_ctx",
         "_deadline",
+        "_driven",
         "_finished",
         "_graph_id",
         "_input",
@@ -153,6 +156,7 @@ class ReactRun:
         self._streaming = streaming
         self._timeout = timeout
         self._deadline: float | None = None
+        self._driven: GraphRun | None = None  # its graph run when driven here, superstep by superstep (__anext__)
         self._output_key = output_key
         self._resume = resume
         # the graph checkpoints into the bridge, under a key of this run's, only when the run can be resumed
@@ -199,18 +203,29 @@ class ReactRun:
                 token = current_run.set(ctx)
                 try:
                     while True:
-                        run = self._run
-                        if self._timeout is None:
-                            done = await (run.step(until=self._has_events) if run is not None else self._start())
+                        if self._timeout is not None:
+                            done = await self._timed_steps()
                         else:
-                            if self._deadline is None:
-                                self._deadline = anyio.current_time() + self._timeout
-                                # model streams read outside the supersteps honour it too (adk.chat_model._model)
-                                ctx.deadline, ctx.timeout = self._deadline, self._timeout
-                            with anyio.CancelScope(deadline=self._deadline) as scope:
-                                done = await (run.step(until=self._has_events) if run is not None else self._start())
-                            if scope.cancelled_caught:
-                                raise AgentTimeoutError(self._timeout)
+                            run = self._run if self._run is not None else await self._start()
+                            graph = self._driven
+                            if graph is not None:
+                                # a Pregel run without a checkpoint id, driven here (GraphRun's driver API): a
+                                # run parked in a node holds no frame of GraphRun.step's
+                                entered = graph.enter()
+                                try:
+                                    out = await graph.superstep()
+                                    while out is NOTHING and not events and ctx.held is None:
+                                        out = await graph.superstep()
+                                    if out is not NOTHING:
+                                        await graph.finish(out)
+                                except BaseException as exc:
+                                    await graph.fail(exc)
+                                    raise
+                                finally:
+                                    graph.leave(entered)
+                                done = out is not NOTHING
+                            else:
+                                done = await run.step(until=self._has_events)
                         if ctx.held is not None:
                             self._flush_held()
                         if done:
@@ -246,8 +261,24 @@ class ReactRun:
         if not path:
             self._ctx.state = state
 
-    async def _start(self) -> bool:
-        """Start the graph run, then run supersteps until there are events."""
+    async def _timed_steps(self) -> bool:
+        """Supersteps (the first starts the run) until there are events, within the run's ``timeout``."""
+        timeout = self._timeout
+        assert timeout is not None
+        if self._deadline is None:
+            self._deadline = anyio.current_time() + timeout
+            # model streams read outside the supersteps honour it too (adk.chat_model._model)
+            self._ctx.deadline, self._ctx.timeout = self._deadline, timeout
+        done = False
+        with anyio.CancelScope(deadline=self._deadline) as scope:
+            run = self._run if self._run is not None else await self._start()
+            done = await run.step(until=self._has_events)
+        if scope.cancelled_caught:
+            raise AgentTimeoutError(timeout)
+        return done
+
+    async def _start(self) -> RunHandle:
+        """Start the graph run (its supersteps are the caller's)."""
         messages, self._input = self._input, None
         streaming = self._streaming
         x: Any = one_chunk(messages) if streaming else messages
@@ -274,11 +305,11 @@ class ReactRun:
         else:  # no option to give (no handler given, not resumable, so not a resume)
             run = await self._runnable.start_run(x, streaming=streaming, cancel_checked=not callbacks.handlers)
         self._run = run
+        self._driven = run if type(run) is GraphRun and run.pregel else None
         cancel: CancelLink | None = self._ctx.cancel
         if cancel is not None:  # a cancellable run stops where its cancel says, before a node runs
             run.set_pause_check(cancel.pause_here)
-        # supersteps that produce no event run back to back: there is nothing to hand out between them
-        return await run.step(until=self._has_events)
+        return run
 
     def _has_events(self) -> bool:
         ctx = self._ctx

@@ -265,6 +265,60 @@ class GraphRun:
             if tok_frame is not None:
                 _current_frame.reset(tok_frame)
 
+    # ------------------------------------------------------------------ driven from the caller's frame
+    # ``step`` is one driver of a run. A caller that hands out what the run produces between supersteps (the agent
+    # runner, ``adk.chat_model._react_run``) may drive a run without a checkpoint id (``type(run) is GraphRun``)
+    # from its own frame instead, as ``step`` does, so that a run parked in a node holds no frame of ``step``'s:
+    #
+    #     entered = run.enter()
+    #     try:
+    #         out = await run.superstep()  # a Pregel run's: NOTHING until the run is over, then END's value
+    #         ...                          # more supersteps while the caller has nothing to hand out
+    #         if out is not NOTHING:
+    #             await run.finish(out)    # result set
+    #     except BaseException as exc:
+    #         await run.fail(exc)
+    #         raise
+    #     finally:
+    #         run.leave(entered)
+
+    def enter(self) -> Any:
+        """Set the run's state frame and callbacks for what runs now; ``leave`` takes what this returns."""
+        cb = self.cb
+        if cb is _NOTHING:
+            cb = self._prepare()
+        if cb is not _current_config.get():
+            return self._enter()
+        frame = self.frame
+        return _current_frame.set(frame) if frame is not None else None
+
+    def leave(self, entered: Any) -> None:
+        """Reset what ``enter`` set (the caller's code between supersteps sees neither)."""
+        if type(entered) is tuple:
+            self._exit(entered)
+        elif entered is not None:
+            _current_frame.reset(entered)
+
+    # one superstep of a Pregel run (``pregel``), to await between ``enter`` and ``leave``: END's value once the
+    # run is over, else ``NOTHING`` (``compose._engine.tables.NOTHING``); a DAG run is driven with ``step``
+    superstep = pregel_step
+
+    @property
+    def pregel(self) -> bool:
+        """Whether the run goes by supersteps (``superstep``), not as a DAG."""
+        return not self.t.dag
+
+    async def finish(self, out: Any) -> None:
+        """The run is over with END's value ``out`` (from ``superstep``): the end callbacks, then ``result``."""
+        if self.cb is None:
+            self.result = out
+        else:
+            await self._end_run(out)
+
+    async def fail(self, exc: BaseException) -> None:
+        """A superstep raised ``exc``: close what the run holds and report the failure (the caller re-raises)."""
+        await self._fail(exc)
+
     def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
         """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` (the nodes of the step before,
         empty before the first; the nodes about to run): True pauses the run there, as an external interrupt
