@@ -90,24 +90,27 @@ class EventModel:
     async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
         # a run parked in its model call holds this frame: its locals are kept few (telemetry in a helper)
         run = current_run.get()
-        if run is None:
+        if run is None or not (run.telemetry or run.cancel is not None):
             answer: object = await self.inner.generate(messages, **opts)
-            return answer if isinstance(answer, Message) else checked_message(answer, self._generate_source)
-        inner = self.inner if run.cancel is None else run.cancel.model(self.inner)  # cancellable: adk.cancel
-        if run.telemetry:
-            answer = await self._observed(run, inner, messages, opts)
         else:
-            answer = await inner.generate(messages, **opts)
+            answer = await self._observed(run, messages, opts)
         if not isinstance(answer, Message):
             answer = checked_message(answer, self._generate_source)
-        output = AgentOutput(MessageVariant(False, answer))
-        if self.output is not None and not answer.tool_calls:
-            output.structured = self.output.try_parse(answer.content)
-        run.events.append(AgentEvent(run.agent_name, run.run_path, output))
+        if run is not None:
+            self._send(run, answer)
         return answer
 
-    async def _observed(self, run: RunContext, inner: ChatModel, messages: Sequence[Message], opts: Any) -> Message:
-        """``inner.generate`` between the ``model.call.*`` telemetry events."""
+    def _send(self, run: RunContext, msg: Message) -> None:
+        """The model event of an answer ``msg`` (its structured answer parsed when the agent has an output type)."""
+        output = AgentOutput(MessageVariant(False, msg))
+        if self.output is not None and not msg.tool_calls:
+            output.structured = self.output.try_parse(msg.content)
+        run.events.append(AgentEvent(run.agent_name, run.run_path, output))
+
+    async def _observed(self, run: RunContext, messages: Sequence[Message], opts: Any) -> Message:
+        """The model's ``generate`` guarded by a cancellable run's link (``adk.cancel``) and between the
+        ``model.call.*`` telemetry events (no-ops without handlers)."""
+        inner = self.inner if run.cancel is None else run.cancel.model(self.inner)
         run.emit("model.call.started", attempt=current_attempt.get(), streaming=False)
         try:
             got: object = await inner.generate(messages, **opts)

@@ -117,7 +117,6 @@ class ReactRun:
         "_closed",
         "_counted",
         "_ctx",
-        "_deadline",
         "_driven",
         "_finished",
         "_graph_id",
@@ -155,7 +154,6 @@ class ReactRun:
         address = self._address = agent_ctx.addresses
         self._streaming = streaming
         self._timeout = timeout
-        self._deadline: float | None = None
         self._driven: GraphRun | None = None  # its graph run when driven here, superstep by superstep (__anext__)
         self._output_key = output_key
         self._resume = resume
@@ -206,7 +204,8 @@ class ReactRun:
                         if self._timeout is not None:
                             done = await self._timed_steps()
                         else:
-                            run = self._run if self._run is not None else await self._start()
+                            if self._run is None:
+                                await self._start()
                             graph = self._driven
                             if graph is not None:
                                 # a Pregel run without a checkpoint id, driven here (GraphRun's driver API): a
@@ -225,7 +224,7 @@ class ReactRun:
                                     graph.leave(entered)
                                 done = out is not NOTHING
                             else:
-                                done = await run.step(until=self._has_events)
+                                done = await self._run.step(until=self._has_events)  # type: ignore[union-attr]
                         if ctx.held is not None:
                             self._flush_held()
                         if done:
@@ -265,12 +264,12 @@ class ReactRun:
         """Supersteps (the first starts the run) until there are events, within the run's ``timeout``."""
         timeout = self._timeout
         assert timeout is not None
-        if self._deadline is None:
-            self._deadline = anyio.current_time() + timeout
+        ctx = self._ctx
+        if ctx.deadline is None:
             # model streams read outside the supersteps honour it too (adk.chat_model._model)
-            self._ctx.deadline, self._ctx.timeout = self._deadline, timeout
+            ctx.deadline, ctx.timeout = anyio.current_time() + timeout, timeout
         done = False
-        with anyio.CancelScope(deadline=self._deadline) as scope:
+        with anyio.CancelScope(deadline=ctx.deadline) as scope:
             run = self._run if self._run is not None else await self._start()
             done = await run.step(until=self._has_events)
         if scope.cancelled_caught:
