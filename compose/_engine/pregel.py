@@ -23,6 +23,7 @@ import anyio
 import anyio.lowlevel
 
 from compose._engine.blame import named_upstream
+from compose._engine.node_exec import node_call, node_failed, node_input, node_output
 from compose._engine.resume import RERUN_SOURCE, pause
 from compose._engine.tables import NOTHING as _NOTHING
 from compose._engine.tables import WrongOutput
@@ -127,14 +128,14 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
         phase = "pre handler"
         try:
             if node.has_pre or self.streaming:
-                x = await self._node_input(node, x)
+                x = await node_input(self, node, x)
             phase = ""
             if self.cb is None and not self.streaming and not self.options.node_options:
                 out = await node.paradigms.invoke(x)  # type: ignore[union-attr]
             else:
-                out = await self._node_call(node, x)
+                out = await node_call(self, node, x)
         except BaseException as exc:
-            error = await self._node_failed(node, x, exc, phase)
+            error = await node_failed(self, node, x, exc, phase)
             if isinstance(error, GraphInterrupt):
                 self.last = t.alone[j]
                 self.steps += 1
@@ -143,7 +144,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
                 raise
             raise error from exc
         if node.out_check is not None or node.output_key is not None or self.streaming:
-            out = await self._node_output(node, out)
+            out = await node_output(self, node, out)
         pending.append((j, out))
     else:
         # the node's coroutine made first: this frame does not hold its input while it runs

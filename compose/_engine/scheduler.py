@@ -23,7 +23,7 @@ than taking the blame.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
@@ -31,12 +31,13 @@ from typing import Any
 
 import anyio
 
-from compose._engine.blame import OutputStream, named_upstream
+from compose._engine.blame import named_upstream
 from compose._engine.dag import report, run_dag
+from compose._engine.node_exec import exec_sub, node_call, node_failed, node_input, node_output
 from compose._engine.options import _DEFAULT_OPTIONS, CallOptions
 from compose._engine.pregel import pregel_step
 from compose._engine.resume import restore, resumed_for
-from compose._engine.run_callbacks import callback_config, fail_early, with_callbacks
+from compose._engine.run_callbacks import callback_config, fail_early
 from compose._engine.tables import NOTHING as _NOTHING
 from compose._engine.tables import BranchRT, EdgeCheck, NodeRT, Tables, branch_targets
 from compose._types import type_name
@@ -55,7 +56,6 @@ from compose.callbacks import (
 from compose.checkpoint._snapshot import RerunRecord, RunSnapshot
 from compose.errors import (
     BranchError,
-    FieldMappingError,
     GraphInterrupt,
     GraphRunError,
     NodeOutputTypeError,
@@ -63,7 +63,6 @@ from compose.errors import (
     RuntimeTypeError,
 )
 from compose.interrupt import _node_address, _resumed
-from compose.lambdas import Paradigms
 from compose.merge import merge_stream_values, merge_values
 from compose.state import _current_frame, _StateFrame, call_handler
 from compose.stream import SKIP, StreamReader, concat
@@ -72,7 +71,6 @@ from compose.stream import one_chunk as _one
 
 _NO_READY: deque[int] = deque(maxlen=0)
 _NONE_FOR: Any = MappingProxyType({})  # an empty table shared by the runs that never fill it (read-only)
-_EMPTY: Mapping[str, Any] = {}
 _NO_NODES: tuple[int, ...] = ()  # ``last`` before the first step (replaced, never appended to)
 
 
@@ -85,9 +83,6 @@ def _pick(key: str, chunk: Any) -> Any:
         return chunk[key]
     return SKIP
 
-
-def _wrap_key(key: str, chunk: Any) -> Any:
-    return {key: chunk}
 
 
 def _check_chunk(check: EdgeCheck, chunk: Any) -> Any:
@@ -512,102 +507,22 @@ class GraphRun:
         phase = "pre handler"
         try:
             if node.has_pre or self.streaming:
-                x = await self._node_input(node, x)
+                x = await node_input(self, node, x)
             phase = ""
             if node.sub is not None:
-                out = await self._exec_sub(node, x, sub_restore)
+                out = await exec_sub(self, node, x, sub_restore)
             elif self.cb is None and not self.streaming and not self.options.node_options:
                 out = await node.paradigms.invoke(x)  # type: ignore[union-attr]
             else:
-                out = await self._node_call(node, x)
+                out = await node_call(self, node, x)
         except BaseException as exc:
-            error = await self._node_failed(node, x, exc, phase)
+            error = await node_failed(self, node, x, exc, phase)
             if error is exc:
                 raise
             raise error from exc
         if node.out_check is not None or node.output_key is not None or self.streaming:
-            return await self._node_output(node, out)
+            return await node_output(self, node, out)
         return out
-
-    async def _node_input(self, node: NodeRT, x: Any) -> Any:
-        """What the node's call takes: ``x`` after the node's pre handler; in a streaming run, concatenated for a
-        node called with a value (``NodeRT.value_call``), and a value pre handler's value as it is for a node that
-        takes a value (no stream of one chunk made to be concatenated back)."""
-        if not self.streaming:
-            if node.value_pre:
-                return await call_handler(node.pre, x, self.frame)  # type: ignore[arg-type]
-            return await self._pre(node, x)
-        if node.value_pre:
-            x = await call_handler(node.pre, await concat(x), self.frame)  # type: ignore[arg-type]
-            return x if node.value_call or node.value_stream else _one(x)
-        if node.has_pre:
-            x = await self._pre(node, x)
-        return await concat(x) if node.value_call else x
-
-    def _node_call(self, node: NodeRT, x: Any) -> Awaitable[Any]:
-        """The node's call on ``x`` (``_node_input``'s), with the run's callbacks for it: not yet awaited."""
-        opts = self.options.node_options.get(node.key, _EMPTY)
-        p = node.paradigms if self.cb is None else self._observed(node)
-        assert p is not None
-        if not self.streaming or node.value_call:
-            return p.invoke(x, **opts)
-        if node.value_pre and node.value_stream:
-            return p.stream(x, **opts)  # the value of a value pre handler, to a node that streams from one
-        return p.transform(x, **opts)
-
-    async def _node_output(self, node: NodeRT, out: Any) -> Any:
-        """The node's output as the run routes it: checked, under its output key, named on errors (a stream)."""
-        cls, key = node.out_check, node.output_key
-        if self.streaming and not node.value_call:
-            if not node.blamed:  # a sub-graph's or a passthrough's stream: its errors are named upstream
-                return out if key is None else out.map(partial(_wrap_key, key))
-            return OutputStream((*self.path, node.key), self.origin, cls, node.declared, key, node.stream_model).wrap(
-                out
-            )
-        if cls is not None and not isinstance(out, cls):
-            await _close(out)
-            raise NodeOutputTypeError([*self.path, node.key], node.declared, type(out))
-        if key is not None:
-            out = {key: out}
-        return _one(out) if self.streaming else out
-
-    def _observed(self, node: NodeRT) -> Paradigms:
-        """The node's paradigms with the run's callbacks for it, if any."""
-        p = node.paradigms
-        assert p is not None and self.cb is not None
-        handlers = self.cb.for_path((*self.path, node.key))
-        return with_callbacks(p, handlers, node.info) if handlers else p
-
-    async def _exec_sub(self, node: NodeRT, x: Any, restore: tuple[RunSnapshot, Mapping[str, Any]] | None) -> Any:
-        assert node.sub is not None
-        return await node.sub._execute(
-            x,
-            streaming=self.streaming,
-            options=CallOptions.parse(self.options.node_options.get(node.key, _EMPTY)),
-            path=(*self.path, node.key),
-            info=node.info,
-            address=f"{self.address};node:{node.key}",
-            restore=restore,
-            origin=self.origin,
-        )
-
-    async def _node_failed(self, node: NodeRT, x: Any, exc: BaseException, phase: str) -> BaseException:
-        """What a node's failure raises: ``exc`` itself when it is named already or not an error of the node,
-        else a ``NodeRunError`` naming the node and the phase (the streaming input is closed first)."""
-        if self.streaming:
-            with anyio.CancelScope(shield=True):
-                await _close(x)
-        if isinstance(exc, GraphInterrupt) or not isinstance(exc, Exception):
-            return exc
-        if (
-            isinstance(exc, FieldMappingError)
-            or (node.sub is not None and isinstance(exc, NodeRunError))
-            or named_upstream(exc, self.origin)
-        ):
-            # named already: a node of the sub-graph, the upstream node whose stream this node read, or a
-            # Workflow mapping of the stream this node read
-            return exc
-        return NodeRunError([*self.path, node.key], exc, phase=phase)
 
     async def _pre(self, node: NodeRT, x: Any) -> Any:
         frame = self.frame
