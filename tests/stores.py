@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -94,3 +96,32 @@ async def _store(
         async with postgres(server.dsn, table=table, max_size=max_size) as s:
             yield s
         await anyio.to_thread.run_sync(drop, server.dsn, table)
+
+
+async def renewed_past(keeper: Any, seconds: float) -> None:
+    """Returns right after a renewal by ``keeper`` (a store's ``LeaseKeeper``) that began ``seconds`` or more from
+    now: the lease it renews has outlived that long, and is freshly renewed, however late the keeper's thread ran.
+
+    Counted, not timed: the test waits for the keeper's own renewals, never for a sleep that a loaded machine could
+    stretch past a lease's lifetime.
+    """
+    renew = keeper._renew
+    done = threading.Semaphore(0)
+    started: list[float] = []
+
+    def counted(owners: list[str]) -> None:
+        started.append(time.monotonic())
+        renew(owners)
+        done.release()
+
+    keeper._renew = counted
+    since = time.monotonic()
+    try:
+        with anyio.fail_after(60):  # the keeper stopped renewing: fail, never hang
+            while True:
+                await anyio.to_thread.run_sync(done.acquire, abandon_on_cancel=True)
+                if started[-1] - since >= seconds:
+                    return
+    finally:
+        keeper._renew = renew
+        done.release()  # frees a wait abandoned by the timeout

@@ -24,7 +24,7 @@ from adk.sessions import (
 )
 from compose.schema import FunctionCall, Message, ToolCall, assistant_message, tool_message, user_message
 from tests.compose.pg_server import PgServer
-from tests.stores import STORE_KINDS, drop_session_tables, pg_table
+from tests.stores import STORE_KINDS, drop_session_tables, pg_table, renewed_past
 
 pytestmark = pytest.mark.anyio
 
@@ -234,7 +234,7 @@ async def test_a_lost_lease_appends_nothing(make_store: StoreFactory) -> None:
 async def test_an_expired_lease_is_taken_over_and_the_old_run_cannot_append(make_store: StoreFactory) -> None:
     if make_store.kind == "memory":  # type: ignore[attr-defined]
         pytest.skip("in-memory leases die with their process: they never expire")
-    store = make_store(lease_ttl=0.2)
+    store = make_store(lease_ttl=0.5)
     stale = await store.acquire("s")
     store._keeper.drop(stale.owner)  # the holder stops renewing: as if its process froze or died
     with pytest.raises(SessionBusyError):
@@ -249,9 +249,9 @@ async def test_an_expired_lease_is_taken_over_and_the_old_run_cannot_append(make
 async def test_a_renewed_lease_outlives_its_ttl(make_store: StoreFactory) -> None:
     if make_store.kind == "memory":  # type: ignore[attr-defined]
         pytest.skip("in-memory leases never expire")
-    store = make_store(lease_ttl=0.3)
+    store = make_store(lease_ttl=1.0)
     lease = await store.acquire("s")
-    await anyio.sleep(1.0)  # three lease lifetimes, renewed by the keeper thread meanwhile
+    await renewed_past(store._keeper, 1.0)  # past its first lifetime, renewed by the keeper thread meanwhile
     with pytest.raises(SessionBusyError):
         await store.acquire("s")
     await store.commit(lease, [user_message("kept")], {})
@@ -366,7 +366,7 @@ import sys, anyio
 from adk.sessions import SQLiteSessionStore
 
 async def main(path):
-    store = SQLiteSessionStore(path, lease_ttl=0.5)
+    store = SQLiteSessionStore(path, lease_ttl=1.5)
     await store.acquire("s")
     print("held", flush=True)
     sys.stdin.readline()  # killed here
@@ -385,7 +385,7 @@ async def test_sqlite_lease_of_a_killed_process_expires(tmp_path: Path) -> None:
                 await store.acquire("s")
             proc.kill()
             await proc.wait()
-            lease = await store.acquire("s", wait=10)  # expired half a second after its last renewal
+            lease = await store.acquire("s", wait=10)  # expired 1.5 s after its last renewal
             await store.commit(lease, [user_message("after")], {})
 
 
