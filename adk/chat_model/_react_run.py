@@ -37,7 +37,7 @@ from adk.checkpointing import agent_contexts
 from adk.errors import AgentError, AgentTimeoutError
 from adk.events import AgentAction, AgentEvent, AgentInterruptInfo
 from compose._engine.scheduler import GraphRun
-from compose._engine.tables import NOTHING
+from compose._engine.tables import CALLING, NOTHING
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.errors import CheckpointError, GraphInterrupt
 from compose.interrupt import ExternalInterrupt
@@ -198,7 +198,8 @@ class ReactRun:
             # supersteps until there is an event to hand out (the first starts the run); on the end or an error,
             # finish. One frame and one context-variable pair per event: every event of the run comes this way.
             try:
-                token = current_run.set(ctx)
+                outer = current_run.get()  # set back at the end (no Token held while the run is parked)
+                current_run.set(ctx)
                 try:
                     while True:
                         if self._timeout is not None:
@@ -209,20 +210,28 @@ class ReactRun:
                             graph = self._driven
                             if graph is not None:
                                 # a Pregel run without a checkpoint id, driven here (GraphRun's driver API): a
-                                # run parked in a node holds no frame of GraphRun.step's
+                                # run parked in a node holds no frame of the engine's (a split superstep)
+                                done = False
                                 entered = graph.enter()
                                 try:
-                                    out = await graph.superstep()
-                                    while out is NOTHING and not events and ctx.held is None:
-                                        out = await graph.superstep()
-                                    if out is not NOTHING:
-                                        await graph.finish(out)
+                                    while True:
+                                        out = await graph.superstep(split=True)
+                                        if out is CALLING:  # the step's node, called from this frame
+                                            try:
+                                                graph.called = await graph.calling
+                                            except BaseException as exc:
+                                                await graph.call_failed(exc)
+                                        elif out is not NOTHING:
+                                            await graph.finish(out)
+                                            done = True
+                                            break
+                                        if events or ctx.held is not None:
+                                            break
                                 except BaseException as exc:
                                     await graph.fail(exc)
                                     raise
                                 finally:
                                     graph.leave(entered)
-                                done = out is not NOTHING
                             else:
                                 done = await self._run.step(until=self._has_events)  # type: ignore[union-attr]
                         if ctx.held is not None:
@@ -242,7 +251,7 @@ class ReactRun:
                     self._flush_held()
                     await self._fail(exc)  # queues the failure's event
                 finally:
-                    current_run.reset(token)
+                    current_run.set(outer)
             except BaseException:
                 await (self.root.aclose() if self.root is not None else self.aclose())
                 raise

@@ -295,8 +295,9 @@ class RecordedRun(GraphRun):
         finally:
             self._exit(tokens)
 
-    async def _pregel(self, fuse: bool = False) -> Any:
-        """One superstep, its predecessors' outputs routed (and recorded) first."""
+    async def _pregel(self, fuse: bool = False, split: bool = False) -> Any:
+        """One superstep, its predecessors' outputs routed (and recorded) first (never split: a recorded run is
+        driven by ``step``, not from the caller's frame)."""
         rec = self.rec
         t = self.t
         if self.pending and not (self.skip_before and self.rerun_restored):

@@ -17,7 +17,7 @@ honours timeouts and cancellation and shares the loop with other runs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 import anyio.lowlevel
@@ -25,8 +25,8 @@ import anyio.lowlevel
 from compose._engine.blame import named_upstream
 from compose._engine.node_exec import node_call, node_failed, node_input, node_output
 from compose._engine.resume import RERUN_SOURCE, pause
+from compose._engine.tables import CALLING, WrongOutput
 from compose._engine.tables import NOTHING as _NOTHING
-from compose._engine.tables import WrongOutput
 from compose.errors import (
     BranchError,
     GraphInterrupt,
@@ -48,14 +48,30 @@ if TYPE_CHECKING:
 YIELD_EVERY = 512
 
 
-
-async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
+async def pregel_step(self: GraphRun, fuse: bool = False, split: bool = False) -> Any:
     """One superstep; END's value when the run is over, else ``_NOTHING``. With ``fuse`` (a run driven to its
     end), a stretch of one-node steps over plain nodes runs as one loop (``_fused``).
 
     A run parked in a node holds this frame: the hot path (one node, no interrupt) keeps its locals few; a step
-    of several nodes, a resumed step and a run with an external interrupt go on in ``_step_batch``."""
+    of several nodes, a resumed step and a run with an external interrupt go on in ``_step_batch``.
+
+    With ``split`` (``GraphRun.superstep``'s driver), the hot path stops at its node's call: it returns
+    ``CALLING`` with the call in ``self.calling``, for the driver to await in its own frame, putting what it
+    returns in ``self.called`` (or handing its failure to ``call_failed``): a run parked in that node holds no
+    frame of this function's. The next split step (or ``aclose``) finishes that step first: the node's output
+    checked and pending, the step counted, an interrupt after the node raised."""
     t = self.t
+    if split and self.calling is not None:  # the node the driver called has returned: its step ends here
+        j, out = self.calling_j, self.called
+        self.calling = self.calling_x = self.called = None
+        node = t.nodes[j]
+        if node.out_check is not None or node.output_key is not None or self.streaming:
+            out = await node_output(self, node, out)
+        self.pending.append((j, out))
+        self.steps += 1
+        self.last = t.alone[j]
+        if t.interrupt_after and j in t.interrupt_after:
+            raise await pause(self, after=[j])
     if self.steps and not self.steps % YIELD_EVERY:
         await anyio.lowlevel.checkpoint()  # nodes that never await must not starve other tasks or a deadline
     inbox = self.inbox
@@ -117,12 +133,17 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
     if deferred or self.options.external_interrupt is not None:
         return await _step_batch(self, [(j, x)], deferred)
     if (
-        fuse and (t.fused_stream if self.streaming else t.fused)[j] is not None and self.cb is None
-        and not self.gated and not self.options.node_options and not self.resume_for and not self.track
+        fuse
+        and (t.fused_stream if self.streaming else t.fused)[j] is not None
+        and self.cb is None
+        and not self.gated
+        and not self.options.node_options
+        and not self.resume_for
+        and not self.track
     ):
         return await _fused(self, j, x)
     node = t.nodes[j]
-    if node.invoke1 is None and node.sub is None and not self.track and not self.resume_for:
+    if (node.invoke1 is None or split) and node.sub is None and not self.track and not self.resume_for:
         # the node runs here, in _exec_general's three steps: a run parked in a node holds every frame of its
         # stack, and none of _exec_general's
         phase = "pre handler"
@@ -130,19 +151,14 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
             if node.has_pre or self.streaming:
                 x = await node_input(self, node, x)
             phase = ""
-            if self.cb is None and not self.streaming and not self.options.node_options:
-                out = await node.paradigms.invoke(x)  # type: ignore[union-attr]
-            else:
-                out = await node_call(self, node, x)
+            # not general: no callbacks, not streaming, no per-call node options
+            out = node_call(self, node, x) if self.general else node.paradigms.invoke(x)  # type: ignore[union-attr]
+            if split:
+                self.calling, self.calling_j, self.calling_x = out, j, x
+                return CALLING
+            out = await out
         except BaseException as exc:
-            error = await node_failed(self, node, x, exc, phase)
-            if isinstance(error, GraphInterrupt):
-                self.last = t.alone[j]
-                self.steps += 1
-                raise await pause(self, reruns=[(j, error)]) from None
-            if error is exc:
-                raise
-            raise error from exc
+            await raised(self, j, x, exc, phase)
         if node.out_check is not None or node.output_key is not None or self.streaming:
             out = await node_output(self, node, out)
         pending.append((j, out))
@@ -168,9 +184,27 @@ async def pregel_step(self: GraphRun, fuse: bool = False) -> Any:
     return _NOTHING
 
 
-async def _step_batch(
-    self: GraphRun, batch: list[tuple[int, Any]] | None, deferred: Sequence[tuple[int, Any]]
-) -> Any:
+async def raised(self: GraphRun, j: int, x: Any, exc: BaseException, phase: str) -> NoReturn:
+    """Raise what node ``j``'s failure ``exc`` (in ``phase``; "": its call) raises: a pause when it interrupted,
+    else the error naming the node (``node_failed``)."""
+    error = await node_failed(self, self.t.nodes[j], x, exc, phase)
+    if isinstance(error, GraphInterrupt):
+        self.last = self.t.alone[j]
+        self.steps += 1
+        raise await pause(self, reruns=[(j, error)]) from None
+    if error is exc:
+        raise exc
+    raise error from exc
+
+
+async def call_failed(self: GraphRun, exc: BaseException) -> NoReturn:
+    """The split hot path's end when the node's call raised ``exc``: raises what the superstep raises."""
+    j, x = self.calling_j, self.calling_x
+    self.calling = self.calling_x = None
+    await raised(self, j, x, exc, "")
+
+
+async def _step_batch(self: GraphRun, batch: list[tuple[int, Any]] | None, deferred: Sequence[tuple[int, Any]]) -> Any:
     """The rest of a superstep that runs its nodes together (``run_batch``): several ready inboxes (``batch``
     None: read here, END first), or one gated node of a resumed step or of a run with an external interrupt."""
     t = self.t

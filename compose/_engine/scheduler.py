@@ -35,7 +35,7 @@ from compose._engine.blame import named_upstream
 from compose._engine.dag import report, run_dag
 from compose._engine.node_exec import exec_sub, node_call, node_failed, node_input, node_output
 from compose._engine.options import _DEFAULT_OPTIONS, CallOptions
-from compose._engine.pregel import pregel_step
+from compose._engine.pregel import call_failed, pregel_step
 from compose._engine.resume import restore, resumed_for
 from compose._engine.run_callbacks import callback_config, fail_early
 from compose._engine.tables import NOTHING as _NOTHING
@@ -74,15 +74,10 @@ _NONE_FOR: Any = MappingProxyType({})  # an empty table shared by the runs that 
 _NO_NODES: tuple[int, ...] = ()  # ``last`` before the first step (replaced, never appended to)
 
 
-
-
-
-
 def _pick(key: str, chunk: Any) -> Any:
     if isinstance(chunk, dict) and key in chunk:
         return chunk[key]
     return SKIP
-
 
 
 def _check_chunk(check: EdgeCheck, chunk: Any) -> Any:
@@ -109,6 +104,10 @@ class GraphRun:
 
     __slots__ = (
         "address",
+        "called",
+        "calling",
+        "calling_j",
+        "calling_x",
         "cb",
         "frame",
         "gated",
@@ -135,6 +134,12 @@ class GraphRun:
         "t",
         "track",
     )
+    # a split superstep's node call (``superstep(split=True)``), awaited by the driver: its node and input, and
+    # what it returned (set by the driver), until the next superstep ends that step
+    calling: Any  # the call's awaitable; None when no call is pending
+    calling_j: int
+    calling_x: Any
+    called: Any
 
     def __init__(
         self,
@@ -161,6 +166,7 @@ class GraphRun:
         # outputs to route at the next step's start (a list: a few at a time; an empty deque is 600 bytes)
         self.pending: list[tuple[int, Any]] = []
         self.steps = 0
+        self.calling = None
         self.frame: _StateFrame | None = None
         self.cb: CallbackConfig | None = _NOTHING  # looked up at the first entry (_prepare)
         self.general = True
@@ -267,7 +273,12 @@ class GraphRun:
     #
     #     entered = run.enter()
     #     try:
-    #         out = await run.superstep()  # a Pregel run's: NOTHING until the run is over, then END's value
+    #         out = await run.superstep(split=True)  # a Pregel run's: NOTHING until the run is over, then END's
+    #         if out is CALLING:                     # value; or CALLING: the step's node is to be called here
+    #             try:
+    #                 run.called = await run.calling  # the next superstep ends this one
+    #             except BaseException as exc:
+    #                 await run.call_failed(exc)     # raises what the step raises
     #         ...                          # more supersteps while the caller has nothing to hand out
     #         if out is not NOTHING:
     #             await run.finish(out)    # result set
@@ -276,6 +287,8 @@ class GraphRun:
     #         raise
     #     finally:
     #         run.leave(entered)
+    #
+    # With ``split``, a run parked in its node holds the caller's frame and the node's, none of the engine's.
 
     def enter(self) -> Any:
         """Set the run's state frame and callbacks for what runs now; ``leave`` takes what this returns."""
@@ -285,18 +298,25 @@ class GraphRun:
         if cb is not _current_config.get():
             return self._enter()
         frame = self.frame
-        return _current_frame.set(frame) if frame is not None else None
+        if frame is None:
+            return _NOTHING
+        # the frame it replaces, not a token: a run parked between enter and leave holds no Token object
+        entered = _current_frame.get()
+        _current_frame.set(frame)
+        return entered
 
     def leave(self, entered: Any) -> None:
         """Reset what ``enter`` set (the caller's code between supersteps sees neither)."""
         if type(entered) is tuple:
             self._exit(entered)
-        elif entered is not None:
-            _current_frame.reset(entered)
+        elif entered is not _NOTHING:
+            _current_frame.set(entered)
 
     # one superstep of a Pregel run (``pregel``), to await between ``enter`` and ``leave``: END's value once the
     # run is over, else ``NOTHING`` (``compose._engine.tables.NOTHING``); a DAG run is driven with ``step``
     superstep = pregel_step
+    # a split superstep's node call failed: raise what the superstep raises
+    call_failed = call_failed
 
     @property
     def pregel(self) -> bool:
@@ -334,7 +354,7 @@ class GraphRun:
         No cancel scope: closing the streams suspends only in a reader over the producer's async iterator, and
         the cancel callbacks run, each shielded where it runs (``StreamReader.aclose``, ``fire_cancel``), so a
         caller in a cancelled scope closes everything."""
-        if self.inbox or self.pending:
+        if self.inbox or self.pending or self.calling is not None:
             await self._close_all()
         if self.live:
             self.live = False
@@ -421,6 +441,9 @@ class GraphRun:
             exc.add_note(f"pyeino: run of graph '{self.t.name}' was cancelled at step {self.steps}")
 
     async def _close_all(self) -> None:
+        if self.calling is not None:  # a split step's node returned (its output not yet pending)
+            self.pending.append((self.calling_j, self.called))
+            self.calling = self.calling_x = self.called = None
         inbox = self.inbox
         if inbox:
             for box in inbox.values():
@@ -497,9 +520,7 @@ class GraphRun:
         finally:
             _resumed.reset(token)
 
-    async def _exec_general(
-        self, j: int, x: Any, sub_restore: tuple[RunSnapshot, Mapping[str, Any]] | None
-    ) -> Any:
+    async def _exec_general(self, j: int, x: Any, sub_restore: tuple[RunSnapshot, Mapping[str, Any]] | None) -> Any:
         """Run node ``j`` on ``x``: its pre handler, its call (a sub-graph's run), its output checked and wrapped.
         The hot path of ``pregel_step`` makes the same three steps itself (no frame of this held while the node
         runs); every other caller comes here."""

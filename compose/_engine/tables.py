@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 Handler = Callable[[Any, Any], Any]
 
 NOTHING: Any = object()  # "no value yet" (None is a value)
+CALLING: Any = object()  # a split superstep stopped at its node's call (``pregel.pregel_step(split=True)``)
 
 
 class WrongOutput(Exception):
@@ -163,9 +164,7 @@ class Tables:
         object.__setattr__(self, "start", len(self.nodes) + 1)
 
 
-def branch_targets(
-    tables: Tables, src: int, chosen: list[frozenset[str]]
-) -> tuple[list[int], list[int]]:
+def branch_targets(tables: Tables, src: int, chosen: list[frozenset[str]]) -> tuple[list[int], list[int]]:
     """(successors to deliver to, end nodes to mark skipped) after ``src``'s branches chose ``chosen``.
 
     Direct edge successors are never delivered twice; an end node chosen by no branch of ``src`` is skipped

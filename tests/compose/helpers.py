@@ -17,3 +17,30 @@ def line(*nodes: tuple[str, Any], state: Any = None) -> Graph[str, str]:
         prev = key
     g.add_edge(prev, END)
     return g
+
+
+async def drive(r: Any, x: Any, *, streaming: bool = False, **opts: Any) -> Any:
+    """Run ``r`` as the agent runner does, from this frame, by GraphRun's driver API with split supersteps: each
+    step's node is awaited here (``adk.chat_model._react_run``). END's value, or what the run raised."""
+    from compose._engine.scheduler import GraphRun
+    from compose._engine.tables import CALLING, NOTHING
+
+    run = await r.start_run(x, streaming=streaming, **opts)
+    assert type(run) is GraphRun and run.pregel
+    entered = run.enter()
+    try:
+        while True:
+            out = await run.superstep(split=True)
+            if out is CALLING:
+                try:
+                    run.called = await run.calling
+                except BaseException as exc:
+                    await run.call_failed(exc)
+            elif out is not NOTHING:
+                await run.finish(out)
+                return run.result
+    except BaseException as exc:
+        await run.fail(exc)
+        raise
+    finally:
+        run.leave(entered)

@@ -1,0 +1,184 @@
+"""GraphRun's driver API with split supersteps (``superstep(split=True)``, ``calling``/``called``,
+``call_failed``): the agent runner's way of driving a Pregel run, each node awaited in the driver's frame.
+
+The same results and errors as ``invoke``, steps counted and limited the same, interrupts after a node raised
+at the next superstep, a node's output closed when the run is abandoned before that superstep, and no frame of
+the engine's under a node while it runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import anyio
+import pytest
+
+from compose._engine.scheduler import GraphRun
+from compose._engine.tables import CALLING, NOTHING
+from compose.errors import GraphInterrupt, MaxStepsExceededError, NodeRunError
+from compose.graph import END, START, Graph
+from compose.graph.branch import GraphBranch
+from compose.stream import StreamReader, concat
+from tests.compose.helpers import drive, line
+
+pytestmark = pytest.mark.anyio
+
+
+def appender(tag: str) -> Any:
+    async def f(x: str) -> str:
+        return x + tag
+
+    return f
+
+
+def counter_loop(limit: int) -> Graph[int, int]:
+    """START -> inc, looping on inc until it reaches ``limit``, then END."""
+    g = Graph[int, int]()
+
+    async def inc(x: int) -> int:
+        return x + 1
+
+    g.add_lambda_node("inc", inc)
+    g.add_edge(START, "inc")
+    g.add_branch("inc", GraphBranch(lambda x: END if x >= limit else "inc", {"inc", END}))
+    return g
+
+
+async def test_results_as_invoke(anyio_backend: Any) -> None:
+    r = line(*((k, appender(k)) for k in "abc")).compile()
+    assert await drive(r, ">") == await r.invoke(">") == ">abc"
+    loop = counter_loop(5).compile()
+    assert await drive(loop, 0) == await loop.invoke(0) == 5
+    stream = await drive(r, StreamReader.from_iterable([">", "<"]), streaming=True)
+    assert await concat(stream) == "><abc"
+
+
+async def test_the_step_limit_counts_split_steps(anyio_backend: Any) -> None:
+    loop = counter_loop(100).compile()
+    with pytest.raises(MaxStepsExceededError) as driven:
+        await drive(loop, 0, max_run_steps=4)
+    with pytest.raises(MaxStepsExceededError) as invoked:
+        await loop.invoke(0, max_run_steps=4)
+    assert str(driven.value) == str(invoked.value)
+    assert await drive(loop, 96, max_run_steps=4) == 100  # four steps fit
+
+
+async def test_a_failing_node_is_named(anyio_backend: Any) -> None:
+    async def boom(x: str) -> str:
+        raise ValueError(f"bad {x}")
+
+    r = line(("a", appender("a")), ("b", boom)).compile()
+    with pytest.raises(NodeRunError) as driven:
+        await drive(r, ">")
+    with pytest.raises(NodeRunError) as invoked:
+        await r.invoke(">")
+    assert str(driven.value) == str(invoked.value)
+    assert driven.value.node_path == ["b"] and isinstance(driven.value.__cause__, ValueError)
+
+
+async def test_an_interrupt_after_a_node_is_raised_at_the_next_superstep(anyio_backend: Any) -> None:
+    ran: list[str] = []
+
+    def tracked(tag: str) -> Any:
+        async def f(x: str) -> str:
+            ran.append(tag)
+            return x + tag
+
+        return f
+
+    r = line(*((k, tracked(k)) for k in "abc")).compile(interrupt_after=["a"])
+    run = await r.start_run(">", streaming=False)
+    assert type(run) is GraphRun
+    entered = run.enter()
+    try:
+        assert await run.superstep(split=True) is CALLING
+        run.called = await run.calling
+        assert ran == ["a"] and run.steps == 0  # the step ends at the next superstep
+        with pytest.raises(GraphInterrupt) as info:
+            await run.superstep(split=True)
+    finally:
+        run.leave(entered)
+    assert info.value.info.after_nodes == ["a"] and ran == ["a"]
+    with pytest.raises(GraphInterrupt) as invoked:
+        await r.invoke(">")
+    assert invoked.value.info.after_nodes == ["a"]
+
+
+async def test_an_output_not_yet_routed_is_closed_when_the_run_is_abandoned(anyio_backend: Any) -> None:
+    async def words(x: str) -> Any:
+        for w in (x, "b", "c"):
+            yield w
+
+    r = line(("a", words), ("z", appender("z"))).compile()
+    run = await r.start_run(StreamReader.from_iterable([">"]), streaming=True)
+    assert type(run) is GraphRun
+    entered = run.enter()
+    try:
+        assert await run.superstep(split=True) is CALLING
+        run.called = await run.calling
+        out = run.called
+        assert isinstance(out, StreamReader) and "open" in repr(out)
+    finally:
+        run.leave(entered)
+    await run.aclose()
+    assert run.calling is None and run.called is None
+    assert "closed" in repr(out)
+
+
+async def test_a_node_runs_under_the_drivers_frame_alone(anyio_backend: Any) -> None:
+    stacks: list[list[str]] = []
+
+    async def look(x: str) -> str:
+        frame = sys._getframe()
+        names = []
+        while frame is not None:
+            names.append(frame.f_code.co_name)
+            frame = frame.f_back  # type: ignore[assignment]
+        stacks.append(names)
+        return x
+
+    r = line(("a", look), ("b", appender("b"))).compile()
+    assert await drive(r, ">") == ">b"
+    handle = await r.start_run(">", streaming=False)
+    while not await handle.step():
+        pass
+    split, stepped = stacks
+    assert "drive" in split and "pregel_step" not in split
+    assert "pregel_step" in stepped  # the same node under step(): the engine's frame is there
+
+
+async def test_a_cancelled_node_call_ends_the_run(anyio_backend: Any) -> None:
+    started = anyio.Event()
+
+    async def hang(x: str) -> str:
+        started.set()
+        await anyio.sleep_forever()
+        raise AssertionError("not reached")
+
+    r = line(("a", hang), ("b", appender("b"))).compile()
+    run = await r.start_run(">", streaming=False)
+    assert type(run) is GraphRun
+    reached: list[str] = []
+
+    async def driver() -> None:
+        entered = run.enter()
+        try:
+            assert await run.superstep(split=True) is CALLING
+            try:
+                run.called = await run.calling
+            except BaseException as exc:
+                await run.call_failed(exc)
+            reached.append("after the call")
+        except BaseException as exc:
+            await run.fail(exc)
+            raise
+        finally:
+            run.leave(entered)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(driver)
+        await started.wait()
+        tg.cancel_scope.cancel()
+    assert reached == [] and run.calling is None and run.calling_x is None
+    assert not run.pending and not run.inbox and run.result is NOTHING
