@@ -17,10 +17,9 @@ import pytest
 from compose._engine.scheduler import GraphRun
 from compose._engine.tables import CALLING, NOTHING
 from compose.errors import GraphInterrupt, MaxStepsExceededError, NodeRunError
-from compose.graph import END, START, Graph
-from compose.graph.branch import GraphBranch
 from compose.stream import StreamReader, concat
 from tests.compose.helpers import drive, line
+from tests.compose.test_graph_run import loop_graph
 
 pytestmark = pytest.mark.anyio
 
@@ -32,30 +31,17 @@ def appender(tag: str) -> Any:
     return f
 
 
-def counter_loop(limit: int) -> Graph[int, int]:
-    """START -> inc, looping on inc until it reaches ``limit``, then END."""
-    g = Graph[int, int]()
-
-    async def inc(x: int) -> int:
-        return x + 1
-
-    g.add_lambda_node("inc", inc)
-    g.add_edge(START, "inc")
-    g.add_branch("inc", GraphBranch(lambda x: END if x >= limit else "inc", {"inc", END}))
-    return g
-
-
 async def test_results_as_invoke(anyio_backend: Any) -> None:
     r = line(*((k, appender(k)) for k in "abc")).compile()
     assert await drive(r, ">") == await r.invoke(">") == ">abc"
-    loop = counter_loop(5).compile()
+    loop = loop_graph(5).compile()
     assert await drive(loop, 0) == await loop.invoke(0) == 5
     stream = await drive(r, StreamReader.from_iterable([">", "<"]), streaming=True)
     assert await concat(stream) == "><abc"
 
 
 async def test_the_step_limit_counts_split_steps(anyio_backend: Any) -> None:
-    loop = counter_loop(100).compile()
+    loop = loop_graph(100).compile()
     with pytest.raises(MaxStepsExceededError) as driven:
         await drive(loop, 0, max_run_steps=4)
     with pytest.raises(MaxStepsExceededError) as invoked:
