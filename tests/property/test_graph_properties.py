@@ -29,6 +29,7 @@ from compose.testing import (
     reference_trace,
     same_outcome,
 )
+from tests.compose.helpers import drive
 
 pytestmark = pytest.mark.anyio
 
@@ -163,21 +164,26 @@ async def test_cancellation_at_any_point_leaves_no_stream_and_no_task(
 
 
 async def run_stepped(
-    spec: GraphSpec, x: dict[str, str], paradigm: str, **opts: Any
+    spec: GraphSpec, x: dict[str, str], paradigm: str, split: bool = False, **opts: Any
 ) -> tuple[Any, BaseException | None, list[str]]:
-    """Run ``spec`` (invoke or stream) one superstep at a time, as the agent runner drives a graph."""
+    """Run ``spec`` (invoke or stream) one superstep at a time: with ``step()``, or (``split``) from this frame
+    with split supersteps, each node awaited here, as the agent runner drives a graph."""
     executed: list[str] = []
     runnable = build(spec, observer=executed.append).compile(**spec.compile_options())
     streaming = paradigm == "stream"
     try:
         start = StreamReader.from_iterable([x]) if streaming else x
-        handle = await runnable.start_run(start, streaming=streaming, **opts)
-        try:
-            while not await handle.step():
-                pass
-        finally:
-            await handle.aclose()
-        return (await concat(handle.result) if streaming else handle.result), None, executed
+        if split:
+            result = await drive(runnable, start, streaming=streaming, **opts)
+        else:
+            handle = await runnable.start_run(start, streaming=streaming, **opts)
+            try:
+                while not await handle.step():
+                    pass
+            finally:
+                await handle.aclose()
+            result = handle.result
+        return (await concat(result) if streaming else result), None, executed
     except Exception as exc:
         return None, exc, executed
 
@@ -199,10 +205,13 @@ async def test_runs_agree_with_runs_driven_one_superstep_at_a_time(
     async with assert_no_leaks():
         out, err, executed = await run(spec, x, paradigm, **opts)
         s_out, s_err, s_executed = await run_stepped(spec, x, paradigm, **opts)
+        d_out, d_err, d_executed = await run_stepped(spec, x, paradigm, split=True, **opts)
     event(f"{paradigm}: {type(err).__name__ if err else 'output'}")
     assert type(err) is type(s_err), f"fused: {err!r}, stepped: {s_err!r}"
-    assert out == s_out
+    assert type(err) is type(d_err), f"fused: {err!r}, split steps: {d_err!r}"
+    assert out == s_out == d_out
     if err is None:
         # nodes of one superstep run concurrently (their start order is the event loop's), so compare multisets;
         # after a failure, how far concurrent siblings got before being cancelled is the event loop's too
         assert Counter(executed) == Counter(s_executed), f"fused ran {executed}, stepped ran {s_executed}"
+        assert Counter(executed) == Counter(d_executed), f"fused ran {executed}, split steps ran {d_executed}"
