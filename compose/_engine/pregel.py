@@ -72,7 +72,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False, split: bool = False) -
         self.last = t.alone[j]
         if t.interrupt_after and j in t.interrupt_after:
             raise await pause(self, after=[j])
-    if self.steps and not self.steps % YIELD_EVERY:
+    if not self.steps % YIELD_EVERY and self.steps:
         await anyio.lowlevel.checkpoint()  # nodes that never await must not starve other tasks or a deadline
     inbox = self.inbox
     pending = self.pending
@@ -130,7 +130,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False, split: bool = False) -
         return x  # nothing else is held: the inbox was END's alone and every output is routed
     if self.gated or self.steps >= self.max_steps:
         await _gate(self, [(j, x)])
-    if deferred or self.options.external_interrupt is not None:
+    if deferred or (self.gated and self.options.external_interrupt is not None):  # a run with one is gated
         return await _step_batch(self, [(j, x)], deferred)
     if (
         fuse
