@@ -33,7 +33,7 @@ class RunContext:
     held_call_id: str  # the call whose event this run held (a resumed run rebuilds it otherwise)
     model_calls: int
     total_tokens: int
-    tool_history: list[str]
+    tool_history: tuple[str, ...]  # the tools called so far, kept for stall detection only (ReactConfig)
     termination_reason: str | None
     state: State | None  # the run's graph state, set by the state factory
     deadline: float | None  # anyio.current_time() by which the run must end (its ``timeout``), once started
@@ -64,7 +64,7 @@ class RunContext:
         self.held_call_id = ""
         self.model_calls = 0
         self.total_tokens = 0
-        self.tool_history = []
+        self.tool_history = ()  # shared while empty: a run holds no list of its own
         self.termination_reason = None
         self.state = None
         self.deadline = None

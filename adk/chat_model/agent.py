@@ -536,7 +536,7 @@ class ChatModelAgent:
         run = self._context(agent_ctx)
         run.model_calls = saved.model_calls
         run.total_tokens = saved.total_tokens
-        run.tool_history = list(saved.tool_history)
+        run.tool_history = tuple(saved.tool_history)
         known = set(saved.interrupts)
         targets = {k: v for k, v in info.targets.items() if k in known}
         return ReactRun(

@@ -359,7 +359,7 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
                     st.has_return_directly = True
         run = current_run.get()
         if run is not None and config.stall_window:
-            run.tool_history.extend(call.function.name for call in calls)
+            run.tool_history += tuple(call.function.name for call in calls)
         return msg
 
     g.add_tools_node(TOOL_NODE, config.tools_node, pre_handler=tool_pre_handle)
