@@ -7,6 +7,16 @@ from typing import Any
 from compose.graph import END, START, Graph
 
 
+def recording(log: list[str], tag: str) -> Any:
+    """A lambda node's function that appends ``tag`` to its input and to ``log`` (which nodes ran, in order)."""
+
+    async def f(x: str) -> str:
+        log.append(tag)
+        return x + tag
+
+    return f
+
+
 def line(*nodes: tuple[str, Any], state: Any = None) -> Graph[str, str]:
     """START -> each lambda node ``(key, fn)`` in turn -> END."""
     g = Graph[str, str](state=state)

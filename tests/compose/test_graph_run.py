@@ -21,7 +21,7 @@ from compose.graph import END, START, FanInMergeConfig, Graph
 from compose.graph.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch
 from compose.lambdas import Lambda
 from compose.stream import SourceEOF, StreamReader, concat
-from tests.compose.helpers import line
+from tests.compose.helpers import line, recording
 
 pytestmark = pytest.mark.anyio
 
@@ -552,16 +552,9 @@ async def test_a_run_driven_superstep_by_superstep(anyio_backend: Any) -> None:
     ``step(until=...)`` runs supersteps until the predicate holds after one; ``to_end`` runs them all."""
     seen: list[str] = []
 
-    def record(tag: str) -> Any:
-        async def f(x: str) -> str:
-            seen.append(tag)
-            return x + tag
-
-        return f
-
     g = Graph[str, str]()
     for k in "abcd":
-        g.add_lambda_node(k, record(k))
+        g.add_lambda_node(k, recording(seen, k))
     for s_, e in [(START, "a"), ("a", "b"), ("b", "c"), ("c", "d"), ("d", END)]:
         g.add_edge(s_, e)
     r = g.compile()

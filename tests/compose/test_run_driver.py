@@ -18,7 +18,7 @@ from compose._engine.scheduler import GraphRun
 from compose._engine.tables import CALLING, NOTHING
 from compose.errors import GraphInterrupt, MaxStepsExceededError, NodeRunError
 from compose.stream import StreamReader, concat
-from tests.compose.helpers import drive, line
+from tests.compose.helpers import drive, line, recording
 from tests.compose.test_graph_run import loop_graph
 
 pytestmark = pytest.mark.anyio
@@ -65,15 +65,7 @@ async def test_a_failing_node_is_named(anyio_backend: Any) -> None:
 
 async def test_an_interrupt_after_a_node_is_raised_at_the_next_superstep(anyio_backend: Any) -> None:
     ran: list[str] = []
-
-    def tracked(tag: str) -> Any:
-        async def f(x: str) -> str:
-            ran.append(tag)
-            return x + tag
-
-        return f
-
-    r = line(*((k, tracked(k)) for k in "abc")).compile(interrupt_after=["a"])
+    r = line(*((k, recording(ran, k)) for k in "abc")).compile(interrupt_after=["a"])
     run = await r.start_run(">", streaming=False)
     assert type(run) is GraphRun
     entered = run.enter()
