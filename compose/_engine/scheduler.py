@@ -166,7 +166,7 @@ class GraphRun:
         # outputs to route at the next step's start (a list: a few at a time; an empty deque is 600 bytes)
         self.pending: list[tuple[int, Any]] = []
         self.steps = 0
-        self.calling = None
+        self.calling = self.called = None
         self.frame: _StateFrame | None = None
         self.cb: CallbackConfig | None = _NOTHING  # looked up at the first entry (_prepare)
         self.general = True
