@@ -32,15 +32,15 @@ from typing import Any
 import anyio
 
 from compose._engine.blame import named_upstream
-from compose._engine.dag import report, run_dag
+from compose._engine.dag import run_dag
 from compose._engine.node_exec import exec_sub, node_call, node_failed, node_input, node_output
 from compose._engine.options import _DEFAULT_OPTIONS, CallOptions
 from compose._engine.pregel import call_failed, pregel_step
 from compose._engine.resume import restore, resumed_for
+from compose._engine.routing import deliver, route
 from compose._engine.run_callbacks import callback_config, fail_early
 from compose._engine.tables import NOTHING as _NOTHING
-from compose._engine.tables import BranchRT, EdgeCheck, NodeRT, Tables, branch_targets
-from compose._types import type_name
+from compose._engine.tables import NodeRT, Tables
 from compose.callbacks import (
     CallbackConfig,
     CallbackHandler,
@@ -55,12 +55,10 @@ from compose.callbacks import (
 )
 from compose.checkpoint._snapshot import RerunRecord, RunSnapshot
 from compose.errors import (
-    BranchError,
     GraphInterrupt,
     GraphRunError,
     NodeOutputTypeError,
     NodeRunError,
-    RuntimeTypeError,
 )
 from compose.interrupt import _node_address, _resumed
 from compose.merge import merge_stream_values, merge_values
@@ -78,25 +76,6 @@ def _pick(key: str, chunk: Any) -> Any:
     if isinstance(chunk, dict) and key in chunk:
         return chunk[key]
     return SKIP
-
-
-def _check_chunk(check: EdgeCheck, chunk: Any) -> Any:
-    if not check.check(chunk):
-        raise RuntimeTypeError(
-            f"runtime type check fail on edge[{check.start}]-[{check.end}]: expected type: "
-            f"{type_name(check.expected)}, actual type: {type(chunk).__qualname__}"
-        )
-    return chunk
-
-
-def _check_condition_input(key: str, b: BranchRT, chunk: Any) -> Any:
-    assert b.check is not None
-    if not b.check(chunk):
-        raise RuntimeTypeError(
-            f"runtime type check fail on the input of branch[{key}]-[{b.idx}]'s condition: expected type: "
-            f"{type_name(b.branch.input_type)}, actual type: {type(chunk).__qualname__}"
-        )
-    return chunk
 
 
 class GraphRun:
@@ -590,98 +569,7 @@ class GraphRun:
             await _close(out)
             raise NodeRunError([*self.path, node.key], exc, phase="post handler") from exc
 
-    # ------------------------------------------------------------------ routing
-
-    async def _finish(self, src: int, out: Any) -> None:
-        """Post-handle ``src``'s output and route it along its edges and branches."""
-        t = self.t
-        if src < t.n:
-            node = t.nodes[src]
-            if node.post is not None or node.stream_post is not None:
-                out = await self._post(node, out)
-        succ = t.succ[src]
-        brs = t.branches[src]
-        if brs and src < t.n and not self.streaming:
-            vr = t.value_route[src]
-            if vr is not None:  # the common case: one branch choosing with a synchronous condition
-                condition, rt = vr
-                try:
-                    chosen = condition(out)
-                except (BranchError, RuntimeTypeError, NodeRunError):
-                    raise  # the condition read a stream that broke: the node that produced it is named already
-                except Exception as exc:
-                    raise rt.branch.failed(exc, t.keys[src]) from exc
-                dst = rt.index_of.get(chosen, -1) if type(chosen) is str else -1
-                if dst < 0:
-                    dst = rt.index_of[await rt.branch.settle(chosen, t.keys[src])]
-                self._deliver(src, dst, out)
-                return
-        if not brs:
-            if not succ:
-                await _close(out)
-            elif len(succ) == 1:
-                self._deliver(src, succ[0], out)
-            else:
-                copies = out.copy(len(succ)) if self.streaming else [out] * len(succ)
-                for s, v in zip(succ, copies, strict=True):
-                    self._deliver(src, s, v)
-            return
-        key = t.keys[src]
-        chosen = []
-        if self.streaming:
-            copies = out.copy(len(succ) + len(brs) + 1)
-            for s, v in zip(succ, copies, strict=False):
-                self._deliver(src, s, v)
-            conds = copies[len(succ) : -1]
-            reserve = copies[-1]
-            for i, b in enumerate(brs):
-                if b.check is not None:  # checked chunk by chunk, as the condition (or its concat) reads
-                    conds[i] = conds[i].map(partial(_check_condition_input, key, b))
-            try:
-                for i, b in enumerate(brs):
-                    chosen.append(await b.branch.decide_stream(conds[i], key))
-            except BaseException:
-                with anyio.CancelScope(shield=True):
-                    for c in conds[len(chosen) + 1 :]:
-                        await c.aclose()
-                    await reserve.aclose()
-                raise
-            deliver, skipped = branch_targets(t, src, chosen)
-            if deliver:
-                for s, v in zip(deliver, reserve.copy(len(deliver)), strict=True):
-                    self._deliver(src, s, v)
-            else:
-                await reserve.aclose()
-        else:
-            for s in succ:
-                self._deliver(src, s, out)
-            for b in brs:
-                if b.check is not None:
-                    _check_condition_input(key, b, out)
-                chosen.append(await b.branch.decide_value(out, key))
-            deliver, skipped = branch_targets(t, src, chosen)
-            for s in deliver:
-                self._deliver(src, s, out)
-        if t.dag:
-            for s in skipped:
-                report(self, src, s, True)
-            if t.data_edges:  # chosen branch end nodes that took their data along a data-only edge
-                for s in {e for b, keys in zip(brs, chosen, strict=True) for k in keys for e in [b.index_of[k]]}:
-                    if (src, s) in t.data_edges and (src, s) not in t.data_only:
-                        report(self, src, s, False)
-
-    def _deliver(self, src: int, dst: int, value: Any) -> None:
-        t = self.t
-        check = t.checks.get((src, dst)) if t.checks else None
-        if check is not None:
-            if self.streaming:
-                value = value.map(partial(_check_chunk, check))
-            else:
-                _check_chunk(check, value)
-        box = self.inbox.get(dst)
-        if box is None:
-            self.inbox[dst] = {src: value}
-        else:
-            box[src] = value
-        if t.dag and not ((src, dst) in t.data_edges and (src, dst) not in t.data_only):
-            report(self, src, dst, False)  # a data edge to a branch end node: the branch's choice reports
+    # routing a node's output along its edges and branches (``routing``): methods, so that a recorded run
+    # (``history.RecordedRun``) can record what is routed
+    _finish = route
+    _deliver = deliver

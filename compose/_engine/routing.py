@@ -1,0 +1,139 @@
+"""Routing a node's output (``GraphRun._finish`` / ``_deliver``): its post handler, then its edges and branches
+write into the successors' inboxes, each value checked against the edge's type where the compiled tables say so
+(eino-semantics 1.2, 1.3). A streaming output is copied once per successor and per branch condition; the
+common invoke case, one branch with a synchronous condition, takes one table lookup (``Tables.value_route``).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from compose._engine.dag import report
+from compose._engine.tables import BranchRT, EdgeCheck, branch_targets
+from compose._types import type_name
+from compose.errors import BranchError, NodeRunError, RuntimeTypeError
+from compose.stream import close_if_stream as _close
+
+if TYPE_CHECKING:
+    from compose._engine.scheduler import GraphRun
+
+__all__ = ["deliver", "route"]
+
+
+def _check_chunk(check: EdgeCheck, chunk: Any) -> Any:
+    if not check.check(chunk):
+        raise RuntimeTypeError(
+            f"runtime type check fail on edge[{check.start}]-[{check.end}]: expected type: "
+            f"{type_name(check.expected)}, actual type: {type(chunk).__qualname__}"
+        )
+    return chunk
+
+
+def _check_condition_input(key: str, b: BranchRT, chunk: Any) -> Any:
+    assert b.check is not None
+    if not b.check(chunk):
+        raise RuntimeTypeError(
+            f"runtime type check fail on the input of branch[{key}]-[{b.idx}]'s condition: expected type: "
+            f"{type_name(b.branch.input_type)}, actual type: {type(chunk).__qualname__}"
+        )
+    return chunk
+
+
+async def route(self: GraphRun, src: int, out: Any) -> None:
+    """Post-handle ``src``'s output and route it along its edges and branches."""
+    t = self.t
+    if src < t.n:
+        node = t.nodes[src]
+        if node.post is not None or node.stream_post is not None:
+            out = await self._post(node, out)
+    succ = t.succ[src]
+    brs = t.branches[src]
+    if brs and src < t.n and not self.streaming:
+        vr = t.value_route[src]
+        if vr is not None:  # the common case: one branch choosing with a synchronous condition
+            condition, rt = vr
+            try:
+                chosen = condition(out)
+            except (BranchError, RuntimeTypeError, NodeRunError):
+                raise  # the condition read a stream that broke: the node that produced it is named already
+            except Exception as exc:
+                raise rt.branch.failed(exc, t.keys[src]) from exc
+            dst = rt.index_of.get(chosen, -1) if type(chosen) is str else -1
+            if dst < 0:
+                dst = rt.index_of[await rt.branch.settle(chosen, t.keys[src])]
+            self._deliver(src, dst, out)
+            return
+    if not brs:
+        if not succ:
+            await _close(out)
+        elif len(succ) == 1:
+            self._deliver(src, succ[0], out)
+        else:
+            copies = out.copy(len(succ)) if self.streaming else [out] * len(succ)
+            for s, v in zip(succ, copies, strict=True):
+                self._deliver(src, s, v)
+        return
+    key = t.keys[src]
+    chosen = []
+    if self.streaming:
+        copies = out.copy(len(succ) + len(brs) + 1)
+        for s, v in zip(succ, copies, strict=False):
+            self._deliver(src, s, v)
+        conds = copies[len(succ) : -1]
+        reserve = copies[-1]
+        for i, b in enumerate(brs):
+            if b.check is not None:  # checked chunk by chunk, as the condition (or its concat) reads
+                conds[i] = conds[i].map(partial(_check_condition_input, key, b))
+        try:
+            for i, b in enumerate(brs):
+                chosen.append(await b.branch.decide_stream(conds[i], key))
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                for c in conds[len(chosen) + 1 :]:
+                    await c.aclose()
+                await reserve.aclose()
+            raise
+        deliver, skipped = branch_targets(t, src, chosen)
+        if deliver:
+            for s, v in zip(deliver, reserve.copy(len(deliver)), strict=True):
+                self._deliver(src, s, v)
+        else:
+            await reserve.aclose()
+    else:
+        for s in succ:
+            self._deliver(src, s, out)
+        for b in brs:
+            if b.check is not None:
+                _check_condition_input(key, b, out)
+            chosen.append(await b.branch.decide_value(out, key))
+        deliver, skipped = branch_targets(t, src, chosen)
+        for s in deliver:
+            self._deliver(src, s, out)
+    if t.dag:
+        for s in skipped:
+            report(self, src, s, True)
+        if t.data_edges:  # chosen branch end nodes that took their data along a data-only edge
+            for s in {e for b, keys in zip(brs, chosen, strict=True) for k in keys for e in [b.index_of[k]]}:
+                if (src, s) in t.data_edges and (src, s) not in t.data_only:
+                    report(self, src, s, False)
+
+def deliver(self: GraphRun, src: int, dst: int, value: Any) -> None:
+    """Put ``value`` in ``dst``'s inbox from ``src`` (checked against the edge's type, chunk by chunk in a streaming
+    run); in a DAG run, report the edge delivered."""
+    t = self.t
+    check = t.checks.get((src, dst)) if t.checks else None
+    if check is not None:
+        if self.streaming:
+            value = value.map(partial(_check_chunk, check))
+        else:
+            _check_chunk(check, value)
+    box = self.inbox.get(dst)
+    if box is None:
+        self.inbox[dst] = {src: value}
+    else:
+        box[src] = value
+    if t.dag and not ((src, dst) in t.data_edges and (src, dst) not in t.data_only):
+        report(self, src, dst, False)  # a data edge to a branch end node: the branch's choice reports
