@@ -17,9 +17,12 @@ import pytest
 from compose._engine.scheduler import GraphRun
 from compose._engine.tables import CALLING, NOTHING
 from compose.errors import GraphInterrupt, MaxStepsExceededError, NodeRunError
+from compose.graph import END, START, Graph
+from compose.interrupt import interrupt
 from compose.stream import StreamReader, concat
 from tests.compose.helpers import drive, line, recording
 from tests.compose.test_graph_run import loop_graph
+from tests.compose.test_graph_state_callbacks import St
 
 pytestmark = pytest.mark.anyio
 
@@ -61,6 +64,34 @@ async def test_a_failing_node_is_named(anyio_backend: Any) -> None:
         await r.invoke(">")
     assert str(driven.value) == str(invoked.value)
     assert driven.value.node_path == ["b"] and isinstance(driven.value.__cause__, ValueError)
+
+
+async def test_a_node_that_interrupts_in_its_split_call_pauses_the_run(anyio_backend: Any) -> None:
+    async def review(x: str) -> str:
+        raise interrupt({"question": "ok?"})
+
+    r = line(("a", appender("a")), ("review", review)).compile(name="G")
+    with pytest.raises(GraphInterrupt) as driven:
+        await drive(r, ">")
+    with pytest.raises(GraphInterrupt) as invoked:
+        await r.invoke(">")
+    for info in (driven.value.info, invoked.value.info):
+        assert info.rerun_nodes == ["review"] and info.rerun_nodes_extra == {"review": {"question": "ok?"}}
+        (ctx,) = info.interrupt_contexts
+        assert ctx.address == "runnable:G;node:review" and ctx.is_root_cause
+
+
+async def test_a_failing_pre_handler_is_named_with_its_phase(anyio_backend: Any) -> None:
+    def bad_pre(x: str, st: St) -> str:
+        raise ValueError("no")
+
+    g = Graph[str, str](state=St)
+    g.add_lambda_node("a", appender("a"), pre_handler=bad_pre)
+    g.add_edge(START, "a")
+    g.add_edge("a", END)
+    with pytest.raises(NodeRunError, match="node pre handler failed: ValueError: no") as driven:
+        await drive(g.compile(), ">")
+    assert driven.value.node_path == ["a"] and driven.value.phase == "pre handler"
 
 
 async def test_an_interrupt_after_a_node_is_raised_at_the_next_superstep(anyio_backend: Any) -> None:
