@@ -41,8 +41,11 @@ from compose.checkpoint._history import (
     to_state,
     write_record,
 )
+from compose.checkpoint._protocol import _has
 from compose.checkpoint._snapshot import RunSnapshot, dump_value, load_value
 from compose.errors import (
+    CheckpointExistsError,
+    CheckpointNotFoundError,
     ComposeError,
     EmptyStreamError,
     GraphInterrupt,
@@ -380,6 +383,8 @@ async def open_history(
         await _copy_lineage(t, store, record, options.fork_id)
         rec.checkpoint_id = options.fork_id
         rec.head = (MAIN_BRANCH, record.step)
+        if rec.keep is not None:  # keep=N counts the fork's records, never the original's
+            rec.known = await list_records(store, options.fork_id)
     elif not record.interrupts and await store.get(history_key(checkpoint_id, branch, record.step + 1)) is None:
         # the tip of its branch (an edit's snapshot, a failed run's last step): continue that branch
         rec.branch, rec.head, rec.head_parent = branch, (branch, record.step), record.parent
@@ -427,11 +432,23 @@ async def start_lineage(rec: Recorder) -> None:
 
 
 async def _copy_lineage(t: Tables, store: Any, record: HistoryRecord, fork_id: str) -> None:
-    """Copy ``record`` and its ancestors under ``fork_id`` as its main branch."""
+    """Copy ``record`` and its ancestors under ``fork_id`` as its main branch; ``CheckpointExistsError`` (nothing
+    written) when ``fork_id`` already has a history or a saved checkpoint: a fork never overwrites a run."""
+    if _has(store, "list"):
+        held = len(await list_records(store, fork_id))
+    else:
+        held = int(await store.get(history_key(fork_id, MAIN_BRANCH, 0)) is not None)
+    if held:
+        raise CheckpointExistsError(record.checkpoint_id, fork_id, f"a history ({held} snapshot(s))")
+    if await store.get(fork_id) is not None:
+        raise CheckpointExistsError(record.checkpoint_id, fork_id, "a saved checkpoint (a paused run)")
     chain = [record]
     while chain[-1].parent is not None:
         b, s = chain[-1].parent
-        chain.append(await load_record(store, record.checkpoint_id, b, s, t.fingerprint))
+        try:
+            chain.append(await load_record(store, record.checkpoint_id, b, s, t.fingerprint))
+        except CheckpointNotFoundError:
+            break  # pruned (keep_history=N): the copy starts at the oldest record kept
     previous: tuple[str, int] | None = None
     for r in reversed(chain):
         copy = r.model_copy(update={"checkpoint_id": fork_id, "branch": MAIN_BRANCH, "parent": previous})
@@ -546,6 +563,13 @@ def _patch_state(run: GraphRun, patch: Mapping[str, Any], where: str) -> None:
     t = run.t
     if run.frame is None:
         raise StateUpdateError(f"{where}: graph '{t.name}' has no state to patch")
+    bad = [k for k in patch if not isinstance(k, str)] if isinstance(patch, Mapping) else None
+    if bad is None or bad:
+        got = type(patch).__qualname__ if bad is None else f"the key(s) {bad!r}"
+        raise StateUpdateError(
+            f"{where}: state= must be a mapping of field names (str) to values, a patch of the state of graph "
+            f"'{t.name}'; got {got}"
+        )
     current = dump_value(t.state_type, run.frame.state, f"the state of graph '{t.name}'")
     if not isinstance(current, dict):
         raise StateUpdateError(f"{where}: the state of graph {t.name!r} is not a record of fields to patch")

@@ -18,6 +18,7 @@ import pytest
 
 from compose.checkpoint import (
     CheckpointError,
+    CheckpointExistsError,
     CheckpointNotFoundError,
     InMemoryCheckPointStore,
     PostgresCheckPointStore,
@@ -73,7 +74,8 @@ def line(n: int, ran: list[str], **compile_opts: Any) -> Any:
         prev = f"n{i}"
     g.add_edge(prev, END)
     compile_opts.setdefault("checkpoint_store", InMemoryCheckPointStore())
-    return g.compile(name="line", keep_history=True, **compile_opts)
+    compile_opts.setdefault("keep_history", True)
+    return g.compile(name="line", **compile_opts)
 
 
 def loop(ran: list[str]) -> Any:
@@ -222,6 +224,44 @@ async def test_fork_copies_the_prefix_under_a_new_id(anyio_backend: Any) -> None
     assert len(await r.get_state_history("k")) == 6  # the original is untouched
 
 
+async def test_a_fork_into_an_id_in_use_is_refused_and_writes_nothing(anyio_backend: Any) -> None:
+    ran: list[str] = []
+    store = InMemoryCheckPointStore()
+    r = line(3, ran, checkpoint_store=store)
+    await r.invoke(">", checkpoint_id="k")
+    await r.invoke("<", checkpoint_id="taken")
+    before = {key: await store.get(key) for key in await store.list()}
+    with pytest.raises(CheckpointExistsError, match=r"fork_id='taken'.*a history \(4 snapshot") as refused:
+        await r.invoke(None, checkpoint_id="k", from_step=1, fork_id="taken")
+    assert (refused.value.reason, refused.value.checkpoint_id, refused.value.fork_id) == ("exists", "k", "taken")
+    with pytest.raises(CheckpointExistsError, match="fork_id='k'"):  # into itself
+        await r.invoke(None, checkpoint_id="k", from_step=1, fork_id="k")
+    with pytest.raises(CheckpointExistsError, match="fork_id='taken'"):
+        await r.update_state("k", 1, as_node="n2", output="X", fork_id="taken")
+    g = Graph[str, str](state=Log)  # a paused run without history: its live checkpoint only
+    g.add_lambda_node("a", tagger("a", ran))
+    g.add_edge(START, "a")
+    g.add_edge("a", END)
+    with pytest.raises(GraphInterrupt):
+        await g.compile(checkpoint_store=store, interrupt_before=["a"]).invoke(">", checkpoint_id="live")
+    assert await store.get("live") is not None and not await r.get_state_history("live")
+    before["live"] = await store.get("live")
+    with pytest.raises(CheckpointExistsError, match="a saved checkpoint"):
+        await r.invoke(None, checkpoint_id="k", from_step=1, fork_id="live")
+    assert {key: await store.get(key) for key in await store.list()} == before  # nothing written or changed
+    assert [s.output for s in await r.get_state_history("taken") if s.final] == ["<123"]
+
+
+async def test_a_fork_with_keep_history_n_never_prunes_the_original(anyio_backend: Any) -> None:
+    ran: list[str] = []
+    r = line(5, ran, keep_history=3)
+    await r.invoke(">", checkpoint_id="k")
+    assert [s.step for s in await r.get_state_history("k")] == [5, 4, 3]
+    assert await r.invoke(None, checkpoint_id="k", from_step=3, fork_id="f") == ">12345"
+    assert [s.step for s in await r.get_state_history("k")] == [5, 4, 3]  # the original's records are its own
+    assert [s.step for s in await r.get_state_history("f")] == [5, 4, 3]
+
+
 async def test_get_state(anyio_backend: Any) -> None:
     ran: list[str] = []
     r = line(3, ran)
@@ -291,6 +331,10 @@ async def test_update_state_errors_name_what_is_wrong(anyio_backend: Any) -> Non
         await r.update_state("k", 1, as_node="n2", output="x", state={"nope": 1})
     with pytest.raises(StateUpdateError, match="seen"):
         await r.update_state("k", 1, as_node="n2", output="x", state={"seen": 5})
+    with pytest.raises(StateUpdateError, match=r"state= must be a mapping .* got list"):
+        await r.update_state("k", 1, as_node="n2", output="x", state=["seen"])  # type: ignore[arg-type]
+    with pytest.raises(StateUpdateError, match=r"state= must be a mapping .* got the key\(s\) \[1\]"):
+        await r.update_state("k", 1, as_node="n2", output="x", state={1: []})  # type: ignore[dict-item]
     with pytest.raises(CheckpointNotFoundError, match="history step 7"):
         await r.update_state("k", 7, as_node="n2", output="x")
     assert {s.branch for s in await r.get_state_history("k")} == {"main"}  # nothing was written
