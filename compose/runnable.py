@@ -21,6 +21,7 @@ from compose._engine.options import CallOptions
 from compose._engine.resume import GRAPH_CHECKPOINT_KIND, claim_snapshot
 from compose._engine.run_callbacks import fail_early
 from compose._engine.scheduler import GraphRun
+from compose._engine.stepped import SteppedRun
 from compose._types import runtime_checker, type_name
 from compose.callbacks import RunInfo
 from compose.checkpoint import encode_checkpoint
@@ -175,13 +176,16 @@ class Runnable(Generic[I, O]):
         store = t.checkpoint_store
         checkpoint_id = options.checkpoint_id if not path else None
         owner = ""
-        make: Callable[..., GraphRun] = GraphRun
+        # a run whose steps are watched settles each where it ends (``stepped``); a plain run pays nothing for it
+        make: Callable[..., GraphRun] = SteppedRun if options.step_watch is not None and not path else GraphRun
+        recorded = False
         try:
             if checkpoint_id is not None:
                 if store is None:
                     raise GraphRunError("receive checkpoint id but have not set checkpoint store")
                 if t.keep_history is not None:  # a recorded run (the only path history costs anything on)
                     make, checkpoint_id, restore = await open_recorded(t, store, checkpoint_id, options, streaming)
+                    recorded = True
                 elif options.from_step is not None:
                     raise GraphRunError(
                         f"from_step= replays a run's history: graph '{t.name}' needs compile(keep_history=True)"
@@ -191,7 +195,7 @@ class Runnable(Generic[I, O]):
                     restore = await claim_snapshot(
                         t, store, checkpoint_id, owner, streaming=streaming, options=options
                     )
-                if make is not GraphRun:
+                if recorded:
                     await begin_lineage(make, restore, bool(owner))
             if check is not None and restore is None:
                 self._check_input(check[0])

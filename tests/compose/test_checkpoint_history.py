@@ -308,6 +308,32 @@ async def test_update_state_in_a_dag(anyio_backend: Any, paradigm: str) -> None:
     assert sorted(ran) == ["c", "d", "e"]
 
 
+@pytest.mark.parametrize("mode", ["any_predecessor", "all_predecessor"])
+async def test_an_edit_routed_to_end_is_the_final_snapshot_and_continuing_writes_nothing(
+    anyio_backend: Any, mode: str
+) -> None:
+    ran: list[str] = []
+    if mode == "all_predecessor":
+        r = diamond(ran)
+        await r.invoke(">", checkpoint_id="k")
+        edit = await r.update_state("k", 4, as_node="e", output="edited", state={"seen": ["x"]})
+    else:
+        r = line(3, ran)
+        await r.invoke(">", checkpoint_id="k")
+        edit = await r.update_state("k", 2, as_node="n3", output="edited", state={"seen": ["x"]})
+    assert edit.final and edit.next_nodes == () and edit.output == "edited" and edit.state == {"seen": ["x"]}
+    assert edit.node_outputs == ({"e": "edited"} if mode == "all_predecessor" else {"n3": "edited"})
+    before = await r.get_state_history("k")
+    ran.clear()
+    for _ in range(2):
+        assert await r.invoke(None, checkpoint_id="k", from_step=edit.step, branch=edit.branch) == "edited"
+        assert await concat(await r.stream(None, checkpoint_id="k", from_step=edit.step, branch=edit.branch)) == (
+            "edited"
+        )
+    assert ran == []  # no node ran
+    assert await r.get_state_history("k") == before  # and nothing more was written
+
+
 async def test_update_state_under_a_fork_id(anyio_backend: Any) -> None:
     ran: list[str] = []
     r = line(3, ran)
@@ -390,6 +416,29 @@ async def test_a_pause_is_a_snapshot_with_its_interrupts_and_the_resume_continue
     assert [s for s in history if s.interrupts] == [paused]
     # replaying the paused step resumes it (the interrupt does not fire again for the restored nodes)
     assert await r.invoke(None, checkpoint_id="k", from_step=paused.step) == out
+
+
+@pytest.mark.parametrize("mode", ["any_predecessor", "all_predecessor"])
+@pytest.mark.parametrize("paradigm", PARADIGMS)
+async def test_a_pause_before_a_node_keeps_what_the_step_that_ended_produced(
+    anyio_backend: Any, mode: str, paradigm: str
+) -> None:
+    ran: list[str] = []
+    if mode == "all_predecessor":
+        r = diamond(ran, interrupt_before=["d"])
+        produced = {"c": {"c": ">ac"}}  # the completion the pause came after (b's is the step before)
+    else:
+        r = line(3, ran, interrupt_before=["n2"])
+        produced = {"n1": ">1"}
+    with pytest.raises(GraphInterrupt):
+        await run(r, paradigm, ">", checkpoint_id="k")
+    paused = await r.get_state("k")
+    assert paused is not None and paused.interrupts
+    assert paused.node_outputs == produced
+    await run(r, paradigm, None, checkpoint_id="k")
+    history = list(reversed(await r.get_state_history("k")))
+    merged = {k: v for s in history for k, v in s.node_outputs.items()}
+    assert set(merged) == ({"a", "b", "c", "d", "e"} if mode == "all_predecessor" else {"n1", "n2", "n3"})
 
 
 async def test_resume_all_answers_every_open_interrupt(anyio_backend: Any) -> None:
