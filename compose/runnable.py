@@ -61,7 +61,8 @@ class Runnable(Generic[I, O]):
     * ``resume_all``: answer every open interrupt of the checkpoint with this one value ("approve all");
     * history (``compile(keep_history=...)``): ``from_step=k`` continues from snapshot ``k`` of ``branch``
       (``"main"`` when None) as a new branch of the same history, the input ignored (pass None); ``fork_id``
-      continues under a new checkpoint id instead, the history up to ``k`` copied there.
+      continues under a new checkpoint id instead, the history up to ``k`` copied there (an id that has a
+      history or a saved checkpoint already raises ``CheckpointExistsError``).
 
     Options naming nodes are checked before the run starts (``GraphRunError`` naming the unknown node).
     """
@@ -139,11 +140,13 @@ class Runnable(Generic[I, O]):
         and ``state`` (a patch of the state's fields) is applied through the state type. Continue with
         ``invoke(None, checkpoint_id=..., from_step=step + 1, branch=snap.branch)`` on the snapshot returned.
         ``fork_id`` writes it under a new checkpoint id (the history up to ``step`` copied), as its main branch.
+        An ``output`` routed to END makes it the final snapshot (continuing from it returns that output).
 
         Raises:
             StateUpdateError: ``as_node`` is not a node of the graph or does not run from that step; ``output``
                 is not of its output type; ``state`` does not fit the state type.
             CheckpointNotFoundError: the history has no such step.
+            CheckpointExistsError: ``fork_id`` has a history or a saved checkpoint already (nothing is written).
         """
         return await update_state(
             self, checkpoint_id, step, as_node=as_node, output=output, state=state, fork_id=fork_id, branch=branch
