@@ -192,7 +192,7 @@ class _Collector(CallbackHandler):
         and ``debug`` snapshot parts."""
         if run is not self.run:
             return
-        self.step = self.step + 1 if run.t.dag else run.steps  # a DAG step: one node completion
+        self.step = run.steps  # a DAG step: one node completion (``SteppedRun`` counts them)
         if "values" in self.modes:
             self.values(run)
         if "debug" in self.modes:
@@ -381,7 +381,7 @@ class _PartsReader(StreamReader[StreamPart]):
             assert isinstance(run, GraphRun)
             sink.run, sink.root = run, run.address
             pregel = not run.t.dag
-            sink.step = run.steps if pregel else 0
+            sink.step = run.steps
             done = False
             while not done:
                 done = await handle.step()  # a step's snapshot parts come as it is settled (``settled``)

@@ -3,10 +3,11 @@
 A plain Pregel run routes a superstep's outputs (post handlers, then edges and branches) at the start of the
 next superstep, so between two supersteps the state does not show the post handlers of the step that ran yet.
 A ``SteppedRun`` settles each step where it ends: a superstep's outputs are routed before the superstep returns
-(a DAG run routes each node completion as it happens, as every DAG run does). Then the step is over and
-``_settled`` says so: a recorded run writes its snapshot there (``history.RecordedRun``), a run watched with
-stream modes gives its ``values`` and debug ``snapshot`` parts there (``CallOptions.step_watch``). So both see
-the state after the step's post handlers, once per step.
+(a DAG run routes each node completion as it happens, as every DAG run does; a stepped one counts them in
+``steps``, which a plain DAG run leaves at 0). Then the step is over and ``_settled`` says so: a recorded run
+writes its snapshot there (``history.RecordedRun``), a run watched with stream modes gives its ``values`` and
+debug ``snapshot`` parts there (``CallOptions.step_watch``). So both see the state after the step's post
+handlers, once per step, numbered on across a pause and its resume.
 
 Plain runs are ``GraphRun``s: nothing here is on their path (``Runnable._open`` makes a ``SteppedRun`` only for
 a run with history or a ``step_watch``).
@@ -67,6 +68,8 @@ class SteppedRun(GraphRun):
     async def _finish(self, src: int, out: Any) -> None:
         await route(self, src, out)
         if self.t.dag:  # a DAG step: one node completion (or START's input), routed
+            if src != self.t.start:
+                self.steps += 1  # counted in the run (and its checkpoint), so a resumed run numbers on
             await self._settled([src])
 
     async def _settled(self, srcs: list[int]) -> None:

@@ -152,6 +152,29 @@ async def test_values_come_after_each_steps_post_handlers_as_the_history_holds_t
     assert [history[step] for step in snapshots] == values  # each part is the state of its step's snapshot
 
 
+@pytest.mark.parametrize("mode", ["any_predecessor", "all_predecessor"])
+async def test_values_and_snapshots_number_on_across_a_pause_and_its_resume(anyio_backend: Any, mode: str) -> None:
+    g = Graph[str, str](state=Log)
+    for key in ("a", "b", "c"):
+
+        async def node(x: str, key: str = key) -> str:
+            async with process_state(Log) as st:
+                st.seen.append(key)
+            return x + key
+
+        g.add_lambda_node(key, node)
+    for s, e in [(START, "a"), ("a", "b"), ("b", "c"), ("c", END)]:
+        g.add_edge(s, e)
+    r = g.compile(trigger_mode=mode, checkpoint_store=InMemoryCheckPointStore(), interrupt_before=["b"])
+    got: list[StreamPart] = []
+    with pytest.raises(GraphInterrupt):
+        async for p in await r.stream(">", stream_mode=["values", "debug"], checkpoint_id="k"):
+            got.append(p)
+    got += await parts(r, None, ["values", "debug"], checkpoint_id="k")
+    assert [p.data.seen for p in got if p.mode == "values"] == [["a"], ["a", "b"], ["a", "b", "c"]]
+    assert [p.data["step"] for p in got if p.mode == "debug" and p.data["type"] == "snapshot"] == [1, 2, 3]
+
+
 async def test_debug_parts(anyio_backend: Any) -> None:
     r = two_levels().compile()
     debug = [p.data for p in await parts(r, "q", "debug")]
