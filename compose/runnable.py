@@ -21,6 +21,7 @@ from compose._engine.options import CallOptions
 from compose._engine.resume import GRAPH_CHECKPOINT_KIND, claim_snapshot
 from compose._engine.run_callbacks import fail_early
 from compose._engine.scheduler import GraphRun
+from compose._engine.stepped import SteppedRun
 from compose._types import runtime_checker, type_name
 from compose.callbacks import RunInfo
 from compose.checkpoint import encode_checkpoint
@@ -60,7 +61,8 @@ class Runnable(Generic[I, O]):
     * ``resume_all``: answer every open interrupt of the checkpoint with this one value ("approve all");
     * history (``compile(keep_history=...)``): ``from_step=k`` continues from snapshot ``k`` of ``branch``
       (``"main"`` when None) as a new branch of the same history, the input ignored (pass None); ``fork_id``
-      continues under a new checkpoint id instead, the history up to ``k`` copied there.
+      continues under a new checkpoint id instead, the history up to ``k`` copied there (an id that has a
+      history or a saved checkpoint already raises ``CheckpointExistsError``).
 
     Options naming nodes are checked before the run starts (``GraphRunError`` naming the unknown node).
     """
@@ -138,11 +140,13 @@ class Runnable(Generic[I, O]):
         and ``state`` (a patch of the state's fields) is applied through the state type. Continue with
         ``invoke(None, checkpoint_id=..., from_step=step + 1, branch=snap.branch)`` on the snapshot returned.
         ``fork_id`` writes it under a new checkpoint id (the history up to ``step`` copied), as its main branch.
+        An ``output`` routed to END makes it the final snapshot (continuing from it returns that output).
 
         Raises:
             StateUpdateError: ``as_node`` is not a node of the graph or does not run from that step; ``output``
                 is not of its output type; ``state`` does not fit the state type.
             CheckpointNotFoundError: the history has no such step.
+            CheckpointExistsError: ``fork_id`` has a history or a saved checkpoint already (nothing is written).
         """
         return await update_state(
             self, checkpoint_id, step, as_node=as_node, output=output, state=state, fork_id=fork_id, branch=branch
@@ -175,13 +179,16 @@ class Runnable(Generic[I, O]):
         store = t.checkpoint_store
         checkpoint_id = options.checkpoint_id if not path else None
         owner = ""
-        make: Callable[..., GraphRun] = GraphRun
+        # a run whose steps are watched settles each where it ends (``stepped``); a plain run pays nothing for it
+        make: Callable[..., GraphRun] = SteppedRun if options.step_watch is not None and not path else GraphRun
+        recorded = False
         try:
             if checkpoint_id is not None:
                 if store is None:
                     raise GraphRunError("receive checkpoint id but have not set checkpoint store")
                 if t.keep_history is not None:  # a recorded run (the only path history costs anything on)
                     make, checkpoint_id, restore = await open_recorded(t, store, checkpoint_id, options, streaming)
+                    recorded = True
                 elif options.from_step is not None:
                     raise GraphRunError(
                         f"from_step= replays a run's history: graph '{t.name}' needs compile(keep_history=True)"
@@ -191,7 +198,7 @@ class Runnable(Generic[I, O]):
                     restore = await claim_snapshot(
                         t, store, checkpoint_id, owner, streaming=streaming, options=options
                     )
-                if make is not GraphRun:
+                if recorded:
                     await begin_lineage(make, restore, bool(owner))
             if check is not None and restore is None:
                 self._check_input(check[0])

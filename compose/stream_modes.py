@@ -4,9 +4,10 @@ The parts come from the callback mechanism, live: a callback handler turns node 
 they happen, node output streams are observed as they are read (``wrap_stream_output``, no copy), and the
 reader takes the parts as they are queued. Modes:
 
-* ``"values"``: the top graph's state after each step (graphs with state), and once more at the end. A Pregel
-  step is a superstep; a DAG step is one node completion (as the history numbers them). A node's post handler
-  runs as its output is routed, after its step's part: its changes show in the next part;
+* ``"values"``: the top graph's state after each step (graphs with state), once per step, after the step's
+  post handlers ran (the state its history snapshot holds). A Pregel step is a superstep; a DAG step is one node
+  completion (as the history numbers them). A run that ends without a step of its own (a resumed run ending
+  where it paused) gives its state once at the end;
 * ``"updates"``: ``{node: output}`` as each node finishes (a streamed output once its stream has been read to
   its end; one closed before its end gives no part);
 * ``"messages"``: ``(chunk, {"node": key, "namespace": ns})`` for every chat model token anywhere in the run, as
@@ -40,7 +41,7 @@ import copy
 from collections import deque
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import anyio
@@ -144,6 +145,7 @@ class _Collector(CallbackHandler):
         self.queue: deque[StreamPart | _Streamed | _Barrier] = deque()
         self.wake: anyio.Event | None = None  # the reader waits on it for the next item
         self.step = 0  # the top graph's snapshots taken so far
+        self.valued = False  # a values part was given (the end gives one only when no step did)
         self.run: GraphRun | None = None
         self.root = ""  # the top run's address: nodes of other runs (a runnable a node calls) are not its own
 
@@ -185,18 +187,21 @@ class _Collector(CallbackHandler):
         if "debug" in self.modes:
             self.add("debug", {"type": kind, "step": self.step + 1, "node": node}, ns)
 
-    def snapshot(self, step: int) -> None:
-        """The top graph's step ``step`` is over: its ``values`` and ``debug`` snapshot parts."""
-        self.step = step
-        run = self.run
-        if "values" in self.modes and run is not None and run.frame is not None:
-            self.push(StreamPart("values", copy.deepcopy(run.frame.state)))
+    def settled(self, run: GraphRun) -> None:
+        """A step of the top graph is over, its post handlers run (``CallOptions.step_watch``): its ``values``
+        and ``debug`` snapshot parts."""
+        if run is not self.run:
+            return
+        self.step = run.steps  # a DAG step: one node completion (``SteppedRun`` counts them)
+        if "values" in self.modes:
+            self.values(run)
         if "debug" in self.modes:
-            self.push(StreamPart("debug", {"type": "snapshot", "step": step, "node": None}))
+            self.push(StreamPart("debug", {"type": "snapshot", "step": self.step, "node": None}))
 
-    def _completed(self, ns: tuple[str, ...]) -> None:
-        if not ns and self.run is not None and self.run.t.dag:
-            self.snapshot(self.step + 1)  # a DAG step: one node completion
+    def values(self, run: GraphRun) -> None:
+        if run.frame is not None:
+            self.valued = True
+            self.push(StreamPart("values", copy.deepcopy(run.frame.state)))
 
     async def on_start(self, run_info: RunInfo, input: Any) -> None:
         where = self._node(run_info)
@@ -217,7 +222,6 @@ class _Collector(CallbackHandler):
         self._debug("task_end", ns, node)
         if "updates" in self.modes:
             self.add("updates", {node: output}, ns)
-        self._completed(ns)
 
     async def wrap_stream_output(self, run_info: RunInfo, reader: StreamReader[Any]) -> StreamReader[Any]:
         where = self._node(run_info)
@@ -225,7 +229,6 @@ class _Collector(CallbackHandler):
             return reader
         ns, node = where
         self._debug("task_end", ns, node)
-        self._completed(ns)
         updates = "updates" in self.modes and (self.subgraphs or not ns)
         chat = run_info.component == "ChatModel" and "messages" in self.modes
         if not (updates or chat):
@@ -367,6 +370,7 @@ class _PartsReader(StreamReader[StreamPart]):
         handle = None
         try:
             options = CallOptions.parse({**opts, "callbacks": [*(opts.get("callbacks") or ()), sink]})
+            options = replace(options, step_watch=sink.settled)
             handle = await runnable._open(
                 source, streaming=True, options=options, path=(), info=runnable._info, check=self._check
             )
@@ -377,13 +381,11 @@ class _PartsReader(StreamReader[StreamPart]):
             assert isinstance(run, GraphRun)
             sink.run, sink.root = run, run.address
             pregel = not run.t.dag
+            sink.step = run.steps
             done = False
             while not done:
-                if pregel:
-                    sink.step = run.steps
-                done = await handle.step()
+                done = await handle.step()  # a step's snapshot parts come as it is settled (``settled``)
                 if pregel and not done:
-                    sink.snapshot(run.steps)
                     await sink.barrier()
             result = handle.result
             assert result is not None
@@ -395,8 +397,8 @@ class _PartsReader(StreamReader[StreamPart]):
                 if "output" in modes:
                     sink.push(StreamPart("output", chunk))
                     await sink.barrier()
-            if "values" in modes and run.frame is not None:
-                sink.push(StreamPart("values", copy.deepcopy(run.frame.state)))
+            if "values" in modes and not sink.valued:
+                sink.values(run)
         finally:
             with anyio.CancelScope(shield=True):
                 if result is not None:

@@ -7,6 +7,8 @@
 - ``scheduler``: ``GraphRun``, one run over the tables, with its two channel strategies, ``pregel`` (supersteps
   with a barrier) and ``dag`` (eager, with skip propagation);
 - ``resume``: pausing a run into a ``RunSnapshot`` and continuing from one;
+- ``stepped``: ``SteppedRun``, a run that settles each step where it ends (its post handlers run), for what
+  watches its steps: the history, stream modes;
 - ``history``: ``RecordedRun``, a run that keeps a snapshot per step (``compile(keep_history=)``), replaying from
   one, and ``update_state``;
 - ``options``: a call's options, checked against the tables before the run starts.

@@ -1,15 +1,17 @@
 """Recording a run's history, replaying from a step, editing a step (``compile(keep_history=...)``).
 
 A run of a graph compiled with ``keep_history`` and called with a ``checkpoint_id`` is a ``RecordedRun``: a
-``GraphRun`` whose routing hooks keep, for every value on an edge, its plain (concatenated) form, so that a
-snapshot can be taken between steps without reading a stream the run still needs. Runs without history are
-plain ``GraphRun``s: nothing here is on their path.
+``SteppedRun`` (each step settled where it ends; ``_settled`` writes its snapshot) whose routing hooks keep, for
+every value on an edge, its plain (concatenated) form, so that a snapshot can be taken between steps without
+reading a stream the run still needs. Runs without history are plain ``GraphRun``s: nothing here is on their
+path.
 
 Numbering (``compose.checkpoint._history``): step 0 is taken once START's input is routed, before any node
 runs. Pregel: step k once the outputs of superstep k are routed (post handlers run, successors' inboxes filled).
 DAG: step k once the k-th node completion is routed; nodes then in flight are recorded as ready with their
 input, so a replay from that step runs them again. A pause overwrites the step it happened at with the paused
-snapshot and its interrupts; the final record carries the output and has no next nodes.
+snapshot and its interrupts (keeping what that step's nodes produced); the final record carries the output and
+has no next nodes, also when it is an edit (``update_state``) whose output is routed to END.
 
 In a streaming run a recorded run concatenates each node's output stream where it is routed and passes a
 one-chunk stream on (what a pause does to the streams it saves): history costs streaming granularity between
@@ -25,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from compose._engine.pregel import pregel_step
+from compose._engine.dag import take_dag
 from compose._engine.resume import RERUN_SOURCE, interrupt_ids, open_interrupts, restore
 from compose._engine.scheduler import GraphRun
+from compose._engine.stepped import SteppedRun
 from compose._engine.tables import NOTHING
 from compose._types import runtime_checker, type_name
 from compose.checkpoint._history import (
@@ -41,8 +44,11 @@ from compose.checkpoint._history import (
     to_state,
     write_record,
 )
+from compose.checkpoint._protocol import _has
 from compose.checkpoint._snapshot import RunSnapshot, dump_value, load_value
 from compose.errors import (
+    CheckpointExistsError,
+    CheckpointNotFoundError,
     ComposeError,
     EmptyStreamError,
     GraphInterrupt,
@@ -158,10 +164,17 @@ class Recorder:
             {"id": c.id, "address": c.address, "info": dump_value(Any, c.info, "an interrupt's info")}
             for c in getattr(exc.info, "interrupt_contexts", ())
         ]
+        step = self.count if t.dag else run.steps
         outputs = {k: v for k, v in snap.pending if k in t.keys[: t.n]}
-        await self.write(run, self.count if t.dag else run.steps, outputs, snap=snap, interrupts=interrupts)
+        if self.head == (self.branch, step) and step in self.written:
+            # the pause overwrites the record of the step that just ended (a pause before the next nodes): it
+            # keeps what that step's nodes produced
+            outputs = {**self.head_outputs, **outputs}
+        await self.write(run, step, outputs, snap=snap, interrupts=interrupts)
 
-    async def write_final(self, run: GraphRun, output: Any) -> None:
+    async def write_final(self, run: GraphRun, output: Any, outputs: Mapping[str, Any] | None = None) -> HistoryRecord:
+        """The final record, with the run's ``output`` (plain); ``outputs``: what the last step's nodes produced
+        (by default, what the run routed to END)."""
         t = self.t
         state = run.frame.state if run.frame is not None else None
         snap = RunSnapshot(
@@ -170,10 +183,11 @@ class Recorder:
             has_state=run.frame is not None,
             state=dump_value(t.state_type, state, f"the state of graph '{t.name}'") if run.frame is not None else None,
         )
-        # DAG: the end overwrites the record of the last completion (it keeps what that node produced)
-        outputs = self.final_outputs if not t.dag else self.head_outputs if self.count in self.written else {}
+        if outputs is None:
+            # DAG: the end overwrites the record of the last completion (it keeps what that node produced)
+            outputs = self.final_outputs if not t.dag else self.head_outputs if self.count in self.written else {}
         data = dump_value(t.output_type, output, f"the output of graph '{t.name}'")
-        await self.write(run, self.count if t.dag else run.steps, outputs, snap=snap, final=True, output=data)
+        return await self.write(run, self.count if t.dag else run.steps, outputs, snap=snap, final=True, output=data)
 
 
 def capture(run: GraphRun, rec: Recorder) -> RunSnapshot:
@@ -244,7 +258,7 @@ def _boxes_of(t: Tables, snap: RunSnapshot) -> dict[int, dict[int, Any]]:
     return boxes
 
 
-class RecordedRun(GraphRun):
+class RecordedRun(SteppedRun):
     """A ``GraphRun`` that writes its history (see the module docstring)."""
 
     __slots__ = ("rec",)
@@ -295,30 +309,31 @@ class RecordedRun(GraphRun):
         finally:
             self._exit(tokens)
 
-    async def _pregel(self, fuse: bool = False, split: bool = False) -> Any:
-        """One superstep, its predecessors' outputs routed (and recorded) first (never split: a recorded run is
-        driven by ``step``, not from the caller's frame)."""
+    async def _settled(self, srcs: list[int]) -> None:
+        """A step is over (its post handlers run, its outputs routed): its snapshot (see the module docstring)."""
         rec = self.rec
         t = self.t
-        if self.pending and not (self.skip_before and self.rerun_restored):
-            srcs: list[int] = []
-            while self.pending:
-                src, out = self.pending.pop(0)
-                try:
-                    await self._finish(src, out)
-                except BaseException:
-                    await _close(out)
-                    raise
-                srcs.append(src)
+        if rec.editing:
+            return
+        if t.dag:
+            src = srcs[0]
+            rec.boxes.pop(src, None)
+            rec.started.discard(src)
+            if src == t.start:
+                if rec.head is None:
+                    await rec.write(self, 0, {})
+                return
+            rec.count += 1
+            await rec.write(self, rec.count, rec.dump_outputs([src]))
+        else:
+            for j in [j for j in rec.boxes if j not in self.inbox]:  # the inputs of nodes that ran
+                del rec.boxes[j]
             outputs = rec.dump_outputs(srcs)
             if t.end in self.inbox:
-                rec.final_outputs = outputs
+                rec.final_outputs = outputs  # the final record keeps them
             elif rec.head is None or self.steps > rec.head[1]:
                 await rec.write(self, self.steps, outputs)
-        out = await pregel_step(self, False)
-        for j in [j for j in rec.boxes if j not in self.inbox]:
-            del rec.boxes[j]
-        return out
+        await super()._settled(srcs)
 
     async def _exec(self, j: int, x: Any) -> Any:
         if self.t.dag:
@@ -331,20 +346,8 @@ class RecordedRun(GraphRun):
         return out
 
     async def _finish(self, src: int, out: Any) -> None:
-        rec = self.rec
-        t = self.t
-        rec.plain[src], out = await self._plain_of(src, out)
+        self.rec.plain[src], out = await self._plain_of(src, out)
         await super()._finish(src, out)
-        if not t.dag or rec.editing:
-            return
-        rec.boxes.pop(src, None)
-        rec.started.discard(src)
-        if src == t.start:
-            if rec.head is None:
-                await rec.write(self, 0, {})
-            return
-        rec.count += 1
-        await rec.write(self, rec.count, rec.dump_outputs([src]))
 
     def _deliver(self, src: int, dst: int, value: Any) -> None:
         super()._deliver(src, dst, value)
@@ -380,6 +383,8 @@ async def open_history(
         await _copy_lineage(t, store, record, options.fork_id)
         rec.checkpoint_id = options.fork_id
         rec.head = (MAIN_BRANCH, record.step)
+        if rec.keep is not None:  # keep=N counts the fork's records, never the original's
+            rec.known = await list_records(store, options.fork_id)
     elif not record.interrupts and await store.get(history_key(checkpoint_id, branch, record.step + 1)) is None:
         # the tip of its branch (an edit's snapshot, a failed run's last step): continue that branch
         rec.branch, rec.head, rec.head_parent = branch, (branch, record.step), record.parent
@@ -427,11 +432,23 @@ async def start_lineage(rec: Recorder) -> None:
 
 
 async def _copy_lineage(t: Tables, store: Any, record: HistoryRecord, fork_id: str) -> None:
-    """Copy ``record`` and its ancestors under ``fork_id`` as its main branch."""
+    """Copy ``record`` and its ancestors under ``fork_id`` as its main branch; ``CheckpointExistsError`` (nothing
+    written) when ``fork_id`` already has a history or a saved checkpoint: a fork never overwrites a run."""
+    if _has(store, "list"):
+        held = len(await list_records(store, fork_id))
+    else:
+        held = int(await store.get(history_key(fork_id, MAIN_BRANCH, 0)) is not None)
+    if held:
+        raise CheckpointExistsError(record.checkpoint_id, fork_id, f"a history ({held} snapshot(s))")
+    if await store.get(fork_id) is not None:
+        raise CheckpointExistsError(record.checkpoint_id, fork_id, "a saved checkpoint (a paused run)")
     chain = [record]
     while chain[-1].parent is not None:
         b, s = chain[-1].parent
-        chain.append(await load_record(store, record.checkpoint_id, b, s, t.fingerprint))
+        try:
+            chain.append(await load_record(store, record.checkpoint_id, b, s, t.fingerprint))
+        except CheckpointNotFoundError:
+            break  # pruned (keep_history=N): the copy starts at the oldest record kept
     previous: tuple[str, int] | None = None
     for r in reversed(chain):
         copy = r.model_copy(update={"checkpoint_id": fork_id, "branch": MAIN_BRANCH, "parent": previous})
@@ -533,7 +550,13 @@ async def update_state(
         await run._finish(j, _one(output) if run.streaming else output)
         if not t.dag:
             run.steps += 1
-        written = await rec.write(run, step + 1, rec.dump_outputs([j]))
+        rec.count = step + 1
+        if t.end in (run.ready if t.dag else run.inbox):  # routed to END (which wins): the run ends here
+            end = take_dag(run, t.end) if t.dag else run._take(t.end)
+            plain, _ = await run._plain_of(t.end, end)
+            written = await rec.write_final(run, plain, rec.dump_outputs([j]))
+        else:
+            written = await rec.write(run, step + 1, rec.dump_outputs([j]))
     finally:
         run._exit(tokens)
         await run._close_all()
@@ -546,6 +569,13 @@ def _patch_state(run: GraphRun, patch: Mapping[str, Any], where: str) -> None:
     t = run.t
     if run.frame is None:
         raise StateUpdateError(f"{where}: graph '{t.name}' has no state to patch")
+    bad = [k for k in patch if not isinstance(k, str)] if isinstance(patch, Mapping) else None
+    if bad is None or bad:
+        got = type(patch).__qualname__ if bad is None else f"the key(s) {bad!r}"
+        raise StateUpdateError(
+            f"{where}: state= must be a mapping of field names (str) to values, a patch of the state of graph "
+            f"'{t.name}'; got {got}"
+        )
     current = dump_value(t.state_type, run.frame.state, f"the state of graph '{t.name}'")
     if not isinstance(current, dict):
         raise StateUpdateError(f"{where}: the state of graph {t.name!r} is not a record of fields to patch")

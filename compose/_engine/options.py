@@ -46,6 +46,9 @@ class CallOptions:
     resume_all: Any = _UNSET
     # not a call option: set by GraphRun.set_pause_check for a driver deciding where its run may pause
     pause_check: Callable[[list[str], list[str]], bool] | None = None
+    # not a call option: told each time a step of the top graph is over, its post handlers run (a stream_mode
+    # reader's snapshots); the run is then a ``stepped.SteppedRun``
+    step_watch: Callable[[Any], None] | None = None
 
     @classmethod
     def parse(cls, opts: Mapping[str, Any]) -> CallOptions:
@@ -110,4 +113,4 @@ def _check_path(tables: Tables, path: tuple[str, ...], full: list[str]) -> None:
 
 
 _DEFAULT_OPTIONS = CallOptions()
-_OPTION_NAMES = frozenset(CallOptions.__dataclass_fields__) - {"pause_check"}
+_OPTION_NAMES = frozenset(CallOptions.__dataclass_fields__) - {"pause_check", "step_watch"}

@@ -182,8 +182,8 @@ class GraphRun:
             options.check(tables, top=True)  # recurses into sub-graphs: their runs need no check of their own
         self.gated = bool(tables.interrupt_before or options.external_interrupt is not None)
 
-    # one superstep (``pregel.pregel_step``); a method so that a recorded run (``history.RecordedRun``) can
-    # route and snapshot around it while a plain run pays nothing for that
+    # one superstep (``pregel.pregel_step``); a method so that a watched run (``stepped.SteppedRun``, a recorded
+    # one) can settle and snapshot around it while a plain run pays nothing for that
     _pregel = pregel_step
 
     def __repr__(self) -> str:
@@ -569,7 +569,7 @@ class GraphRun:
             await _close(out)
             raise NodeRunError([*self.path, node.key], exc, phase="post handler") from exc
 
-    # routing a node's output along its edges and branches (``routing``): methods, so that a recorded run
-    # (``history.RecordedRun``) can record what is routed
+    # routing a node's output along its edges and branches (``routing``): methods, so that a watched run
+    # (``stepped.SteppedRun``, ``history.RecordedRun``) can end a DAG step and record what is routed
     _finish = route
     _deliver = deliver

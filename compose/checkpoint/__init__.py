@@ -70,6 +70,7 @@ from compose.checkpoint._sqlite import SQLiteCheckPointStore
 from compose.errors import (
     CheckpointClaimedError,
     CheckpointError,
+    CheckpointExistsError,
     CheckpointNotFoundError,
     CheckpointStoreError,
     InterruptNotFoundError,
@@ -83,6 +84,7 @@ __all__ = [
     "CheckpointClaim",
     "CheckpointClaimedError",
     "CheckpointError",
+    "CheckpointExistsError",
     "CheckpointHeader",
     "CheckpointNotFoundError",
     "CheckpointStoreError",

@@ -46,6 +46,7 @@ derive from :class:`ComposeError`. Each area's classes live in a private module 
     │   ├── CheckpointError(ValueError)   a checkpoint cannot be read, trusted or resumed; ``.reason`` says why
     │   │   ├── CheckpointNotFoundError(LookupError)  a resume names a checkpoint id with nothing stored under it
     │   │   ├── CheckpointClaimedError    another run is resuming it: its holder and how old its claim is
+    │   │   ├── CheckpointExistsError     a fork names a checkpoint id that already has a history or a checkpoint
     │   │   └── InterruptNotFoundError(LookupError)   resume data names an interrupt id the checkpoint does not have
     │   ├── CheckpointStoreError          a checkpoint store's database failed; cause in ``__cause__``
     │   ├── PromptError(ValueError)       a chat template cannot produce its messages (compose.prompt)
@@ -69,6 +70,7 @@ from compose.errors._cassettes import CassetteError, CassetteMismatchError, Cass
 from compose.errors._checkpoints import (
     CheckpointClaimedError,
     CheckpointError,
+    CheckpointExistsError,
     CheckpointNotFoundError,
     CheckpointProblem,
     CheckpointStoreError,
@@ -122,6 +124,7 @@ __all__ = [
     "ChatModelError",
     "CheckpointClaimedError",
     "CheckpointError",
+    "CheckpointExistsError",
     "CheckpointNotFoundError",
     "CheckpointProblem",
     "CheckpointStoreError",

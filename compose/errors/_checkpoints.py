@@ -10,6 +10,7 @@ from compose.errors._base import ComposeError
 __all__ = [
     "CheckpointClaimedError",
     "CheckpointError",
+    "CheckpointExistsError",
     "CheckpointNotFoundError",
     "CheckpointProblem",
     "CheckpointStoreError",
@@ -28,6 +29,7 @@ CheckpointProblem = Literal[
     "claimed",
     "not_found",
     "unknown_interrupt",
+    "exists",
 ]
 
 
@@ -39,9 +41,10 @@ class CheckpointError(ComposeError, ValueError):
     ``"digest"`` (bytes changed after writing, or the wrong key), ``"fingerprint"`` (written by a different
     graph, or the graph's structure, node types or state type changed), ``"payload"`` (the payload, or a value
     in it, does not fit what the graph declares), ``"encode"`` (the payload cannot be serialised), ``"claimed"``
-    (another run is resuming it), ``"not_found"`` (nothing is stored under the id: :class:`CheckpointNotFoundError`)
-    or ``"unknown_interrupt"`` (resume data for an interrupt the checkpoint does not have:
-    :class:`InterruptNotFoundError`).
+    (another run is resuming it), ``"not_found"`` (nothing is stored under the id: :class:`CheckpointNotFoundError`),
+    ``"unknown_interrupt"`` (resume data for an interrupt the checkpoint does not have:
+    :class:`InterruptNotFoundError`) or ``"exists"`` (a fork names an id already in use:
+    :class:`CheckpointExistsError`).
     """
 
     def __init__(self, message: str, *, reason: CheckpointProblem) -> None:
@@ -105,6 +108,21 @@ class CheckpointNotFoundError(CheckpointError, LookupError):
             reason="not_found",
         )
         self.checkpoint_id = checkpoint_id
+
+
+class CheckpointExistsError(CheckpointError):
+    """A fork (``fork_id=`` of a replay or of ``update_state``) names a checkpoint id that already has a history
+    or a saved checkpoint: nothing is written (a fork never overwrites another run). ``reason`` is
+    ``"exists"``; ``.checkpoint_id`` is the id forked from, ``.fork_id`` the one refused."""
+
+    def __init__(self, checkpoint_id: str, fork_id: str, what: str) -> None:
+        super().__init__(
+            f"cannot fork checkpoint {checkpoint_id!r} into fork_id={fork_id!r}: that id already has {what}; "
+            "fork into a new id (or prune that one first)",
+            reason="exists",
+        )
+        self.checkpoint_id = checkpoint_id
+        self.fork_id = fork_id
 
 
 class InterruptNotFoundError(CheckpointError, LookupError):

@@ -18,6 +18,7 @@ import pytest
 
 from compose.checkpoint import (
     CheckpointError,
+    CheckpointExistsError,
     CheckpointNotFoundError,
     InMemoryCheckPointStore,
     PostgresCheckPointStore,
@@ -73,7 +74,8 @@ def line(n: int, ran: list[str], **compile_opts: Any) -> Any:
         prev = f"n{i}"
     g.add_edge(prev, END)
     compile_opts.setdefault("checkpoint_store", InMemoryCheckPointStore())
-    return g.compile(name="line", keep_history=True, **compile_opts)
+    compile_opts.setdefault("keep_history", True)
+    return g.compile(name="line", **compile_opts)
 
 
 def loop(ran: list[str]) -> Any:
@@ -222,6 +224,44 @@ async def test_fork_copies_the_prefix_under_a_new_id(anyio_backend: Any) -> None
     assert len(await r.get_state_history("k")) == 6  # the original is untouched
 
 
+async def test_a_fork_into_an_id_in_use_is_refused_and_writes_nothing(anyio_backend: Any) -> None:
+    ran: list[str] = []
+    store = InMemoryCheckPointStore()
+    r = line(3, ran, checkpoint_store=store)
+    await r.invoke(">", checkpoint_id="k")
+    await r.invoke("<", checkpoint_id="taken")
+    before = {key: await store.get(key) for key in await store.list()}
+    with pytest.raises(CheckpointExistsError, match=r"fork_id='taken'.*a history \(4 snapshot") as refused:
+        await r.invoke(None, checkpoint_id="k", from_step=1, fork_id="taken")
+    assert (refused.value.reason, refused.value.checkpoint_id, refused.value.fork_id) == ("exists", "k", "taken")
+    with pytest.raises(CheckpointExistsError, match="fork_id='k'"):  # into itself
+        await r.invoke(None, checkpoint_id="k", from_step=1, fork_id="k")
+    with pytest.raises(CheckpointExistsError, match="fork_id='taken'"):
+        await r.update_state("k", 1, as_node="n2", output="X", fork_id="taken")
+    g = Graph[str, str](state=Log)  # a paused run without history: its live checkpoint only
+    g.add_lambda_node("a", tagger("a", ran))
+    g.add_edge(START, "a")
+    g.add_edge("a", END)
+    with pytest.raises(GraphInterrupt):
+        await g.compile(checkpoint_store=store, interrupt_before=["a"]).invoke(">", checkpoint_id="live")
+    assert await store.get("live") is not None and not await r.get_state_history("live")
+    before["live"] = await store.get("live")
+    with pytest.raises(CheckpointExistsError, match="a saved checkpoint"):
+        await r.invoke(None, checkpoint_id="k", from_step=1, fork_id="live")
+    assert {key: await store.get(key) for key in await store.list()} == before  # nothing written or changed
+    assert [s.output for s in await r.get_state_history("taken") if s.final] == ["<123"]
+
+
+async def test_a_fork_with_keep_history_n_never_prunes_the_original(anyio_backend: Any) -> None:
+    ran: list[str] = []
+    r = line(5, ran, keep_history=3)
+    await r.invoke(">", checkpoint_id="k")
+    assert [s.step for s in await r.get_state_history("k")] == [5, 4, 3]
+    assert await r.invoke(None, checkpoint_id="k", from_step=3, fork_id="f") == ">12345"
+    assert [s.step for s in await r.get_state_history("k")] == [5, 4, 3]  # the original's records are its own
+    assert [s.step for s in await r.get_state_history("f")] == [5, 4, 3]
+
+
 async def test_get_state(anyio_backend: Any) -> None:
     ran: list[str] = []
     r = line(3, ran)
@@ -268,6 +308,32 @@ async def test_update_state_in_a_dag(anyio_backend: Any, paradigm: str) -> None:
     assert sorted(ran) == ["c", "d", "e"]
 
 
+@pytest.mark.parametrize("mode", ["any_predecessor", "all_predecessor"])
+async def test_an_edit_routed_to_end_is_the_final_snapshot_and_continuing_writes_nothing(
+    anyio_backend: Any, mode: str
+) -> None:
+    ran: list[str] = []
+    if mode == "all_predecessor":
+        r = diamond(ran)
+        await r.invoke(">", checkpoint_id="k")
+        edit = await r.update_state("k", 4, as_node="e", output="edited", state={"seen": ["x"]})
+    else:
+        r = line(3, ran)
+        await r.invoke(">", checkpoint_id="k")
+        edit = await r.update_state("k", 2, as_node="n3", output="edited", state={"seen": ["x"]})
+    assert edit.final and edit.next_nodes == () and edit.output == "edited" and edit.state == {"seen": ["x"]}
+    assert edit.node_outputs == ({"e": "edited"} if mode == "all_predecessor" else {"n3": "edited"})
+    before = await r.get_state_history("k")
+    ran.clear()
+    for _ in range(2):
+        assert await r.invoke(None, checkpoint_id="k", from_step=edit.step, branch=edit.branch) == "edited"
+        assert await concat(await r.stream(None, checkpoint_id="k", from_step=edit.step, branch=edit.branch)) == (
+            "edited"
+        )
+    assert ran == []  # no node ran
+    assert await r.get_state_history("k") == before  # and nothing more was written
+
+
 async def test_update_state_under_a_fork_id(anyio_backend: Any) -> None:
     ran: list[str] = []
     r = line(3, ran)
@@ -291,6 +357,10 @@ async def test_update_state_errors_name_what_is_wrong(anyio_backend: Any) -> Non
         await r.update_state("k", 1, as_node="n2", output="x", state={"nope": 1})
     with pytest.raises(StateUpdateError, match="seen"):
         await r.update_state("k", 1, as_node="n2", output="x", state={"seen": 5})
+    with pytest.raises(StateUpdateError, match=r"state= must be a mapping .* got list"):
+        await r.update_state("k", 1, as_node="n2", output="x", state=["seen"])  # type: ignore[arg-type]
+    with pytest.raises(StateUpdateError, match=r"state= must be a mapping .* got the key\(s\) \[1\]"):
+        await r.update_state("k", 1, as_node="n2", output="x", state={1: []})  # type: ignore[dict-item]
     with pytest.raises(CheckpointNotFoundError, match="history step 7"):
         await r.update_state("k", 7, as_node="n2", output="x")
     assert {s.branch for s in await r.get_state_history("k")} == {"main"}  # nothing was written
@@ -346,6 +416,29 @@ async def test_a_pause_is_a_snapshot_with_its_interrupts_and_the_resume_continue
     assert [s for s in history if s.interrupts] == [paused]
     # replaying the paused step resumes it (the interrupt does not fire again for the restored nodes)
     assert await r.invoke(None, checkpoint_id="k", from_step=paused.step) == out
+
+
+@pytest.mark.parametrize("mode", ["any_predecessor", "all_predecessor"])
+@pytest.mark.parametrize("paradigm", PARADIGMS)
+async def test_a_pause_before_a_node_keeps_what_the_step_that_ended_produced(
+    anyio_backend: Any, mode: str, paradigm: str
+) -> None:
+    ran: list[str] = []
+    if mode == "all_predecessor":
+        r = diamond(ran, interrupt_before=["d"])
+        produced = {"c": {"c": ">ac"}}  # the completion the pause came after (b's is the step before)
+    else:
+        r = line(3, ran, interrupt_before=["n2"])
+        produced = {"n1": ">1"}
+    with pytest.raises(GraphInterrupt):
+        await run(r, paradigm, ">", checkpoint_id="k")
+    paused = await r.get_state("k")
+    assert paused is not None and paused.interrupts
+    assert paused.node_outputs == produced
+    await run(r, paradigm, None, checkpoint_id="k")
+    history = list(reversed(await r.get_state_history("k")))
+    merged = {k: v for s in history for k, v in s.node_outputs.items()}
+    assert set(merged) == ({"a", "b", "c", "d", "e"} if mode == "all_predecessor" else {"n1", "n2", "n3"})
 
 
 async def test_resume_all_answers_every_open_interrupt(anyio_backend: Any) -> None:

@@ -120,7 +120,59 @@ async def test_values_after_each_step(anyio_backend: Any) -> None:
     for s, e in [(START, "a"), ("a", "b"), ("b", "c"), ("c", END)]:
         g.add_edge(s, e)
     values = await parts(g.compile(), ">", "values")
-    assert [p.data.seen for p in values] == [["a"], ["a", "b"], ["a", "b", "c"], ["a", "b", "c"]]
+    assert [p.data.seen for p in values] == [["a"], ["a", "b"], ["a", "b", "c"]]  # once per step
+
+
+@pytest.mark.parametrize("mode", ["any_predecessor", "all_predecessor"])
+async def test_values_come_after_each_steps_post_handlers_as_the_history_holds_them(
+    anyio_backend: Any, mode: str
+) -> None:
+    g = Graph[str, str](state=Log)
+    for key in ("a", "b", "c"):
+
+        async def node(x: str, key: str = key) -> str:
+            async with process_state(Log) as st:
+                st.seen.append(key)
+            return x + key
+
+        def post(out: str, st: Log, key: str = key) -> str:
+            st.seen.append(f"post {key}")
+            return out
+
+        g.add_lambda_node(key, node, post_handler=post)
+    for s, e in [(START, "a"), ("a", "b"), ("b", "c"), ("c", END)]:
+        g.add_edge(s, e)
+    r = g.compile(trigger_mode=mode, checkpoint_store=InMemoryCheckPointStore(), keep_history=True)
+    got = await parts(r, ">", ["values", "debug"], checkpoint_id="k")
+    values = [p.data.seen for p in got if p.mode == "values"]
+    assert values == [["a", "post a"], ["a", "post a", "b", "post b"], ["a", "post a", "b", "post b", "c", "post c"]]
+    snapshots = [p.data["step"] for p in got if p.mode == "debug" and p.data["type"] == "snapshot"]
+    assert snapshots == [1, 2, 3]
+    history = {s.step: s.state["seen"] for s in await r.get_state_history("k")}
+    assert [history[step] for step in snapshots] == values  # each part is the state of its step's snapshot
+
+
+@pytest.mark.parametrize("mode", ["any_predecessor", "all_predecessor"])
+async def test_values_and_snapshots_number_on_across_a_pause_and_its_resume(anyio_backend: Any, mode: str) -> None:
+    g = Graph[str, str](state=Log)
+    for key in ("a", "b", "c"):
+
+        async def node(x: str, key: str = key) -> str:
+            async with process_state(Log) as st:
+                st.seen.append(key)
+            return x + key
+
+        g.add_lambda_node(key, node)
+    for s, e in [(START, "a"), ("a", "b"), ("b", "c"), ("c", END)]:
+        g.add_edge(s, e)
+    r = g.compile(trigger_mode=mode, checkpoint_store=InMemoryCheckPointStore(), interrupt_before=["b"])
+    got: list[StreamPart] = []
+    with pytest.raises(GraphInterrupt):
+        async for p in await r.stream(">", stream_mode=["values", "debug"], checkpoint_id="k"):
+            got.append(p)
+    got += await parts(r, None, ["values", "debug"], checkpoint_id="k")
+    assert [p.data.seen for p in got if p.mode == "values"] == [["a"], ["a", "b"], ["a", "b", "c"]]
+    assert [p.data["step"] for p in got if p.mode == "debug" and p.data["type"] == "snapshot"] == [1, 2, 3]
 
 
 async def test_debug_parts(anyio_backend: Any) -> None:

@@ -247,8 +247,7 @@ async def test_dag_values_and_snapshots_after_each_node_completion(anyio_backend
         ("debug", {"type": "task_end", "step": 2, "node": "b"}),
         ("values", ["a", "b"]),
         ("debug", {"type": "snapshot", "step": 2, "node": None}),
-        ("values", ["a", "b"]),
-    ]
+    ]  # once per step: no repeat at the end
 
 
 @pytest.mark.parametrize("how", HOW)
