@@ -412,6 +412,32 @@ def test_dataset_errors_name_what_is_wrong(tmp_path: Path) -> None:
         Dataset("d", min_pass_rate=2)
 
 
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("bin.json", b"\xff\xfe{}", r"bin.json is not UTF-8 text: byte 0"),
+        ("deep.json", b"[" * 100_000 + b"]" * 100_000, r"deep.json is nested too deeply to be read as JSON"),
+        ("deep.yaml", b"[" * 5_000 + b"]" * 5_000, r"deep.yaml is nested too deeply to be read as YAML"),
+        ("rate.json", b'{"name": "d", "min_pass_rate": [1]}', r"rate.json: min_pass_rate must be a number"),
+        ("rate.yaml", b"name: d\nmin_pass_rate: high\n", r"rate.yaml: min_pass_rate must be a number"),
+        ("cases.json", b'{"name": "d", "cases": 5}', r"cases.json: 'cases' must be a list, got int"),
+        ("evals.yaml", b"name: d\nevaluators: {type: Contains}\n", r"evals.yaml: 'evaluators' must be a list"),
+        ("own.json", b'{"name": "d", "cases": [{"name": "a", "input": "q", "evaluators": 1}]}', r"cases\[0\]: 'eval"),
+        ("case.json", b'{"name": "d", "cases": [{"name": 5, "input": "q"}]}', r"case.json: cases\[0\]: a case needs"),
+        ("meta.yaml", b"name: d\ncases: [{name: a, input: q, metadata: 3}]\n", r"meta.yaml: cases\[0\]: case 'a'"),
+        ("mode.yaml", b"name: d\nevaluators: [{type: TrajectoryMatch, mode: 5}]\n", r"mode.yaml: evaluators\[0\]: T"),
+        ("keys.yaml", b"name: d\ncases: [{name: a, input: q, 1: 2}]\n", r"keys.yaml: cases\[0\]: needs name and input"),
+    ],
+)
+def test_a_bad_dataset_file_raises_a_dataset_error_naming_file_and_place(
+    tmp_path: Path, name: str, content: bytes, message: str
+) -> None:
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(DatasetError, match=message) as caught:
+        Dataset.from_file(tmp_path / name)
+    assert str(tmp_path / name) in str(caught.value)
+
+
 # --- a cassette for the dataset -----------------------------------------------------------------------------------
 
 
