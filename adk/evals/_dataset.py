@@ -234,7 +234,9 @@ class Dataset:
             concurrency: how many runs at once.
             repeat: runs per case; the report keeps each run and the mean of their scores.
             cassette: a ``compose.testing.cassette`` the runs record on or replay from (one file for the
-                dataset); opened for the evaluation unless it is open already.
+                dataset); opened for the evaluation unless it is open already. An agent not built by a function
+                given the cassette has its models and tools put on it for the evaluation (agents made of agents
+                too); what cannot be (a compiled graph, a model a middleware holds) raises ``CassetteError``.
             progress: show a progress bar (rich) on standard error; None (the default): when it is a terminal.
 
         Returns:
