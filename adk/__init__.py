@@ -78,9 +78,6 @@ from adk.middlewares import (
     ChatModelAgentContext,
     ModelWrapper,
     PatchToolCallsMiddleware,
-    SummarizationMiddleware,
-    Summarized,
-    ToolResultReductionMiddleware,
     send_event,
 )
 from adk.runner import AgentRun, Runner
@@ -89,6 +86,8 @@ from adk.telemetry import TELEMETRY_EVENT_NAMES, JSONLTraceWriter, TelemetryEven
 from compose._lazy import lazy_names as _lazy_names
 
 if typing.TYPE_CHECKING:
+    from adk.middlewares.reduction import ToolResultReductionMiddleware
+    from adk.middlewares.summarization import SummarizationMiddleware, Summarized
     from adk.sessions import (
         HistoryLimit,
         InMemorySessionStore,
@@ -106,6 +105,9 @@ else:
         __name__,
         {
             "HistoryLimit": "adk.sessions",
+            "SummarizationMiddleware": "adk.middlewares.summarization",
+            "Summarized": "adk.middlewares.summarization",
+            "ToolResultReductionMiddleware": "adk.middlewares.reduction",
             "InMemorySessionStore": "adk.sessions",
             "JSONActionChatModel": "compose.models.json_action",
             "PostgresSessionStore": "adk.sessions",

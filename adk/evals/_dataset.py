@@ -7,7 +7,7 @@ import importlib
 import inspect
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,23 +138,29 @@ class Dataset:
             raise DatasetError(f"{where}: a dataset is a mapping with name, evaluators and cases")
         unknown = set(data) - {"name", "cases", "evaluators", "min_pass_rate"}
         if unknown:
-            raise DatasetError(f"{where}: unknown fields {sorted(unknown)}")
+            raise DatasetError(f"{where}: unknown fields {sorted(unknown, key=str)}")
         name = data.get("name")
         if not isinstance(name, str) or not name:
             raise DatasetError(f"{where}: 'name' must be a non-empty string")
-        evaluators = [_evaluator(e, f"{where}: evaluators[{i}]") for i, e in enumerate(data.get("evaluators") or [])]
+        listed = _list(data, "evaluators", where)
+        evaluators = [_evaluator(e, f"{where}: evaluators[{i}]") for i, e in enumerate(listed)]
         cases = []
-        for i, c in enumerate(data.get("cases") or []):
+        for i, c in enumerate(_list(data, "cases", where)):
             here = f"{where}: cases[{i}]"
             if not isinstance(c, Mapping):
                 raise DatasetError(f"{here} is not a mapping")
             extra = set(c) - {"name", "input", "expected_output", "expected_tool_calls", "metadata", "evaluators"}
             if extra or "input" not in c:
-                raise DatasetError(f"{here}: needs name and input; unknown fields {sorted(extra)}")
-            own = [_evaluator(e, f"{here}.evaluators[{j}]") for j, e in enumerate(c.get("evaluators") or [])]
+                raise DatasetError(f"{here}: needs name and input; unknown fields {sorted(extra, key=str)}")
+            own = [_evaluator(e, f"{here}.evaluators[{j}]") for j, e in enumerate(_list(c, "evaluators", here))]
             fields = {k: v for k, v in c.items() if k != "evaluators"}
-            cases.append(Case(**fields, evaluators=own))
-        return cls(name, cases, evaluators, float(data.get("min_pass_rate", 1.0)))
+            with _at(here):
+                cases.append(Case(**fields, evaluators=own))
+        rate = data.get("min_pass_rate", 1.0)
+        if isinstance(rate, bool) or not isinstance(rate, int | float):
+            raise DatasetError(f"{where}: min_pass_rate must be a number in [0, 1], got {rate!r}")
+        with _at(where):
+            return cls(name, cases, evaluators, float(rate))
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> Dataset:
@@ -164,26 +170,35 @@ class Dataset:
             DatasetError: the file cannot be read or parsed, or its content is not a valid dataset.
         """
         p = Path(path)
+        suffix = p.suffix.lower()
+        if suffix not in (".yaml", ".yml", ".json"):
+            raise DatasetError(f"dataset file {p}: the suffix must be .yaml, .yml or .json")
         try:
             text = p.read_text(encoding="utf-8")
         except OSError as exc:
             raise DatasetError(f"cannot read dataset file {p}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"dataset file {p} is not UTF-8 text: byte {exc.start}: {exc.reason}") from None
+        kind = "JSON" if suffix == ".json" else "YAML"
         try:
-            if p.suffix.lower() in (".yaml", ".yml"):
+            if kind == "JSON":
+                data = json.loads(text)
+            else:
                 import yaml
 
                 data = yaml.safe_load(text)
-            elif p.suffix.lower() == ".json":
-                data = json.loads(text)
-            else:
-                raise DatasetError(f"dataset file {p}: the suffix must be .yaml, .yml or .json")
-        except ValueError as exc:
+        except RecursionError:
+            raise DatasetError(f"dataset file {p} is nested too deeply to be read as {kind}") from None
+        except ValueError as exc:  # json.JSONDecodeError: its message gives the line and column
             raise DatasetError(f"dataset file {p} is not valid JSON: {exc}") from None
         except Exception as exc:
-            if type(exc).__module__.startswith("yaml"):
+            if type(exc).__module__.startswith("yaml"):  # a YAMLError: its message gives the line and column
                 raise DatasetError(f"dataset file {p} is not valid YAML: {exc}") from None
             raise
-        return cls.from_data(data, str(p))
+        try:
+            return cls.from_data(data, f"dataset file {p}")
+        except RecursionError:
+            raise DatasetError(f"dataset file {p}: its data is nested too deeply") from None
 
     def to_file(self, path: str | os.PathLike[str]) -> None:
         """Save the dataset as YAML (``.yaml``/``.yml``) or JSON (``.json``), by the path's suffix."""
@@ -219,7 +234,9 @@ class Dataset:
             concurrency: how many runs at once.
             repeat: runs per case; the report keeps each run and the mean of their scores.
             cassette: a ``compose.testing.cassette`` the runs record on or replay from (one file for the
-                dataset); opened for the evaluation unless it is open already.
+                dataset); opened for the evaluation unless it is open already. An agent not built by a function
+                given the cassette has its models and tools put on it for the evaluation (agents made of agents
+                too); what cannot be (a compiled graph, a model a middleware holds) raises ``CassetteError``.
             progress: show a progress bar (rich) on standard error; None (the default): when it is a terminal.
 
         Returns:
@@ -344,9 +361,30 @@ def _evaluator(data: Any, where: str) -> Evaluator:
         raise DatasetError(f"{where}: {kind!r} is not an Evaluator class")
     try:
         evaluator: Evaluator = cls(**args)
-    except TypeError as exc:
+    except DatasetError as exc:
+        raise DatasetError(f"{where}: {exc}") from None
+    except (TypeError, ValueError) as exc:
         raise DatasetError(f"{where}: bad arguments for {kind}: {exc}") from None
     return evaluator
+
+
+def _list(data: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    """``data[key]`` as a list (absent or null: empty), or a DatasetError naming ``where`` and ``key``."""
+    value = data.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise DatasetError(f"{where}: '{key}' must be a list, got {type(value).__qualname__}")
+    return value
+
+
+@contextlib.contextmanager
+def _at(where: str) -> Iterator[None]:
+    """A DatasetError raised inside (by Case or Dataset checking their fields) names ``where`` too."""
+    try:
+        yield
+    except DatasetError as exc:
+        raise DatasetError(f"{where}: {exc}") from None
 
 
 @contextlib.asynccontextmanager

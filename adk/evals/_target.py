@@ -12,6 +12,7 @@ from typing import Any
 
 from adk.errors import DatasetError
 from adk.evals._evaluators import ToolCallRecord
+from adk.evals._on_cassette import put_on_cassette, refuse_graph
 from adk.runner import Runner
 from compose.runnable import Runnable
 from compose.schema import Message, user_message
@@ -38,31 +39,39 @@ class RunOutcome:
 async def open_target(target: Any, cassette: Any, stack: AsyncExitStack) -> Runner | Runnable[Any, Any]:
     """``target`` as a Runner or a Runnable. A function building one is called (with the cassette when it takes an
     argument); it may return an async context manager (``@asynccontextmanager`` around a ``yield agent``), entered
-    on ``stack`` so that what it opened (a model's HTTP client) is closed after the evaluation.
+    on ``stack`` so that what it opened (a model's HTTP client) is closed after the evaluation. With a cassette,
+    the agent's models (and, unless the function was given the cassette, its tools) are put on it for the
+    evaluation (``adk.evals._on_cassette``).
 
     Raises:
         TypeError: ``target`` is none of an agent, a Runner, a compiled graph, or a function returning one.
+        CassetteError: a cassette is given and a model of the target cannot be put on it.
     """
-    if isinstance(target, Runner | Runnable):
-        return target
-    if _is_agent(target):
-        return Runner(target)
-    if callable(target):
+    built_on_it = False
+    if isinstance(target, Runner | Runnable) or _is_agent(target):
+        built: Any = target
+    elif callable(target):
+        built_on_it = cassette is not None and _takes_an_argument(target)
         built = target(cassette) if _takes_an_argument(target) else target()
         if callable(getattr(built, "__aenter__", None)) and not _is_agent(built):
             built = await stack.enter_async_context(built)
-        if isinstance(built, Runner | Runnable):
-            return built
-        if _is_agent(built):
-            return Runner(built)
+        if not (isinstance(built, Runner | Runnable) or _is_agent(built)):
+            raise TypeError(
+                f"adk.evals: {getattr(target, '__qualname__', target)!r} returned {type(built).__qualname__}, not "
+                "an agent, a Runner or a compiled graph (Runnable)"
+            )
+    else:
         raise TypeError(
-            f"adk.evals: {getattr(target, '__qualname__', target)!r} returned {type(built).__qualname__}, not an "
-            "agent, a Runner or a compiled graph (Runnable)"
+            f"adk.evals: cannot evaluate {type(target).__qualname__}: give an agent, a Runner, a compiled graph "
+            "(Runnable), or a function returning one"
         )
-    raise TypeError(
-        f"adk.evals: cannot evaluate {type(target).__qualname__}: give an agent, a Runner, a compiled graph "
-        "(Runnable), or a function returning one"
-    )
+    runner = built if isinstance(built, Runner | Runnable) else Runner(built)
+    if cassette is not None:
+        if isinstance(runner, Runner):
+            stack.callback(put_on_cassette(runner.agent, cassette, built_on_it=built_on_it))
+        elif not built_on_it:
+            raise refuse_graph(cassette)
+    return runner
 
 
 def _is_agent(value: Any) -> bool:

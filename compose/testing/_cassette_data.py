@@ -18,13 +18,14 @@ import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 
-from compose.errors import CassetteError
-from compose.schema import Message, ToolInfo
+from compose.errors import CassetteError, ConcatError
+from compose.schema import Message, ToolInfo, concat_messages
 
 FORMAT_VERSION = 1
 REDACTED = "<redacted>"
@@ -35,9 +36,29 @@ DEFAULT_MATCH_ON = ("messages", "tools", "options")
 
 Kind = Literal["model", "tool"]
 
-# option and header names whose values are credentials, and values that look like one wherever they are
-_SECRET_KEY = re.compile(r"(?i)(api[-_]?key|authorization|auth[-_]?token|access[-_]?token|secret|password|cookie)")
-_SECRET_VALUE = re.compile(r"^(?:Bearer |Basic |sk-|sk_|xox[abp]-|ghp_|AKIA)\S+")
+# a key names a credential when, its separators dropped, it contains one of these, ends in "token" or in a kind
+# of key ("api_key", "privateKey", "X-Access-Key"), or has "auth" or "token" as a word ("x-auth", "token_type");
+# "max_tokens" and a bare "key" do not
+_SECRET_PARTS = ("secret", "password", "passwd", "passphrase", "apikey", "authorization", "credential", "cookie")
+_SECRET_KEY_END = re.compile(r"(?:token|(?:api|private|secret|access|signing|encryption|client|session|master)key)$")
+_SECRET_WORDS = frozenset({"auth", "token", "pwd"})
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+# values that look like a credential wherever they are
+_SECRET_VALUE = re.compile(
+    r"^(?:Bearer |Basic |sk-|sk_|xox[abp]-|ghp_|github_pat_|AKIA|-----BEGIN [A-Z ]*PRIVATE KEY)\S+"
+)
+
+
+def is_secret_key(name: str, extra: AbstractSet[str] = frozenset()) -> bool:
+    """Whether the value under ``name`` (an option, a header, a tool argument) is a credential: see the rules
+    above, case-insensitive; ``extra`` adds names (in lower case)."""
+    lower = name.lower()
+    if lower in extra:
+        return True
+    compact = re.sub(r"[^a-z0-9]", "", lower)
+    if any(part in compact for part in _SECRET_PARTS) or _SECRET_KEY_END.search(compact):
+        return True
+    return any(w.lower() in _SECRET_WORDS for w in _WORD.findall(name))
 
 
 @dataclass(slots=True)
@@ -54,23 +75,34 @@ class Interaction:
 
 def redact(value: Any, secret_keys: Iterable[str] = ()) -> Any:
     """``value`` (JSON data) with credentials replaced by ``"<redacted>"``: the values of keys that name one
-    (``api_key``, ``Authorization``, ``token``, ``secret``, ``password``, ``cookie``, and ``secret_keys``), and
-    strings that look like one (``Bearer ...``, ``sk-...``)."""
-    extra = {k.lower() for k in secret_keys}
+    (:func:`is_secret_key`: ``api_key``, ``Authorization``, ``token``, ``refresh_token``, ``private_key``,
+    ``password``, ``cookie``..., and ``secret_keys``), and strings that look like one (``Bearer ...``, ``sk-...``),
+    also inside strings holding a JSON object or array (a tool call's arguments), which are written again only
+    when something in them was redacted. Idempotent: redacting a redacted value changes nothing."""
+    extra = frozenset(k.lower() for k in secret_keys)
 
     def walk(v: Any) -> Any:
         if isinstance(v, dict):
-            return {
-                k: REDACTED if (_SECRET_KEY.search(k) or k.lower() in extra) and v[k] is not None else walk(v[k])
-                for k in v
-            }
+            return {k: REDACTED if v[k] is not None and is_secret_key(str(k), extra) else walk(v[k]) for k in v}
         if isinstance(v, list):
             return [walk(x) for x in v]
-        if isinstance(v, str) and _SECRET_VALUE.match(v):
-            return REDACTED
+        if isinstance(v, str):
+            if _SECRET_VALUE.match(v):
+                return REDACTED
+            if v[:1] in ("{", "["):
+                return _redact_json_text(v, walk)
         return v
 
     return walk(value)
+
+
+def _redact_json_text(text: str, walk: Any) -> str:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    redacted = walk(data)
+    return text if redacted == data else json.dumps(redacted, ensure_ascii=False)
 
 
 def jsonable(value: Any) -> Any:
@@ -78,8 +110,38 @@ def jsonable(value: Any) -> Any:
     return to_jsonable_python(value, fallback=str)
 
 
-def dump_message(msg: Message) -> dict[str, Any]:
-    return msg.model_dump(mode="json", exclude_defaults=True)
+def dump_message(msg: Message, secret_keys: Iterable[str] = ()) -> dict[str, Any]:
+    """``msg`` as JSON data, the arguments of its tool calls redacted (:func:`redact`)."""
+    data = msg.model_dump(mode="json", exclude_defaults=True)
+    if "tool_calls" in data:
+        data["tool_calls"] = redact(data["tool_calls"], secret_keys)
+    return data
+
+
+def dump_chunks(chunks: Sequence[Message], secret_keys: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Streamed chunks as JSON data, redacted. The arguments of a streamed tool call come in fragments sharing an
+    ``index``, where a credential may be split so that no fragment shows it: they are redacted whole, and when that
+    changes them, the call's first fragment carries the whole redacted arguments and the others none, so that the
+    chunks still concatenate to the redacted message."""
+    keys = tuple(secret_keys)
+    whole: dict[int, str] = {}
+    for chunk in chunks:
+        for call in chunk.tool_calls:
+            if call.index is not None:
+                whole[call.index] = whole.get(call.index, "") + call.function.arguments
+    redacted = {i: r for i, a in whole.items() if (r := redact(a, keys)) != a}
+    placed: set[int] = set()
+    out = []
+    for chunk in chunks:
+        data = chunk.model_dump(mode="json", exclude_defaults=True)
+        for n, (call, dumped) in enumerate(zip(chunk.tool_calls, data.get("tool_calls", ()), strict=True)):
+            if call.index is None:  # a whole call
+                data["tool_calls"][n] = redact(dumped, keys)
+            elif call.index in redacted:
+                dumped.setdefault("function", {})["arguments"] = "" if call.index in placed else redacted[call.index]
+                placed.add(call.index)
+        out.append(data)
+    return out
 
 
 def dump_tools(tools: Sequence[ToolInfo]) -> list[dict[str, Any]]:
@@ -102,16 +164,17 @@ def model_request(
 ) -> dict[str, Any]:
     """A model call as it is recorded (and matched); ``tools`` as :func:`dump_tools` gives them."""
     return {
-        "messages": [dump_message(m) for m in messages],
+        "messages": [dump_message(m, secret_keys) for m in messages],
         "tools": tools,
         "options": redact(jsonable(dict(options)), secret_keys),
         "model": model,
     }
 
 
-def tool_request(name: str, arguments: str) -> dict[str, Any]:
-    """A tool call as it is recorded: the tool's name and the arguments string as the model wrote it."""
-    return {"tool": name, "arguments": arguments}
+def tool_request(name: str, arguments: str, secret_keys: Iterable[str] = ()) -> dict[str, Any]:
+    """A tool call as it is recorded: the tool's name and the arguments string as the model wrote it (rewritten
+    only when credentials in it are redacted)."""
+    return {"tool": name, "arguments": redact(arguments, secret_keys)}
 
 
 def match_key(kind: Kind, request: Mapping[str, Any], match_on: Sequence[str]) -> str:
@@ -198,13 +261,16 @@ def encode(interactions: Sequence[Interaction]) -> str:
 
 
 def decode(text: str, where: str) -> list[Interaction]:
-    """The interactions of a cassette file's text.
+    """The interactions of a cassette file's text, each checked to be replayable.
 
     Raises:
-        CassetteError: the text is not a cassette (names ``where`` and what is wrong).
+        CassetteError: the text is not a cassette (names ``where`` and the place that is wrong:
+            ``interactions[3].response.chunks[1]``).
     """
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise CassetteError(f"cassette {where} is nested too deeply to be read") from None
     except ValueError as exc:
         raise CassetteError(f"cassette {where} is not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("pyeino_cassette") != FORMAT_VERSION:
@@ -227,5 +293,30 @@ def decode(text: str, where: str) -> list[Interaction]:
             raise CassetteError(
                 f"cassette {where}: interactions[{n}] is not an object with kind 'model' or 'tool', request, response"
             )
+        _check_response(item["kind"], item["response"], f"cassette {where}: interactions[{n}].response")
         out.append(Interaction(item["kind"], item["request"], item["response"]))
     return out
+
+
+def _check_response(kind: Kind, response: dict[str, Any], where: str) -> None:
+    """Raise a CassetteError naming the place unless ``response`` replays: a model's ``message`` (and its streamed
+    ``chunks``: a list of messages); a tool's ``result`` text (and its streamed ``chunks``: a list of texts)."""
+    chunks = response.get("chunks")
+    if chunks is not None and not isinstance(chunks, list):
+        raise CassetteError(f"{where}.chunks is {type(chunks).__qualname__}, not a list")
+    if kind == "model":
+        if "message" not in response:
+            raise CassetteError(f"{where} has no 'message'")
+        load_message(response["message"], f"{where}.message")
+        loaded = [load_message(chunk, f"{where}.chunks[{k}]") for k, chunk in enumerate(chunks or ())]
+        try:
+            if loaded:
+                concat_messages(loaded)
+        except ConcatError as exc:
+            raise CassetteError(f"{where}.chunks do not concatenate: {exc}") from None
+        return
+    if not isinstance(response.get("result"), str):
+        raise CassetteError(f"{where}.result is not a text")
+    for k, chunk in enumerate(chunks or ()):
+        if not isinstance(chunk, str):
+            raise CassetteError(f"{where}.chunks[{k}] is {type(chunk).__qualname__}, not a text")

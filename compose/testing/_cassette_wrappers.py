@@ -13,6 +13,7 @@ from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
 from compose.testing._cassette_data import (
     Interaction,
+    dump_chunks,
     dump_message,
     dump_tools,
     load_message,
@@ -64,7 +65,7 @@ class CassetteChatModel:
             return _recorded_message(found, self.cassette)
         seq = self.cassette.begin()
         answer = await self.inner.generate(messages, **opts)
-        self.cassette.record(seq, "model", request, {"message": dump_message(answer)})
+        self.cassette.record(seq, "model", request, {"message": dump_message(answer, self.cassette.secret_keys)})
         return answer
 
     async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
@@ -83,7 +84,8 @@ class CassetteChatModel:
 
         def done(chunks: list[Message]) -> None:
             whole = concat_messages(chunks) if chunks else Message(role="assistant")
-            response = {"chunks": [dump_message(c) for c in chunks], "message": dump_message(whole)}
+            keys = self.cassette.secret_keys
+            response = {"chunks": dump_chunks(chunks, keys), "message": dump_message(whole, keys)}
             self.cassette.record(seq, "model", request, response)
 
         return StreamReader.from_async_iterator(_Recorder(reader, done))
@@ -157,7 +159,7 @@ class _CassetteTool:
 
 class _InvokableCassetteTool(_CassetteTool):
     async def run(self, arguments: str) -> str:
-        request = tool_request(self.name, arguments)
+        request = tool_request(self.name, arguments, self.cassette.secret_keys)
         found = self.cassette.lookup("tool", request)
         if found is not None:
             return self._result(found)
@@ -169,7 +171,7 @@ class _InvokableCassetteTool(_CassetteTool):
 
 class _StreamableCassetteTool(_CassetteTool):
     async def stream(self, arguments: str) -> StreamReader[str]:
-        request = tool_request(self.name, arguments)
+        request = tool_request(self.name, arguments, self.cassette.secret_keys)
         found = self.cassette.lookup("tool", request)
         if found is not None:
             chunks = found.response.get("chunks")

@@ -22,9 +22,11 @@ with a diff against the nearest recorded request, naming the first field that di
 ``generate`` returns their concatenation; a whole answer streams as one chunk. The same holds for tools.
 
 **The file** is one JSON object with sorted keys, one interaction after another in the order the calls started
-(see ``compose.testing._cassette_data``). Credentials never reach it: option and header values under names such
-as ``api_key``, ``Authorization``, ``token``, ``secret`` (plus ``secret_keys=``), and strings that look like keys
-(``sk-...``, ``Bearer ...``), are written as ``"<redacted>"``. A model's own API key is not part of a call.
+(see ``compose.testing._cassette_data``). Credentials never reach it: values under names such as ``api_key``,
+``Authorization``, ``token``, ``refresh_token``, ``private_key``, ``secret``, ``password``, ``cookie`` (any case;
+plus ``secret_keys=``), in options and headers and in tool calls' arguments (also nested, also streamed), and
+strings that look like keys (``sk-...``, ``Bearer ...``), are written as ``"<redacted>"``; a replay sees them so
+(and matches them so). A model's own API key is not part of a call.
 
 A tool that pauses the run itself (``compose.interrupt``) or raises is not recorded: wrap the tools whose results
 you want replayed. An agent tool (``AgentTool``) is best left unwrapped with its agent's model and tools wrapped:
@@ -155,7 +157,7 @@ class Cassette:
                 f"cassette {self.path} does not exist and mode 'none' only replays: record it first "
                 "(mode 'once', or --cassette-mode=once under pytest)"
             )
-        loaded = decode(self.path.read_text(encoding="utf-8"), str(self.path)) if exists and self.mode != "all" else []
+        loaded = decode(self._read(), str(self.path)) if exists and self.mode != "all" else []
         self._replaying = self.mode in ("none", "new") or (self.mode == "once" and exists)
         self._recording = self.mode in ("all", "new") or (self.mode == "once" and not exists)
         self._kept = loaded if self.mode == "new" else []
@@ -167,6 +169,14 @@ class Cassette:
         self.replayed = self.recorded = 0
         self._open = True
         return self
+
+    def _read(self) -> str:
+        try:
+            return self.path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise CassetteError(f"cassette {self.path} is not UTF-8 text: byte {exc.start}: {exc.reason}") from None
+        except OSError as exc:
+            raise CassetteError(f"cannot read cassette {self.path}: {exc.strerror or exc}") from None
 
     def save(self) -> None:
         """Write the file now, if anything was recorded (mode ``"all"``: always); creates its directory."""

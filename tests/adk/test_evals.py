@@ -35,10 +35,11 @@ from adk.evals import (
 )
 from adk.evals.__main__ import main as cli
 from adk.runner import Runner
+from compose.errors import CassetteError
 from compose.models import ScriptedChatModel
 from compose.schema import FunctionCall, Message, ResponseMeta, ToolCall, ToolInfo, Usage
 from compose.stream import StreamReader
-from compose.testing import Cassette, cassette
+from compose.testing import Cassette, CassetteChatModel, cassette
 from compose.tools import tool
 
 pytestmark = pytest.mark.anyio
@@ -412,6 +413,32 @@ def test_dataset_errors_name_what_is_wrong(tmp_path: Path) -> None:
         Dataset("d", min_pass_rate=2)
 
 
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("bin.json", b"\xff\xfe{}", r"bin.json is not UTF-8 text: byte 0"),
+        ("deep.json", b"[" * 100_000 + b"]" * 100_000, r"deep.json is nested too deeply to be read as JSON"),
+        ("deep.yaml", b"[" * 5_000 + b"]" * 5_000, r"deep.yaml is nested too deeply to be read as YAML"),
+        ("rate.json", b'{"name": "d", "min_pass_rate": [1]}', r"rate.json: min_pass_rate must be a number"),
+        ("rate.yaml", b"name: d\nmin_pass_rate: high\n", r"rate.yaml: min_pass_rate must be a number"),
+        ("cases.json", b'{"name": "d", "cases": 5}', r"cases.json: 'cases' must be a list, got int"),
+        ("evals.yaml", b"name: d\nevaluators: {type: Contains}\n", r"evals.yaml: 'evaluators' must be a list"),
+        ("own.json", b'{"name": "d", "cases": [{"name": "a", "input": "q", "evaluators": 1}]}', r"cases\[0\]: 'eval"),
+        ("case.json", b'{"name": "d", "cases": [{"name": 5, "input": "q"}]}', r"case.json: cases\[0\]: a case needs"),
+        ("meta.yaml", b"name: d\ncases: [{name: a, input: q, metadata: 3}]\n", r"meta.yaml: cases\[0\]: case 'a'"),
+        ("mode.yaml", b"name: d\nevaluators: [{type: TrajectoryMatch, mode: 5}]\n", r"mode.yaml: evaluators\[0\]: T"),
+        ("keys.yaml", b"name: d\ncases: [{name: a, input: q, 1: 2}]\n", r"keys.yaml: cases\[0\]: needs name and input"),
+    ],
+)
+def test_a_bad_dataset_file_raises_a_dataset_error_naming_file_and_place(
+    tmp_path: Path, name: str, content: bytes, message: str
+) -> None:
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(DatasetError, match=message) as caught:
+        Dataset.from_file(tmp_path / name)
+    assert str(tmp_path / name) in str(caught.value)
+
+
 # --- a cassette for the dataset -----------------------------------------------------------------------------------
 
 
@@ -441,6 +468,77 @@ async def test_evaluate_on_a_cassette_records_then_replays(tmp_path: Path) -> No
         if c_exp["name"] != "fails":
             assert c_got == c_exp
     assert (replayed.cases[3].error or "").startswith("CassetteMismatchError: ")
+
+
+class Refuses(TripModel):
+    """A model that fails the test if a replay calls it."""
+
+    async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
+        raise AssertionError("a replay calls no model")
+
+
+calls_of_weather: list[str] = []
+
+
+@tool(name="get_weather")
+def counted_weather(city: str) -> str:
+    """Weather.
+
+    Args:
+        city: the city.
+    """
+    calls_of_weather.append(city)
+    return f"rain in {city}"
+
+
+def two_agents(model: Any) -> Any:
+    """A sequential agent of two agents, the first with an agent tool; every model is ``model``."""
+    from adk.agents import AgentTool, SequentialAgent
+
+    inner = ChatModelAgent("forecaster", "forecasts", "Forecast.", model, [counted_weather])
+    planner = ChatModelAgent("trip", "trips", "Plan.", model, [AgentTool(inner), counted_weather])
+    return SequentialAgent("pipeline", "plans", [planner, ChatModelAgent("notes", "notes", "Note.", model)])
+
+
+@pytest.mark.parametrize("make", [lambda m: ChatModelAgent("trip", "trips", "Plan.", m, [counted_weather]), two_agents])
+async def test_a_ready_agent_is_put_on_the_cassette_and_a_replay_calls_no_model(tmp_path: Path, make: Any) -> None:
+    path = tmp_path / "evals.json"
+    ds = Dataset("d", [Case("hz", "Weather in Hangzhou?"), Case("sz", "Weather in Suzhou?")], [Contains("umbrella")])
+    live = make(TripModel())
+    recorded = await ds.evaluate(live, cassette=cassette(path, "once"))
+    kinds = [i["kind"] for i in json.loads(path.read_text(encoding="utf-8"))["interactions"]]
+    assert all(c.error is None for c in recorded.cases) and {"model", "tool"} <= set(kinds)
+    calls_of_weather.clear()
+    ready = make(Refuses())
+    first = ready if isinstance(ready, ChatModelAgent) else ready.sub_agents[0].agent
+    model_before, tools_before = first.model, first.tools_config
+    replayed = await ds.evaluate(ready, cassette=cassette(path, "none"))
+    assert without_durations(replayed) == without_durations(recorded)
+    assert calls_of_weather == []  # the tools were replayed too
+    assert first.model is model_before and first.tools_config is tools_before  # put back after the evaluation
+    replayed = await ds.evaluate(lambda: make(Refuses()), cassette=cassette(path, "none"))  # the CLI's build()
+    assert without_durations(replayed) == without_durations(recorded)
+
+
+async def test_what_cannot_be_put_on_the_cassette_is_refused(tmp_path: Path) -> None:
+    from adk.chat_model.failover import ModelFailoverConfig
+
+    path = tmp_path / "evals.json"
+    ds = Dataset("d", [Case("hz", "Weather in Hangzhou?")], [Contains("umbrella")])
+    picked = ModelFailoverConfig(get_failover_model=lambda ctx: Refuses(), max_retries=1)
+    agent = ChatModelAgent("trip", "trips", "Plan.", Refuses(), [get_weather], model_failover=picked)
+    with pytest.raises(CassetteError, match=r"cannot put agent 'trip': the models its get_failover_model picks"):
+        await ds.evaluate(agent, cassette=cassette(path, "all"))
+    assert not isinstance(agent.model, CassetteChatModel)  # nothing was left wrapped
+
+    from compose import END, START, Graph
+
+    g = Graph[str, str]()
+    g.add_lambda_node("echo", lambda x: x)
+    g.add_edge(START, "echo")
+    g.add_edge("echo", END)
+    with pytest.raises(CassetteError, match="cannot put a compiled graph on cassette"):
+        await ds.evaluate(g.compile(), cassette=cassette(path, "all"))
 
 
 async def test_bad_targets_and_options() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from compose.errors import CassetteError, CassetteMismatchError, CassetteNotFoundError
 from compose.models import ScriptedChatModel
-from compose.schema import Message, ToolInfo, concat_messages, user_message
+from compose.schema import FunctionCall, Message, ToolCall, ToolInfo, concat_messages, user_message
 from compose.stream import StreamReader
 from compose.testing import Cassette, cassette
 from compose.tools import tool
@@ -370,3 +370,105 @@ async def test_messages_with_content_parts_record_match_and_replay(tmp_path: Pat
         with pytest.raises(CassetteMismatchError) as e:
             await model.generate([user_message("what is this?", parts=[TextPart(text="what is this?"), other])])
     assert e.value.field == "messages[0].parts[1].data"
+
+
+# --- credentials and tampered files -------------------------------------------------------------------------------
+
+SECRETS = ["tok-1", "refresh-2", "session-3", "-----BEGIN RSA PRIVATE KEY-----x", "pw-4", "sk-live-5", "c-6", "sec-7"]
+
+
+@tool
+def login(user: str, api_key: str, extra: dict[str, Any]) -> str:
+    """Log in.
+
+    Args:
+        user: who.
+        api_key: the key.
+        extra: more.
+    """
+    return f"hello {user}"
+
+
+async def test_no_credential_reaches_the_file_and_a_replay_matches_redacted(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    arguments = json.dumps(
+        {"user": "ann", "api_key": "sk-live-5", "extra": {"Refresh_Token": "refresh-2", "note": "window seat"}}
+    )
+    call = Message(
+        role="assistant", tool_calls=[ToolCall(id="c1", function=FunctionCall(name="login", arguments=arguments))]
+    )
+    extra_body = {"refresh_token": "refresh-2", "SessionToken": "session-3", "private_key": SECRETS[3]}
+    options = {
+        "token": "tok-1",
+        "extra_body": extra_body,
+        "Password": "pw-4",
+        "COOKIE": "c-6",
+        "client-secret": "sec-7",
+        "max_tokens": 64,
+    }
+    async with cassette(path, "all") as tape:
+        model = tape.wrap(ScriptedChatModel([call, call], chunk_size=3))
+        await model.generate(HI, **options)
+        streamed = concat_messages(await read(await model.stream([user_message("again")])))
+        assert streamed.tool_calls[0].function.arguments == arguments  # the live run sees the real arguments
+        assert await tape.wrap_tool(login).run(arguments) == "hello ann"  # type: ignore[attr-defined]
+    text = file_text(path)
+    for secret in SECRETS:
+        assert secret not in text
+    data = json.loads(text)["interactions"]
+    assert data[0]["request"]["options"]["max_tokens"] == 64  # a count of tokens is no credential
+    redacted = {"user": "ann", "api_key": "<redacted>", "extra": {"Refresh_Token": "<redacted>", "note": "window seat"}}
+    assert json.loads(data[2]["request"]["arguments"]) == redacted
+    assert data[0]["request"]["options"]["extra_body"] == dict.fromkeys(extra_body, "<redacted>")
+    async with cassette(path, "none") as tape:
+        model = tape.wrap(ScriptedChatModel([]))
+        answer = await model.generate(HI, **options)
+        (replayed,) = answer.tool_calls
+        assert json.loads(replayed.function.arguments) == redacted  # a replay sees what the file holds
+        chunks = await read(await model.stream([user_message("again")]))
+        assert json.loads(concat_messages(chunks).tool_calls[0].function.arguments) == redacted
+        tool = tape.wrap_tool(login)
+        assert await tool.run(replayed.function.arguments) == "hello ann"  # type: ignore[attr-defined]
+        assert await tool.run(arguments) == "hello ann"  # type: ignore[attr-defined]  # matched once redacted
+
+
+@pytest.mark.parametrize(
+    ("response", "place"),
+    [
+        ({"chunks": 5, "message": {"role": "assistant"}}, r"interactions\[0\]\.response\.chunks is int, not a list"),
+        ({"chunks": [{"role": 5}], "message": {"role": "assistant"}}, r"interactions\[0\]\.response\.chunks\[0\]"),
+        ({"message": "hi"}, r"interactions\[0\]\.response\.message: not a message"),
+        ({"chunks": []}, r"interactions\[0\]\.response has no 'message'"),
+    ],
+)
+async def test_a_tampered_model_answer_raises_a_cassette_error_naming_its_place(
+    tmp_path: Path, response: dict[str, Any], place: str
+) -> None:
+    path = tmp_path / "c.json"
+    async with cassette(path, "all") as tape:
+        await tape.wrap(ScriptedChatModel(["hi"])).generate(HI)
+    data = json.loads(file_text(path))
+    data["interactions"][0]["response"] = response
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(CassetteError, match=place) as caught:
+        async with cassette(path, "none") as tape:
+            await read(await tape.wrap(ScriptedChatModel([])).stream(HI))
+    assert str(path) in str(caught.value)
+
+
+def test_a_tampered_tool_result_or_an_unreadable_file_raises_a_cassette_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    for response, place in [
+        ({"result": 3}, r"interactions\[0\]\.response\.result is not a text"),
+        ({"result": "r", "chunks": [1]}, r"interactions\[0\]\.response\.chunks\[0\] is int, not a text"),
+    ]:
+        interaction = {"kind": "tool", "request": {"tool": "weather", "arguments": "{}"}, "response": response}
+        path.write_text(json.dumps({"pyeino_cassette": 1, "interactions": [interaction]}), encoding="utf-8")
+        with pytest.raises(CassetteError, match=place), cassette(path, "none"):
+            pass
+    path.write_bytes(b"\xff\xfe")
+    with pytest.raises(CassetteError, match="is not UTF-8 text"), cassette(path, "none"):
+        pass
+    path.write_text("[" * 100_000, encoding="utf-8")
+    with pytest.raises(CassetteError, match="nested too deeply"), cassette(path, "none"):
+        pass

@@ -124,3 +124,35 @@ print("networkx" in sys.modules)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == ["False", "DAG is invalid, has loop: a -> b -> a", "True"]
+
+
+def test_a_plain_agent_imports_no_deferred_module() -> None:
+    """Cold start: importing compose and adk and building an agent leaves the openai SDK, OpenTelemetry and the
+    built-in middlewares (filesystem, skills, summarization...) unimported until first use."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, compose, adk\n"
+        "adk.Runner(adk.ChatModelAgent('c', 'd', model=compose.ScriptedChatModel(['x'])))\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    loaded = set(out.stdout.split())
+    deferred = {
+        "openai",
+        "opentelemetry",
+        "compose.models.openai_model",
+        "adk.middlewares.filesystem",
+        "adk.middlewares.agentsmd",
+        "adk.middlewares.skill",
+        "adk.middlewares.plantask",
+        "adk.middlewares.summarization",
+        "adk.middlewares.reduction",
+        "adk.middlewares.toolsearch",
+    }
+    assert not deferred & loaded
+    import adk
+
+    assert adk.SummarizationMiddleware.__module__ == "adk.middlewares.summarization"  # still reachable
