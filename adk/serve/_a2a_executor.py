@@ -42,7 +42,15 @@ from ag_ui.core import Interrupt, ResumeEntry
 from adk.errors import InterruptPendingError, WillRetryError
 from adk.events import AgentEvent, AgentInterruptInfo
 from adk.serve._run import ServedAgent, error_event
-from adk.serve._threads import APPROVAL_SCHEMA, ThreadRecord, describe, load_record, resume_targets, save_record
+from adk.serve._threads import (
+    APPROVAL_SCHEMA,
+    ThreadNotFoundError,
+    ThreadRecord,
+    describe,
+    open_thread,
+    resume_targets,
+    save_record,
+)
 from compose.errors import ComposeError
 from compose.schema import Message, concat_messages, user_message
 
@@ -194,8 +202,9 @@ class RunnerExecutor(AgentExecutor):
             )
             return
         else:
-            record = await load_record(served.checkpoints, context_id)
-            if record is not None and (record.owner != owner or record.agent != served.name):
+            try:
+                record = await open_thread(served.sessions, served.checkpoints, served.name, context_id, owner)
+            except ThreadNotFoundError:
                 await updater.reject(updater.new_agent_message([new_text_part(f"no context {context_id!r}")]))
                 return
             if record is None:

@@ -40,10 +40,12 @@ from adk.serve._messages import conversation, jsonable, new_input
 from adk.serve._threads import (
     ThreadRecord,
     checkpoint_id_for,
+    claim_branch,
     describe,
     forget,
     resume_targets,
     save_record,
+    session_taken,
 )
 from adk.sessions import SessionStore
 from compose.checkpoint import CheckPointStore
@@ -342,8 +344,12 @@ async def branch(served: ServedAgent, input: RunAgentInput, record: ThreadRecord
     session_id, turn = found
     if session_id == current and turn == (await served.sessions.load(current)).turns - 1:
         return current  # the parent is the last run: no branch
-    new = f"{thread_id}~{input.run_id}"
+    new, n = f"{thread_id}~{input.run_id}", 1
+    while await session_taken(served.sessions, served.checkpoints, new):  # a thread of that name exists already
+        n += 1
+        new = f"{thread_id}~{input.run_id}~{n}"
     await served.runner.fork(session_id, at_turn=turn + 1, new_session_id=new)
+    await claim_branch(served.checkpoints, new, thread_id, record)
     record.session = new
     await save_record(served.checkpoints, thread_id, record)
     return new

@@ -11,6 +11,13 @@ the session at that run's turn (``Runner.fork``) into a new session ``<thread id
 thread's current branch (``session``): "edit message k and regenerate". The older branch stays in its session,
 so a later run may branch from any run of either.
 
+Ownership (one rule, :func:`open_thread`, for every route and both front doors: AG-UI threads and A2A contexts).
+Thread ids and session ids share one namespace, so the rule covers every session a thread creates: a branch's
+session gets a claim (``pyeino.serve/branch/<session id>``: its thread, agent and principal) before anyone can
+name it, and an id is a thread only when it has a thread record owned by the asking principal and agent, or when
+it is new: an id without a record that names a branch or an existing session (one the server keeps no record
+of) is refused, as another principal's thread is ("not found").
+
 This module also turns pyeino's interrupt contexts into AG-UI ``Interrupt``s and AG-UI resume entries back
 into the Runner's resume targets.
 """
@@ -27,11 +34,13 @@ from ag_ui.core import Interrupt, ResumeEntry
 from adk.chat_model.approval import ApprovalDecision, ApprovalRequest
 from adk.errors import InterruptPendingError
 from adk.serve._client_tools import ClientToolCall
+from adk.sessions import SessionStore
 from compose.checkpoint import CheckPointStore
 from compose.errors import InterruptNotFoundError
 from compose.interrupt import InterruptCtx
 
 _PREFIX = "pyeino.serve/thread/"
+_BRANCH_PREFIX = "pyeino.serve/branch/"
 
 APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -120,6 +129,52 @@ async def save_record(store: CheckPointStore, thread_id: str, record: ThreadReco
 
 async def delete_record(store: CheckPointStore, thread_id: str) -> None:
     await forget(store, _PREFIX + thread_id)
+
+
+class ThreadNotFoundError(LookupError):
+    """An id the asking principal may not use as a thread (another's thread or branch, a session the server
+    keeps no record of); answered as "not found"."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"no thread {thread_id!r}")
+        self.thread_id = thread_id
+
+
+async def open_thread(
+    sessions: SessionStore, store: CheckPointStore, agent: str, thread_id: str, owner: str | None
+) -> ThreadRecord | None:
+    """The record of thread ``thread_id`` as ``owner`` may use it through ``agent``: None for a new thread
+    (see "Ownership" in the module docstring).
+
+    Raises:
+        ThreadNotFoundError: the thread is another principal's or agent's, or the id names a branch of a thread
+            or a session without a thread record.
+    """
+    record = await load_record(store, thread_id)
+    if record is not None:
+        if record.owner != owner or record.agent != agent:
+            raise ThreadNotFoundError(thread_id)
+        return record
+    if await store.get(_BRANCH_PREFIX + thread_id) or (await sessions.load(thread_id)).turns > 0:
+        raise ThreadNotFoundError(thread_id)
+    return None
+
+
+async def session_taken(sessions: SessionStore, store: CheckPointStore, session_id: str) -> bool:
+    """Whether ``session_id`` is a thread, a branch or a stored session already."""
+    if await store.get(_PREFIX + session_id) or await store.get(_BRANCH_PREFIX + session_id):
+        return True
+    return (await sessions.load(session_id)).turns > 0
+
+
+async def claim_branch(store: CheckPointStore, session_id: str, thread_id: str, record: ThreadRecord) -> None:
+    """Mark ``session_id`` as a branch of thread ``thread_id`` (owned as the thread is)."""
+    raw = {"thread": thread_id, "agent": record.agent, "owner": record.owner}
+    await store.set(_BRANCH_PREFIX + session_id, json.dumps(raw).encode())
+
+
+async def drop_branch(store: CheckPointStore, session_id: str) -> None:
+    await forget(store, _BRANCH_PREFIX + session_id)
 
 
 def _tool_call_of(address: str) -> str | None:
