@@ -29,6 +29,7 @@ from tests.serve.helpers import (
     live_server,
     one_round,
     only_interrupt,
+    parse_sse,
     payer,
     post_run,
     ran,
@@ -626,3 +627,73 @@ async def test_a_thread_whose_checkpoint_is_gone_is_not_paused() -> None:
         thread = await get_thread(client, thread_path("payer", "t"))
     assert again[-1]["type"] == "RUN_FINISHED" and again[-1]["outcome"]["type"] == "interrupt"
     assert [i["toolCallId"] for i in thread["interrupts"]] == ["p1"]
+
+
+async def test_cross_site_requests_are_refused() -> None:
+    """A page on another origin cannot run an agent as the signed-in user: a "simple" (text/plain) POST is 415,
+    a request from an origin neither the server's own nor in ``cors_origins`` 403 (AG-UI, A2A, DELETE), while the
+    server's own pages and the allowed origins go through."""
+
+    async def cookie(request: Any) -> str | None:
+        return request.cookies.get("session")
+
+    agent = ChatModelAgent("a", "answers", model=PolicyModel(lambda m: "hi"))
+    app = create_app(agent, auth=cookie, cors_origins=["https://app.example"], a2a=True)
+    with live_server(app) as live:
+        url, here = live.agui("a"), live.url
+        body = json.dumps(run_input("t", "r1", [user("u1", "Hi")]))
+        async with httpx.AsyncClient(cookies={"session": "alice"}) as client:
+            simple = await client.post(url, content=body, headers={"Content-Type": "text/plain", "Origin": here})
+            assert simple.status_code == 415 and "application/json" in simple.json()["error"]
+            formish = await client.post(
+                url, content=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
+            )
+            assert formish.status_code == 415
+            evil = {"Content-Type": "application/json", "Origin": "https://evil.example"}
+            assert (await client.post(url, content=body, headers=evil)).status_code == 403
+            jsonrpc = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}})
+            assert (await client.post(f"{here}/a2a/a/", content=jsonrpc, headers=evil)).status_code == 403
+            a2a_plain = {"Content-Type": "text/plain"}
+            assert (await client.post(f"{here}/a2a/a/", content=jsonrpc, headers=a2a_plain)).status_code == 415
+            assert (await client.delete(f"{here}/agents/a/threads/t", headers=evil)).status_code == 403
+            assert app.state.tracker.started == 0  # nothing ran
+            # the server's own page, an allowed origin and a client without Origin (not a browser) are served
+            for n, origin in enumerate(({"Origin": here}, {"Origin": "https://app.example"}, {})):
+                ok = json.dumps(run_input(f"t{n}", "r1", [user("u1", "Hi")]))
+                headers = {"Content-Type": "application/json", **origin}
+                async with client.stream("POST", url, content=ok, headers=headers) as response:
+                    assert response.status_code == 200
+                    events = parse_sse((await response.aread()).decode())
+                assert events[-1]["type"] == "RUN_FINISHED"
+            assert (await client.delete(f"{here}/agents/a/threads/t0", headers={"Origin": here})).status_code == 204
+
+
+async def test_only_a_non_empty_string_is_a_principal(caplog: pytest.LogCaptureFixture) -> None:
+    """An auth hook answering False, None or "" lets nobody in (401 on every route, A2A's too); an answer of
+    another type is the hook's bug: 401, and logged naming it."""
+    answers: dict[str, Any] = {"false": False, "none": None, "empty": "", "number": 42, "alice": "alice"}
+
+    async def auth(request: Any) -> Any:
+        return answers[request.headers.get("x-who", "none")]
+
+    app = create_app(ChatModelAgent("a", "answers", model=PolicyModel(lambda m: "hi")), auth=auth, a2a=True)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        jsonrpc = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}
+        for who in ("false", "none", "empty", "number"):
+            headers = {"x-who": who}
+            assert (
+                await client.post("/agents/a/agui", json=run_input("t", "r1", []), headers=headers)
+            ).status_code == 401
+            assert (await client.get("/agents/a/threads/t", headers=headers)).status_code == 401
+            assert (await client.get("/agents", headers=headers)).status_code == 401
+            assert (await client.post("/a2a/a/", json=jsonrpc, headers=headers)).status_code == 401
+        async with client.stream(
+            "POST", "/agents/a/agui", json=run_input("t", "r1", [user("u1", "Hi")]), headers={"x-who": "alice"}
+        ) as response:
+            events = parse_sse((await response.aread()).decode())
+        assert events[-1]["type"] == "RUN_FINISHED"
+        # the thread is alice's, not the principal "False"'s
+        assert (await client.get("/agents/a/threads/t", headers={"x-who": "false"})).status_code == 401
+    bugs = [r.getMessage() for r in caplog.records if "auth hook" in r.getMessage()]
+    assert bugs and all("42 (int)" in m for m in bugs)
