@@ -47,9 +47,11 @@ from adk.serve._threads import (
     ThreadNotFoundError,
     ThreadRecord,
     describe,
+    edited_calls,
     open_thread,
     resume_targets,
     save_record,
+    store_edits,
 )
 from compose.errors import ComposeError
 from compose.schema import Message, concat_messages, user_message
@@ -194,6 +196,8 @@ class RunnerExecutor(AgentExecutor):
             except (ValueError, InterruptPendingError) as exc:  # stays paused: ask again, saying what was wrong
                 await self._ask(updater, pending, problem=str(exc))
                 return
+            edits = edited_calls(pending, targets)
+            await store_edits(served.sessions, context_id, task_id, edits, wait=runner.session_wait)
             await updater.start_work()
             run: Any = runner.resume(task_id, targets)
         elif task is not None and task.status.state not in (TaskState.TASK_STATE_SUBMITTED, 0):

@@ -27,7 +27,16 @@ from adk.serve._client_tools import RequestExtras
 from adk.serve._durable import catch_up, durable_client, numbered
 from adk.serve._messages import conversation
 from adk.serve._run import ServedAgent, _state, _thread_messages, agui_run
-from adk.serve._threads import ThreadNotFoundError, ThreadRecord, delete_record, drop_branch, forget, open_thread
+from adk.serve._threads import (
+    ResumePayloadError,
+    ThreadNotFoundError,
+    ThreadRecord,
+    check_resume,
+    delete_record,
+    drop_branch,
+    forget,
+    open_thread,
+)
 from adk.sessions import InMemorySessionStore, SessionStore
 from compose.checkpoint import CheckPointStore, InMemoryCheckPointStore
 from compose.interrupt import ExternalInterrupt
@@ -155,6 +164,12 @@ class _Server:
             record = await self._thread(served, input.thread_id, owner)
         except ThreadNotFoundError as exc:
             return _error(404, str(exc))
+        if input.resume and record is not None:
+            try:
+                check_resume(record.pending(), input.resume)
+            except ResumePayloadError as exc:  # the client's mistake: one line, no traceback
+                logger.info("agent %r: run %r on thread %r refused: %s", name, input.run_id, input.thread_id, exc)
+                return _error(422, str(exc), field=exc.field, interruptId=exc.interrupt_id)
         encoder = EventEncoder(accept=accept)
         stop = ExternalInterrupt()
         frames = self._stream(served, input, record, owner, encoder, stop)

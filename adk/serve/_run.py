@@ -42,10 +42,12 @@ from adk.serve._threads import (
     checkpoint_id_for,
     claim_branch,
     describe,
+    edited_calls,
     forget,
     resume_targets,
     save_record,
     session_taken,
+    store_edits,
 )
 from adk.sessions import SessionStore
 from compose.checkpoint import CheckPointStore
@@ -188,6 +190,8 @@ async def _run(
 
                 raise InterruptPendingError(thread_id, [i.id for i in pending])
             targets = resume_targets(thread_id, pending, input.resume)
+            edits = edited_calls(pending, targets)
+            await store_edits(served.sessions, session_id, record.checkpoint_id, edits, wait=runner.session_wait)
         messages = await _thread_messages(served, session_id, record.checkpoint_id)
         yield MessagesSnapshotEvent(messages=conversation(thread_id, messages))
         run: Any = runner.resume(record.checkpoint_id, targets)

@@ -4,6 +4,7 @@ client tools, errors and multi-agent runs, each stream checked by AG-UI's own va
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -30,6 +31,7 @@ from tests.serve.helpers import (
     one_round,
     only_interrupt,
     parse_sse,
+    pay,
     payer,
     post_run,
     ran,
@@ -586,19 +588,50 @@ async def test_the_app_runs_on_the_test_loop_too() -> None:
     assert resumed[-1]["result"] == "Done." and ran == [("pay", "7")]
 
 
-async def test_bad_approval_payload(agent_app: Live) -> None:
+async def test_bad_approval_payload(agent_app: Live, caplog: pytest.LogCaptureFixture) -> None:
+    """A resume payload that does not fit its approval is the client's mistake: 422 naming the field, before
+    anything runs (the interrupt stays pending), and one log line without a traceback."""
+    caplog.set_level(logging.INFO, logger="adk.serve")
     url = agent_app.agui("payer")
     async with httpx.AsyncClient() as client:
         paused = await post_run(client, url, run_input("t-bad", "r1", [user("u1", "Pay invoice 7")]))
         pending = only_interrupt(paused)
-        bad = resolve(pending, {"approve": "yes"})
-        refused = await post_run(client, url, run_input("t-bad", "r2", [], resume=bad))
+        for payload, field in [
+            ({"approve": "yes"}, "resume[0].payload.approved"),
+            ({"approved": True, "editedArgs": "invoice 8"}, "resume[0].payload.editedArgs"),
+            ({"approved": True, "editedArgs": [8]}, "resume[0].payload.editedArgs"),
+            ("yes", "resume[0].payload"),
+        ]:
+            refused = await client.post(url, json=run_input("t-bad", "r2", [], resume=resolve(pending, payload)))
+            assert refused.status_code == 422, (payload, refused.text)
+            assert refused.json()["field"] == field and refused.json()["interruptId"] == pending["id"]
+            assert field in refused.json()["error"]
         thread = await get_thread(client, agent_app.thread_url("payer", "t-bad"))
-    valid(refused)
-    assert refused[-1]["type"] == "RUN_ERROR" and refused[-1]["code"] == "ValueError"
-    assert pending["id"] in refused[-1]["message"]
     assert [i["id"] for i in thread["interrupts"]] == [pending["id"]]  # still pending: nothing ran
     assert ran == []
+    refusals = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refusals) == 4 and not [r for r in caplog.records if r.exc_info]
+
+
+async def test_edited_arguments_are_stored_as_run() -> None:
+    """Approved with edits, the call that ran is what the thread, the resume's MESSAGES_SNAPSHOT and the model's
+    next call show (not the model's original arguments)."""
+    model = PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done."))
+    agent = ChatModelAgent("payer", "pays", "", model, tools=[pay], approval=lambda name, _args: name == "pay")
+    transport = httpx.ASGITransport(app=create_app(agent))
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        url = "/agents/payer/agui"
+        paused = await post_run(client, url, run_input("t", "r1", [user("u1", "Pay invoice 7")]))
+        resume = resolve(only_interrupt(paused), {"approved": True, "editedArgs": {"invoice": 8}})
+        resumed = await post_run(client, url, run_input("t", "r2", [], resume=resume))
+        thread = await get_thread(client, thread_path("payer", "t"))
+    valid(resumed)
+    assert ran == [("pay", "8")]
+    (snapshot,) = of(resumed, "MESSAGES_SNAPSHOT")
+    assert snapshot["messages"][-1]["toolCalls"][0]["function"]["arguments"] == '{"invoice": 8}'
+    assert thread["messages"][1]["toolCalls"][0]["function"]["arguments"] == '{"invoice": 8}'
+    seen, _ = model.calls[-1]
+    assert [c.function.arguments for m in seen for c in m.tool_calls] == ['{"invoice": 8}']
 
 
 def test_interrupt_reasons() -> None:
