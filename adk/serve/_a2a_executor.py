@@ -41,7 +41,7 @@ from ag_ui.core import Interrupt, ResumeEntry
 
 from adk.errors import InterruptPendingError, WillRetryError
 from adk.events import AgentEvent, AgentInterruptInfo
-from adk.serve._run import ServedAgent, error_event
+from adk.serve._run import ServedAgent, run_error
 from adk.serve._threads import (
     APPROVAL_SCHEMA,
     ThreadNotFoundError,
@@ -53,7 +53,6 @@ from adk.serve._threads import (
     save_record,
     store_edits,
 )
-from compose.errors import ComposeError
 from compose.schema import Message, concat_messages, user_message
 
 __all__ = ["RunnerExecutor", "resume_entries", "user_text"]
@@ -237,9 +236,8 @@ class RunnerExecutor(AgentExecutor):
                     if event.action is not None and event.action.interrupted is not None:
                         paused = event.action.interrupted
         except Exception as exc:
-            if not isinstance(exc, ComposeError):
-                logger.exception("agent %r: A2A task %r failed", self.served.name, updater.task_id)
-            error = error_event(exc)
+            where = f"agent {self.served.name!r}: A2A task {updater.task_id!r} in context {updater.context_id!r}"
+            error = run_error(exc, where)
             text = f"{error.code}: {error.message}"
             await updater.failed(
                 _data_message(updater, {"error": {"code": error.code, "message": error.message}}, text)

@@ -558,3 +558,28 @@ async def test_a_branch_is_not_another_principals_context(
         assert (await bob_http.get(f"{live.url}/agents/travel/threads/t~r3")).status_code == 404
     thread = (await http.get(f"{live.url}/agents/travel/threads/t")).json()
     assert [m["content"] for m in thread["messages"]][-2:] == ["London", "You said: my PIN is 1234 / London"]
+
+
+def leaky(messages: list[PyMessage]) -> PyMessage | str:
+    raise RuntimeError("cannot read /etc/pyeino/secret.toml line 3: api_key = 'sk-123'")
+
+
+async def test_a_model_exception_reaches_no_client(caplog: pytest.LogCaptureFixture) -> None:
+    """A failed task says where it failed and the error's class, never a model exception's text (the server log
+    has it, with the task and context ids)."""
+    agent = ChatModelAgent("leaky", "fails", "You answer.", PolicyModel(leaky))
+    with live_server(create_app(agent)) as live:
+        async with httpx.AsyncClient() as http:
+            client = await create_client(f"{live.url}/a2a/leaky/", ClientConfig(httpx_client=http))
+            responses = await collect(client, user_message(new_text_part("Hi")))
+    assert states(responses)[-1] == TaskState.TASK_STATE_FAILED
+    (error,) = get_data_parts(last_status(responses).status.message.parts)
+    assert error == {
+        "error": {
+            "code": "NodeRunError",
+            "message": "node [ChatModel] failed (RuntimeError); the server log has the details",
+        }
+    }
+    assert "secret" not in str(responses)
+    (logged,) = [r for r in caplog.records if r.levelname == "ERROR" and "A2A task" in r.getMessage()]
+    assert responses[0].task.id in logged.getMessage() and "secret.toml" in logged.getMessage()

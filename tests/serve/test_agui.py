@@ -293,9 +293,30 @@ async def test_error_is_run_error_without_traceback(agent_app: Live) -> None:
     valid(events)
     error = events[-1]
     assert error["type"] == "RUN_ERROR" and error["code"] == "ToolExecutionError"
-    assert "the weather service is down" in error["message"]
+    assert "tool 'broken' (call 'b1') failed (RuntimeError)" in error["message"]
+    assert "the weather service is down" not in error["message"]  # the tool's own text stays in the server log
     assert "Traceback" not in json.dumps(events) and "/" + "work" not in error["message"]
     assert of(events, "RUN_FINISHED") == []
+
+
+def leaky(messages: list[Message]) -> Message | str:
+    raise RuntimeError("cannot read /etc/pyeino/secret.toml line 3: api_key = 'sk-123'")
+
+
+async def test_a_model_exception_reaches_no_client(caplog: pytest.LogCaptureFixture) -> None:
+    """A model's exception text (paths, configuration) is the server log's, with the run and thread ids: the
+    client gets a typed code and a safe message."""
+    agent = ChatModelAgent("leaky", "fails", model=PolicyModel(leaky))
+    transport = httpx.ASGITransport(app=create_app(agent))
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        events = await post_run(client, "/agents/leaky/agui", run_input("t-l", "r-l", [user("u1", "Hi")]))
+    valid(events)
+    assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "NodeRunError"
+    assert events[-1]["message"] == "node [ChatModel] failed (RuntimeError); the server log has the details"
+    assert "secret" not in json.dumps(events)
+    (logged,) = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "'r-l'" in logged.getMessage() and "'t-l'" in logged.getMessage() and "secret.toml" in logged.getMessage()
+    assert logged.exc_info is not None
 
 
 async def test_state_snapshot_and_delta(agent_app: Live) -> None:
