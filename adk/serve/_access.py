@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["Auth", "RequestGuard", "principal_of"]
+__all__ = ["Auth", "RequestGuard", "principal", "principal_of"]
 
 logger = logging.getLogger("adk.serve")
 
