@@ -39,6 +39,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from adk.middlewares.base import AgentMiddleware
 from compose.interrupt import InterruptSignal, get_interrupt_state, get_resume_context
+from compose.schema import Message
+from compose.state import process_state
 from compose.stream import StreamReader
 from compose.tools.middleware import (
     InvokableToolEndpoint,
@@ -77,7 +79,8 @@ class ApprovalDecision(BaseModel):
     on a rejection). A mapping with the same fields is accepted too (e.g. decoded from an HTTP request).
 
     ``arguments`` (JSON text) approves with edits: the tool runs with these arguments instead of the model's
-    (a full replacement, not a merge; the model's call stays as it was in the conversation).
+    (a full replacement, not a merge); the agent's conversation then shows the call with these arguments, so
+    the model goes on from the call that ran.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -130,11 +133,32 @@ def _decide(needs_approval: ApprovalPredicate, inp: ToolInput) -> ApprovalDecisi
     raise InterruptSignal(request, state=interrupt_id, has_state=True, id=interrupt_id)
 
 
-def _edited(inp: ToolInput, decision: ApprovalDecision | None) -> ToolInput:
-    """The call as approved: with the decision's replacement arguments, if it has any."""
+async def _edited(inp: ToolInput, decision: ApprovalDecision | None) -> ToolInput:
+    """The call as approved: with the decision's replacement arguments, if it has any; the agent's conversation
+    (its state, checkpointed with the run) then shows the call with the arguments it ran with."""
     if decision is None or decision.arguments is None:
         return inp
+    from adk.chat_model.react import State
+    from compose.errors import StateError
+
+    try:
+        async with process_state(State) as st:
+            st.messages[:] = [_with_arguments(m, inp.call_id, decision.arguments) for m in st.messages]
+    except StateError:  # a ToolsNode outside an agent: no conversation to correct
+        pass
     return ToolInput(inp.name, decision.arguments, inp.call_id)
+
+
+def _with_arguments(message: Message, call_id: str, arguments: str) -> Message:
+    if not any(c.id == call_id for c in message.tool_calls):
+        return message
+    calls = [
+        c.model_copy(update={"function": c.function.model_copy(update={"arguments": arguments})})
+        if c.id == call_id
+        else c
+        for c in message.tool_calls
+    ]
+    return message.model_copy(update={"tool_calls": calls})
 
 
 class ApprovalMiddleware(AgentMiddleware):
@@ -154,7 +178,7 @@ class ApprovalMiddleware(AgentMiddleware):
         async def endpoint(inp: ToolInput) -> ToolOutput:
             decision = _decide(needs_approval, inp)
             if decision is None or decision.approved:
-                return await next(_edited(inp, decision))
+                return await next(await _edited(inp, decision))
             return ToolOutput(rejection_message(inp.name, decision.reason))
 
         return endpoint
@@ -165,7 +189,7 @@ class ApprovalMiddleware(AgentMiddleware):
         async def endpoint(inp: ToolInput) -> StreamToolOutput:
             decision = _decide(needs_approval, inp)
             if decision is None or decision.approved:
-                return await next(_edited(inp, decision))
+                return await next(await _edited(inp, decision))
             return StreamToolOutput(StreamReader.from_iterable((rejection_message(inp.name, decision.reason),)))
 
         return endpoint

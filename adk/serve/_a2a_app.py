@@ -36,6 +36,7 @@ from adk.agent import Agent
 from adk.runner import Runner
 from adk.serve._a2a_card import agent_card
 from adk.serve._a2a_executor import RunnerExecutor
+from adk.serve._access import RequestGuard, principal
 from adk.serve._run import ServedAgent
 from adk.sessions import SessionStore
 from compose.checkpoint import CheckPointStore
@@ -52,12 +53,12 @@ class _Authenticated:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self.auth is not None and scope.get("method") != "GET":
-            who = await self.auth(Request(scope))
+            who = await principal(self.auth, Request(scope))
             if who is None:
                 response = JSONResponse({"error": "not authenticated"}, status_code=401)
                 await response(scope, receive, send)
                 return
-            scope["user"] = SimpleUser(str(who))
+            scope["user"] = SimpleUser(who)
             scope["auth"] = AuthCredentials(["authenticated"])
         await self.app(scope, receive, send)
 
@@ -141,7 +142,9 @@ def a2a_app(
         session_store if session_store is not None else InMemorySessionStore(),
         checkpoint_store if checkpoint_store is not None else InMemoryCheckPointStore(),
     )
-    return a2a_server(served, auth=auth, url=url, task_store=task_store)
+    app = a2a_server(served, auth=auth, url=url, task_store=task_store)
+    app.add_middleware(RequestGuard)  # create_app guards its mounts itself
+    return app
 
 
 def a2a_mounts(agents: dict[str, ServedAgent], *, auth: Any, tracker: Any) -> list[Mount]:

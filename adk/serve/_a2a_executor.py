@@ -41,9 +41,18 @@ from ag_ui.core import Interrupt, ResumeEntry
 
 from adk.errors import InterruptPendingError, WillRetryError
 from adk.events import AgentEvent, AgentInterruptInfo
-from adk.serve._run import ServedAgent, error_event
-from adk.serve._threads import APPROVAL_SCHEMA, ThreadRecord, describe, load_record, resume_targets, save_record
-from compose.errors import ComposeError
+from adk.serve._run import ServedAgent, run_error
+from adk.serve._threads import (
+    APPROVAL_SCHEMA,
+    ThreadNotFoundError,
+    ThreadRecord,
+    describe,
+    edited_calls,
+    open_thread,
+    resume_targets,
+    save_record,
+    store_edits,
+)
 from compose.schema import Message, concat_messages, user_message
 
 __all__ = ["RunnerExecutor", "resume_entries", "user_text"]
@@ -186,6 +195,8 @@ class RunnerExecutor(AgentExecutor):
             except (ValueError, InterruptPendingError) as exc:  # stays paused: ask again, saying what was wrong
                 await self._ask(updater, pending, problem=str(exc))
                 return
+            edits = edited_calls(pending, targets)
+            await store_edits(served.sessions, context_id, task_id, edits, wait=runner.session_wait)
             await updater.start_work()
             run: Any = runner.resume(task_id, targets)
         elif task is not None and task.status.state not in (TaskState.TASK_STATE_SUBMITTED, 0):
@@ -194,8 +205,9 @@ class RunnerExecutor(AgentExecutor):
             )
             return
         else:
-            record = await load_record(served.checkpoints, context_id)
-            if record is not None and (record.owner != owner or record.agent != served.name):
+            try:
+                record = await open_thread(served.sessions, served.checkpoints, served.name, context_id, owner)
+            except ThreadNotFoundError:
                 await updater.reject(updater.new_agent_message([new_text_part(f"no context {context_id!r}")]))
                 return
             if record is None:
@@ -224,9 +236,8 @@ class RunnerExecutor(AgentExecutor):
                     if event.action is not None and event.action.interrupted is not None:
                         paused = event.action.interrupted
         except Exception as exc:
-            if not isinstance(exc, ComposeError):
-                logger.exception("agent %r: A2A task %r failed", self.served.name, updater.task_id)
-            error = error_event(exc)
+            where = f"agent {self.served.name!r}: A2A task {updater.task_id!r} in context {updater.context_id!r}"
+            error = run_error(exc, where)
             text = f"{error.code}: {error.message}"
             await updater.failed(
                 _data_message(updater, {"error": {"code": error.code, "message": error.message}}, text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from ag_ui.core import BaseEvent, RunAgentInput
@@ -22,11 +22,21 @@ from adk.agent import Agent, check_agent
 from adk.chat_model.agent import ChatModelAgent
 from adk.runner import Runner
 from adk.serve import _devui as devui
+from adk.serve._access import Auth, RequestGuard, principal
 from adk.serve._client_tools import RequestExtras
 from adk.serve._durable import catch_up, durable_client, numbered
 from adk.serve._messages import conversation
 from adk.serve._run import ServedAgent, _state, _thread_messages, agui_run
-from adk.serve._threads import ThreadRecord, delete_record, forget, load_record
+from adk.serve._threads import (
+    ResumePayloadError,
+    ThreadNotFoundError,
+    ThreadRecord,
+    check_resume,
+    delete_record,
+    drop_branch,
+    forget,
+    open_thread,
+)
 from adk.sessions import InMemorySessionStore, SessionStore
 from compose.checkpoint import CheckPointStore, InMemoryCheckPointStore
 from compose.interrupt import ExternalInterrupt
@@ -34,9 +44,6 @@ from compose.interrupt import ExternalInterrupt
 __all__ = ["Auth", "RunTracker", "create_app", "routes"]
 
 logger = logging.getLogger("adk.serve")
-
-Auth = Callable[[Request], Awaitable[Any]]
-"""``async (request) -> principal | None``: who is asking (None: nobody, answered 401)."""
 
 
 class RunTracker:
@@ -116,14 +123,11 @@ class _Server:
     async def principal(self, request: Request) -> tuple[bool, str | None]:
         if self.auth is None:
             return True, None
-        who = await self.auth(request)
-        return (who is not None), (str(who) if who is not None else None)
+        who = await principal(self.auth, request)
+        return who is not None, who
 
     async def _thread(self, served: ServedAgent, thread_id: str, owner: str | None) -> ThreadRecord | None:
-        record = await load_record(served.checkpoints, thread_id)
-        if record is not None and (record.owner != owner or record.agent != served.name):
-            raise LookupError(thread_id)
-        return record
+        return await open_thread(served.sessions, served.checkpoints, served.name, thread_id, owner)
 
     async def _body(self, request: Request) -> bytes | Response:
         declared = request.headers.get("content-length")
@@ -158,8 +162,14 @@ class _Server:
             return _error(422, f"invalid RunAgentInput: {field}: {first['msg']}", field=field)
         try:
             record = await self._thread(served, input.thread_id, owner)
-        except LookupError:
-            return _error(404, f"no thread {input.thread_id!r}")
+        except ThreadNotFoundError as exc:
+            return _error(404, str(exc))
+        if input.resume and record is not None:
+            try:
+                check_resume(record.pending(), input.resume)
+            except ResumePayloadError as exc:  # the client's mistake: one line, no traceback
+                logger.info("agent %r: run %r on thread %r refused: %s", name, input.run_id, input.thread_id, exc)
+                return _error(422, str(exc), field=exc.field, interruptId=exc.interrupt_id)
         encoder = EventEncoder(accept=accept)
         stop = ExternalInterrupt()
         frames = self._stream(served, input, record, owner, encoder, stop)
@@ -201,7 +211,7 @@ class _Server:
             return _error(401, "not authenticated")
         try:
             record = await self._thread(served, thread_id, owner)
-        except LookupError:
+        except ThreadNotFoundError:
             record = None
         if record is None:
             return _error(404, f"no thread {thread_id!r}")
@@ -211,6 +221,8 @@ class _Server:
         if request.method == "DELETE":
             for branch in {thread_id, session_id, *(s for s, _ in record.runs.values())}:
                 await served.sessions.delete(branch)
+                if branch != thread_id:
+                    await drop_branch(served.checkpoints, branch)
             if record.checkpoint_id is not None:
                 await forget(served.checkpoints, record.checkpoint_id)
             await delete_record(served.checkpoints, thread_id)
@@ -302,9 +314,11 @@ def create_app(
             given ones).
         session_store: where threads are kept (default: in memory).
         checkpoint_store: where paused runs and thread records are kept (default: in memory).
-        auth: ``async (request) -> principal | None``; None answers 401. Threads belong to the principal that
-            created them.
-        cors_origins: origins allowed by CORS (none: CORS is off).
+        auth: ``async (request) -> principal | None``: a principal is a non-empty str; None, False or ""
+            answers 401. Threads (their branches, A2A contexts) belong to the principal that created them.
+        cors_origins: origins allowed by CORS (none: CORS is off); a browser request that changes something from
+            any other origin than the server's own is 403, and every request body must be JSON (415;
+            ``adk.serve._access``).
         max_body_bytes: a larger request body is answered 413.
         durable: an ``adk.durable.DurableClient`` (or a mapping of agent names to one each: one queue serves
             one agent): runs are submitted to its queue's workers and streamed back from their durable event
@@ -344,6 +358,7 @@ def create_app(
                 allow_headers=["*"],
             )
         )
+    middleware.append(Middleware(RequestGuard, cors_origins=tuple(cors_origins)))  # inside CORS: after a preflight
     app = Starlette(routes=[*routes(server, dev_ui=dev_ui), *_a2a(server, a2a)], middleware=middleware)
     app.state.server = server
     app.state.tracker = server.tracker

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
@@ -65,6 +66,7 @@ from compose.stream import StreamReader
 
 __all__ = ["catch_up", "durable_client", "durable_run", "numbered", "stable_ids"]
 
+logger = logging.getLogger("adk.serve")
 _TERMINAL = {"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
 _SCAN_IDLE = 0.5  # seconds without an event after which a run read to see where it is counts as waiting
 _AGUI_MESSAGES: TypeAdapter[list[Any]] = TypeAdapter(list[Any])
@@ -195,6 +197,19 @@ class _Thread:
         self.record = record
         self.client = served.durable
 
+    def failed(self, run_id: str, error_type: str, text: str) -> RunErrorEvent:
+        """``RUN_ERROR`` for a run its worker reports failed: the error's class, not its text (which may be a
+        model's or a tool's; the server log has it, as for a run in process)."""
+        logger.error(
+            "agent %r: durable run %r on thread %r failed: %s: %s",
+            self.served.name,
+            run_id,
+            self.thread_id,
+            error_type,
+            text,
+        )
+        return RunErrorEvent(message=f"the run failed ({error_type}); the server log has the details", code=error_type)
+
     async def save(self) -> None:
         await save_record(self.served.checkpoints, self.thread_id, self.record)
 
@@ -219,7 +234,7 @@ class _Thread:
             for out in [*mapper.abort(), *mapper.finish()]:
                 yield out
             await self.settle()  # before the terminal event: a client may hang up on it
-            yield RunErrorEvent(message=end.error or "", code=end.error_type or "DurableRunError")
+            yield self.failed(run_id, end.error_type or "DurableRunError", end.error or "")
             return
         if end is not None and end.kind == "interrupted":
             if run.get("pause") is None:  # the first to see this pause records it
@@ -248,7 +263,7 @@ class _Thread:
             for out in [*mapper.abort(), *mapper.finish()]:
                 yield out
             await self.settle()
-            yield RunErrorEvent(message=exc.message, code=exc.error_type)
+            yield self.failed(run_id, exc.error_type, exc.message)
             return
         from adk.serve._run import _state, state_patch
 

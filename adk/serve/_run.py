@@ -31,7 +31,7 @@ from ag_ui.core import (
 
 from adk.agent import Agent
 from adk.chat_model._react_run import run_stop
-from adk.errors import RunNotFoundError
+from adk.errors import RemoteAgentError, RetryExhaustedError, RunNotFoundError
 from adk.events import AgentInterruptInfo
 from adk.runner import Runner
 from adk.serve._client_tools import ClientToolCall, Extras, request_extras
@@ -40,14 +40,26 @@ from adk.serve._messages import conversation, jsonable, new_input
 from adk.serve._threads import (
     ThreadRecord,
     checkpoint_id_for,
+    claim_branch,
     describe,
+    edited_calls,
     forget,
     resume_targets,
     save_record,
+    session_taken,
+    store_edits,
 )
 from adk.sessions import SessionStore
 from compose.checkpoint import CheckPointStore
-from compose.errors import ComposeError, InterruptNotFoundError, NodeRunError
+from compose.errors import (
+    ChatModelError,
+    ComposeError,
+    InterruptNotFoundError,
+    MCPServerError,
+    MCPToolError,
+    NodeRunError,
+    ToolError,
+)
 from compose.interrupt import ExternalInterrupt
 from compose.schema import Message
 
@@ -70,14 +82,61 @@ class ServedAgent:
         return self.runner.agent
 
 
+# pyeino errors whose text is another party's words (a model provider's answer, a remote agent's, an MCP server's)
+_THEIR_WORDS: tuple[type[BaseException], ...] = (ChatModelError, RemoteAgentError, MCPToolError, MCPServerError)
+
+
+def _foreign(exc: BaseException) -> BaseException | None:
+    """The first error along ``exc``'s causes whose text is not pyeino's own words (a model's, a tool's, a
+    library's, a remote's: it may hold paths, URLs, configuration), or None when every message is pyeino's."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if not isinstance(current, ComposeError) or isinstance(current, _THEIR_WORDS):
+            return current
+        last = getattr(current, "last_error", None)  # RetryExhaustedError names its last attempt's error
+        current = last if isinstance(last, BaseException) else current.__cause__
+    return None
+
+
+def _where(exc: BaseException) -> str:
+    tool, call = getattr(exc, "tool_name", None), getattr(exc, "call_id", None)
+    if isinstance(exc, ToolError) and isinstance(tool, str):
+        return f"tool {tool!r}" + (f" (call {call!r})" if isinstance(call, str) else "")
+    if isinstance(exc, NodeRunError):
+        return f"node [{', '.join(exc.node_path)}]"
+    if isinstance(exc, (ChatModelError, RetryExhaustedError)):
+        return "the model call"
+    if isinstance(exc, RemoteAgentError):
+        return "the remote agent"
+    return "the run"
+
+
 def error_event(exc: BaseException) -> RunErrorEvent:
-    """``RUN_ERROR`` for ``exc``: pyeino's errors with their message (a node's error as the error it wraps, when
-    that is pyeino's too), anything else without its details."""
+    """``RUN_ERROR`` for ``exc`` (a node's error as the pyeino error it wraps): ``code`` its class name
+    (``InternalError`` for an error that is not pyeino's), ``message`` its text when that is pyeino's own words
+    only (a pending interrupt, an unknown run, a busy thread, a limit), else a safe text naming where it failed and
+    the class of the error underneath, never that error's text (see :func:`run_error`, which logs it)."""
     while isinstance(exc, NodeRunError) and isinstance(exc.__cause__, ComposeError):
         exc = exc.__cause__
-    if isinstance(exc, (ComposeError, ValueError, TypeError)):
+    foreign = _foreign(exc)
+    if foreign is None:
         return RunErrorEvent(message=str(exc), code=type(exc).__name__)
-    return RunErrorEvent(message=f"internal error ({type(exc).__name__}); see the server log", code="InternalError")
+    code = type(exc).__name__ if isinstance(exc, ComposeError) else "InternalError"
+    message = f"{_where(exc)} failed ({type(foreign).__name__}); the server log has the details"
+    return RunErrorEvent(message=message, code=code)
+
+
+def run_error(exc: BaseException, doing: str) -> RunErrorEvent:
+    """:func:`error_event` for ``exc``, logged: an error the client was told in full in one line, any other with
+    its traceback (``doing`` names the agent, run and thread or task)."""
+    event = error_event(exc)
+    if _foreign(exc) is None:
+        logger.info("%s failed: %s: %s", doing, event.code, event.message)
+    else:
+        logger.error("%s failed: %s: %s", doing, type(exc).__name__, exc, exc_info=exc)
+    return event
 
 
 def _state(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -145,9 +204,7 @@ async def agui_run(
             yield event
         for event in mapper.finish():
             yield event
-        if not isinstance(exc, ComposeError):
-            logger.exception("agent %r: run %r on thread %r failed", served.name, run_id, thread_id)
-        yield error_event(exc)
+        yield run_error(exc, f"agent {served.name!r}: run {run_id!r} on thread {thread_id!r}")
     finally:
         run_stop.reset(stopping)
         request_extras.reset(token)
@@ -186,6 +243,8 @@ async def _run(
 
                 raise InterruptPendingError(thread_id, [i.id for i in pending])
             targets = resume_targets(thread_id, pending, input.resume)
+            edits = edited_calls(pending, targets)
+            await store_edits(served.sessions, session_id, record.checkpoint_id, edits, wait=runner.session_wait)
         messages = await _thread_messages(served, session_id, record.checkpoint_id)
         yield MessagesSnapshotEvent(messages=conversation(thread_id, messages))
         run: Any = runner.resume(record.checkpoint_id, targets)
@@ -342,8 +401,12 @@ async def branch(served: ServedAgent, input: RunAgentInput, record: ThreadRecord
     session_id, turn = found
     if session_id == current and turn == (await served.sessions.load(current)).turns - 1:
         return current  # the parent is the last run: no branch
-    new = f"{thread_id}~{input.run_id}"
+    new, n = f"{thread_id}~{input.run_id}", 1
+    while await session_taken(served.sessions, served.checkpoints, new):  # a thread of that name exists already
+        n += 1
+        new = f"{thread_id}~{input.run_id}~{n}"
     await served.runner.fork(session_id, at_turn=turn + 1, new_session_id=new)
+    await claim_branch(served.checkpoints, new, thread_id, record)
     record.session = new
     await save_record(served.checkpoints, thread_id, record)
     return new

@@ -11,6 +11,13 @@ the session at that run's turn (``Runner.fork``) into a new session ``<thread id
 thread's current branch (``session``): "edit message k and regenerate". The older branch stays in its session,
 so a later run may branch from any run of either.
 
+Ownership (one rule, :func:`open_thread`, for every route and both front doors: AG-UI threads and A2A contexts).
+Thread ids and session ids share one namespace, so the rule covers every session a thread creates: a branch's
+session gets a claim (``pyeino.serve/branch/<session id>``: its thread, agent and principal) before anyone can
+name it, and an id is a thread only when it has a thread record owned by the asking principal and agent, or when
+it is new: an id without a record that names a branch or an existing session (one the server keeps no record
+of) is refused, as another principal's thread is ("not found").
+
 This module also turns pyeino's interrupt contexts into AG-UI ``Interrupt``s and AG-UI resume entries back
 into the Runner's resume targets.
 """
@@ -27,11 +34,14 @@ from ag_ui.core import Interrupt, ResumeEntry
 from adk.chat_model.approval import ApprovalDecision, ApprovalRequest
 from adk.errors import InterruptPendingError
 from adk.serve._client_tools import ClientToolCall
+from adk.sessions import SessionStore
 from compose.checkpoint import CheckPointStore
 from compose.errors import InterruptNotFoundError
 from compose.interrupt import InterruptCtx
+from compose.schema import Message
 
 _PREFIX = "pyeino.serve/thread/"
+_BRANCH_PREFIX = "pyeino.serve/branch/"
 
 APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -122,6 +132,52 @@ async def delete_record(store: CheckPointStore, thread_id: str) -> None:
     await forget(store, _PREFIX + thread_id)
 
 
+class ThreadNotFoundError(LookupError):
+    """An id the asking principal may not use as a thread (another's thread or branch, a session the server
+    keeps no record of); answered as "not found"."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"no thread {thread_id!r}")
+        self.thread_id = thread_id
+
+
+async def open_thread(
+    sessions: SessionStore, store: CheckPointStore, agent: str, thread_id: str, owner: str | None
+) -> ThreadRecord | None:
+    """The record of thread ``thread_id`` as ``owner`` may use it through ``agent``: None for a new thread
+    (see "Ownership" in the module docstring).
+
+    Raises:
+        ThreadNotFoundError: the thread is another principal's or agent's, or the id names a branch of a thread
+            or a session without a thread record.
+    """
+    record = await load_record(store, thread_id)
+    if record is not None:
+        if record.owner != owner or record.agent != agent:
+            raise ThreadNotFoundError(thread_id)
+        return record
+    if await store.get(_BRANCH_PREFIX + thread_id) or (await sessions.load(thread_id)).turns > 0:
+        raise ThreadNotFoundError(thread_id)
+    return None
+
+
+async def session_taken(sessions: SessionStore, store: CheckPointStore, session_id: str) -> bool:
+    """Whether ``session_id`` is a thread, a branch or a stored session already."""
+    if await store.get(_PREFIX + session_id) or await store.get(_BRANCH_PREFIX + session_id):
+        return True
+    return (await sessions.load(session_id)).turns > 0
+
+
+async def claim_branch(store: CheckPointStore, session_id: str, thread_id: str, record: ThreadRecord) -> None:
+    """Mark ``session_id`` as a branch of thread ``thread_id`` (owned as the thread is)."""
+    raw = {"thread": thread_id, "agent": record.agent, "owner": record.owner}
+    await store.set(_BRANCH_PREFIX + session_id, json.dumps(raw).encode())
+
+
+async def drop_branch(store: CheckPointStore, session_id: str) -> None:
+    await forget(store, _BRANCH_PREFIX + session_id)
+
+
 def _tool_call_of(address: str) -> str | None:
     """The call id of the last ``tool:<name>:<call id>`` segment of an interrupt address."""
     call: str | None = None
@@ -199,7 +255,8 @@ def resume_targets(thread_id: str, pending: Sequence[Interrupt], entries: Sequen
     Raises:
         InterruptNotFoundError: an entry names no pending interrupt (or there are none).
         InterruptPendingError: the entries leave a pending interrupt unanswered (AG-UI resumes address all).
-        ValueError: an approval payload is not ``{approved: bool, ...}`` (names the interrupt).
+        ResumePayloadError: a payload does not fit its interrupt: an approval's is not ``{approved: bool,
+            editedArgs?: object}`` (names the entry's field and the interrupt; also a ValueError).
     """
     by_id = {i.id: i for i in pending}
     unknown = [e.interrupt_id for e in entries if e.interrupt_id not in by_id]
@@ -208,11 +265,41 @@ def resume_targets(thread_id: str, pending: Sequence[Interrupt], entries: Sequen
     missing = [i for i in by_id if i not in {e.interrupt_id for e in entries}]
     if missing:
         raise InterruptPendingError(thread_id, missing)
+    return check_resume(pending, entries)
+
+
+class ResumePayloadError(ValueError):
+    """A resume entry's payload does not fit the interrupt it answers; ``.field`` names it
+    (``resume[0].payload.editedArgs``), ``.interrupt_id`` the interrupt."""
+
+    def __init__(self, index: int, interrupt_id: str, field: str, problem: str) -> None:
+        self.field = f"resume[{index}].payload{'.' + field if field else ''}"
+        self.interrupt_id = interrupt_id
+        super().__init__(f"{self.field} (resume of interrupt {interrupt_id!r}): {problem}")
+
+
+def check_resume(pending: Sequence[Interrupt], entries: Sequence[ResumeEntry]) -> dict[str, Any]:
+    """The resume targets of the ``entries`` that answer one of the ``pending`` interrupts (others are left to
+    :func:`resume_targets` to refuse).
+
+    Raises:
+        ResumePayloadError: a payload does not fit its interrupt (names the entry's field).
+    """
+    by_id = {i.id: i for i in pending}
     targets: dict[str, Any] = {}
-    for entry in entries:
-        interrupt = by_id[entry.interrupt_id]
-        targets[entry.interrupt_id] = _target(interrupt, entry)
+    for index, entry in enumerate(entries):
+        interrupt = by_id.get(entry.interrupt_id)
+        if interrupt is not None:
+            try:
+                targets[entry.interrupt_id] = _target(interrupt, entry)
+            except _Misfit as exc:
+                raise ResumePayloadError(index, interrupt.id, exc.field, exc.problem) from None
     return targets
+
+
+class _Misfit(Exception):
+    def __init__(self, field: str, problem: str) -> None:
+        self.field, self.problem = field, problem
 
 
 def _target(interrupt: Interrupt, entry: ResumeEntry) -> Any:
@@ -228,15 +315,63 @@ def _target(interrupt: Interrupt, entry: ResumeEntry) -> Any:
     if interrupt.reason == "tool_call" and interrupt.response_schema == APPROVAL_SCHEMA:
         if cancelled:
             return ApprovalDecision(approved=False, reason="the user cancelled the call")
-        if not isinstance(payload, Mapping) or not isinstance(payload.get("approved"), bool):
-            raise ValueError(
-                f"resume of interrupt {interrupt.id!r}: the payload of an approval must be "
-                f'{{"approved": true|false, "editedArgs"?: {{...}}}}, got {payload!r}'
-            )
+        shape = '{"approved": true|false, "reason"?: "...", "editedArgs"?: {...}}'
+        if not isinstance(payload, Mapping):
+            raise _Misfit("", f"the payload of an approval must be {shape}, got {_shown(payload)}")
+        if not isinstance(payload.get("approved"), bool):
+            raise _Misfit("approved", f"must be true or false, got {_shown(payload.get('approved'))}")
         edited = payload.get("editedArgs")
+        if edited is not None and not isinstance(edited, Mapping):
+            raise _Misfit("editedArgs", f"must be an object (the tool's arguments), got {_shown(edited)}")
         return ApprovalDecision(
             approved=payload["approved"],
             reason=payload.get("reason") if isinstance(payload.get("reason"), str) else None,
-            arguments=json.dumps(edited) if isinstance(edited, Mapping) else None,
+            arguments=json.dumps(edited) if edited is not None else None,
         )
     return None if cancelled else payload
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def edited_calls(pending: Sequence[Interrupt], targets: Mapping[str, Any]) -> dict[str, str]:
+    """The tool calls the ``targets`` approve with edited arguments: call id -> the arguments that run."""
+    edits: dict[str, str] = {}
+    for interrupt in pending:
+        target = targets.get(interrupt.id)
+        if isinstance(target, ApprovalDecision) and target.approved and target.arguments is not None:
+            edits[interrupt.tool_call_id or ""] = target.arguments
+    edits.pop("", None)  # an approval always names its call; a payload without one edits nothing
+    return edits
+
+
+async def store_edits(
+    sessions: SessionStore, session_id: str, checkpoint_id: str, edits: Mapping[str, str], *, wait: float | None
+) -> None:
+    """Store what runs: the paused turn's tool calls approved with edited arguments (``edits``: call id ->
+    arguments) carry those arguments, so that the thread, its ``MESSAGES_SNAPSHOT`` and the conversation the
+    resume appends show the call that ran, not the model's original."""
+    turn = await sessions.pending(checkpoint_id) if edits else None
+    if turn is None:
+        return
+    messages = [_with_edits(m, edits) for m in turn.messages]
+    lease = await sessions.acquire(session_id, wait=wait)
+    try:
+        await sessions.hold(lease, checkpoint_id, messages)
+    except BaseException:
+        await sessions.release(lease)
+        raise
+
+
+def _with_edits(message: Message, edits: Mapping[str, str]) -> Message:
+    if not any(c.id in edits for c in message.tool_calls):
+        return message
+    calls = [
+        c.model_copy(update={"function": c.function.model_copy(update={"arguments": edits[c.id]})})
+        if c.id in edits
+        else c
+        for c in message.tool_calls
+    ]
+    return message.model_copy(update={"tool_calls": calls})

@@ -34,7 +34,7 @@ from adk import ChatModelAgent
 from adk.serve import create_app
 from compose import get_resume_context, interrupt, tool
 from compose.schema import Message as PyMessage
-from tests.serve.helpers import Live, PolicyModel, calling, live_server, tool_results
+from tests.serve.helpers import Live, PolicyModel, calling, live_server, post_run, run_input, tool_results, user
 
 pytestmark = pytest.mark.anyio
 
@@ -528,3 +528,58 @@ async def test_answers_by_interrupt_id(server: tuple[Live, MethodLog], http: htt
     both = new_data_part({"interrupts": {first: {"approved": True}, second: {"approved": False}}})
     done = await collect(client, user_message(both, **ids))
     assert states(done)[-1] == TaskState.TASK_STATE_COMPLETED and paid == [7]
+
+
+async def test_a_branch_is_not_another_principals_context(
+    server: tuple[Live, MethodLog], http: httpx.AsyncClient
+) -> None:
+    """Alice's AG-UI thread forks into the session ``t~r3``; bob naming it (an A2A context, an AG-UI thread) is
+    refused and sees nothing of hers, and nothing of his joins her branch."""
+    live, _ = server
+    agui = f"{live.url}/agents/travel/agui"
+
+    def said(events: list[dict[str, Any]]) -> dict[str, Any]:
+        start = next(e for e in events if e["type"] == "TEXT_MESSAGE_START")
+        return {"id": start["messageId"], "role": "assistant", "content": events[-1]["result"]}
+
+    r1 = await post_run(http, agui, run_input("t", "r1", [user("u1", "my PIN is 1234")]))
+    await post_run(http, agui, run_input("t", "r2", [user("u1", "my PIN is 1234"), said(r1), user("u2", "Rome")]))
+    edited = [user("u1", "my PIN is 1234"), said(r1), user("u2b", "London")]
+    r3 = await post_run(http, agui, run_input("t", "r3", edited, parentRunId="r1"))
+    assert r3[-1]["result"] == "You said: my PIN is 1234 / London"
+    card = (await create_client(url(live), ClientConfig(httpx_client=http)))._card  # type: ignore[attr-defined]
+    async with httpx.AsyncClient(headers={"x-user": "bob"}, timeout=30) as bob_http:
+        bob = ClientFactory(ClientConfig(httpx_client=bob_http)).create(card)
+        joined = await collect(bob, user_message(new_text_part("what did she say?"), context_id="t~r3"))
+        assert states(joined)[-1] == TaskState.TASK_STATE_REJECTED
+        assert not [r for r in joined if r.HasField("artifact_update")]
+        refused = await bob_http.post(agui, json=run_input("t~r3", "b1", [user("b1", "and now?")]))
+        assert refused.status_code == 404
+        assert (await bob_http.get(f"{live.url}/agents/travel/threads/t~r3")).status_code == 404
+    thread = (await http.get(f"{live.url}/agents/travel/threads/t")).json()
+    assert [m["content"] for m in thread["messages"]][-2:] == ["London", "You said: my PIN is 1234 / London"]
+
+
+def leaky(messages: list[PyMessage]) -> PyMessage | str:
+    raise RuntimeError("cannot read /etc/pyeino/secret.toml line 3: api_key = 'sk-123'")
+
+
+async def test_a_model_exception_reaches_no_client(caplog: pytest.LogCaptureFixture) -> None:
+    """A failed task says where it failed and the error's class, never a model exception's text (the server log
+    has it, with the task and context ids)."""
+    agent = ChatModelAgent("leaky", "fails", "You answer.", PolicyModel(leaky))
+    with live_server(create_app(agent)) as live:
+        async with httpx.AsyncClient() as http:
+            client = await create_client(f"{live.url}/a2a/leaky/", ClientConfig(httpx_client=http))
+            responses = await collect(client, user_message(new_text_part("Hi")))
+    assert states(responses)[-1] == TaskState.TASK_STATE_FAILED
+    (error,) = get_data_parts(last_status(responses).status.message.parts)
+    assert error == {
+        "error": {
+            "code": "NodeRunError",
+            "message": "node [ChatModel] failed (RuntimeError); the server log has the details",
+        }
+    }
+    assert "secret" not in str(responses)
+    (logged,) = [r for r in caplog.records if r.levelname == "ERROR" and "A2A task" in r.getMessage()]
+    assert responses[0].task.id in logged.getMessage() and "secret.toml" in logged.getMessage()

@@ -4,6 +4,7 @@ client tools, errors and multi-agent runs, each stream checked by AG-UI's own va
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -29,6 +30,8 @@ from tests.serve.helpers import (
     live_server,
     one_round,
     only_interrupt,
+    parse_sse,
+    pay,
     payer,
     post_run,
     ran,
@@ -290,9 +293,30 @@ async def test_error_is_run_error_without_traceback(agent_app: Live) -> None:
     valid(events)
     error = events[-1]
     assert error["type"] == "RUN_ERROR" and error["code"] == "ToolExecutionError"
-    assert "the weather service is down" in error["message"]
+    assert "tool 'broken' (call 'b1') failed (RuntimeError)" in error["message"]
+    assert "the weather service is down" not in error["message"]  # the tool's own text stays in the server log
     assert "Traceback" not in json.dumps(events) and "/" + "work" not in error["message"]
     assert of(events, "RUN_FINISHED") == []
+
+
+def leaky(messages: list[Message]) -> Message | str:
+    raise RuntimeError("cannot read /etc/pyeino/secret.toml line 3: api_key = 'sk-123'")
+
+
+async def test_a_model_exception_reaches_no_client(caplog: pytest.LogCaptureFixture) -> None:
+    """A model's exception text (paths, configuration) is the server log's, with the run and thread ids: the
+    client gets a typed code and a safe message."""
+    agent = ChatModelAgent("leaky", "fails", model=PolicyModel(leaky))
+    transport = httpx.ASGITransport(app=create_app(agent))
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        events = await post_run(client, "/agents/leaky/agui", run_input("t-l", "r-l", [user("u1", "Hi")]))
+    valid(events)
+    assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "NodeRunError"
+    assert events[-1]["message"] == "node [ChatModel] failed (RuntimeError); the server log has the details"
+    assert "secret" not in json.dumps(events)
+    (logged,) = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "'r-l'" in logged.getMessage() and "'t-l'" in logged.getMessage() and "secret.toml" in logged.getMessage()
+    assert logged.exc_info is not None
 
 
 async def test_state_snapshot_and_delta(agent_app: Live) -> None:
@@ -585,19 +609,50 @@ async def test_the_app_runs_on_the_test_loop_too() -> None:
     assert resumed[-1]["result"] == "Done." and ran == [("pay", "7")]
 
 
-async def test_bad_approval_payload(agent_app: Live) -> None:
+async def test_bad_approval_payload(agent_app: Live, caplog: pytest.LogCaptureFixture) -> None:
+    """A resume payload that does not fit its approval is the client's mistake: 422 naming the field, before
+    anything runs (the interrupt stays pending), and one log line without a traceback."""
+    caplog.set_level(logging.INFO, logger="adk.serve")
     url = agent_app.agui("payer")
     async with httpx.AsyncClient() as client:
         paused = await post_run(client, url, run_input("t-bad", "r1", [user("u1", "Pay invoice 7")]))
         pending = only_interrupt(paused)
-        bad = resolve(pending, {"approve": "yes"})
-        refused = await post_run(client, url, run_input("t-bad", "r2", [], resume=bad))
+        for payload, field in [
+            ({"approve": "yes"}, "resume[0].payload.approved"),
+            ({"approved": True, "editedArgs": "invoice 8"}, "resume[0].payload.editedArgs"),
+            ({"approved": True, "editedArgs": [8]}, "resume[0].payload.editedArgs"),
+            ("yes", "resume[0].payload"),
+        ]:
+            refused = await client.post(url, json=run_input("t-bad", "r2", [], resume=resolve(pending, payload)))
+            assert refused.status_code == 422, (payload, refused.text)
+            assert refused.json()["field"] == field and refused.json()["interruptId"] == pending["id"]
+            assert field in refused.json()["error"]
         thread = await get_thread(client, agent_app.thread_url("payer", "t-bad"))
-    valid(refused)
-    assert refused[-1]["type"] == "RUN_ERROR" and refused[-1]["code"] == "ValueError"
-    assert pending["id"] in refused[-1]["message"]
     assert [i["id"] for i in thread["interrupts"]] == [pending["id"]]  # still pending: nothing ran
     assert ran == []
+    refusals = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refusals) == 4 and not [r for r in caplog.records if r.exc_info]
+
+
+async def test_edited_arguments_are_stored_as_run() -> None:
+    """Approved with edits, the call that ran is what the thread, the resume's MESSAGES_SNAPSHOT and the model's
+    next call show (not the model's original arguments)."""
+    model = PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done."))
+    agent = ChatModelAgent("payer", "pays", "", model, tools=[pay], approval=lambda name, _args: name == "pay")
+    transport = httpx.ASGITransport(app=create_app(agent))
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        url = "/agents/payer/agui"
+        paused = await post_run(client, url, run_input("t", "r1", [user("u1", "Pay invoice 7")]))
+        resume = resolve(only_interrupt(paused), {"approved": True, "editedArgs": {"invoice": 8}})
+        resumed = await post_run(client, url, run_input("t", "r2", [], resume=resume))
+        thread = await get_thread(client, thread_path("payer", "t"))
+    valid(resumed)
+    assert ran == [("pay", "8")]
+    (snapshot,) = of(resumed, "MESSAGES_SNAPSHOT")
+    assert snapshot["messages"][-1]["toolCalls"][0]["function"]["arguments"] == '{"invoice": 8}'
+    assert thread["messages"][1]["toolCalls"][0]["function"]["arguments"] == '{"invoice": 8}'
+    seen, _ = model.calls[-1]
+    assert [c.function.arguments for m in seen for c in m.tool_calls] == ['{"invoice": 8}']
 
 
 def test_interrupt_reasons() -> None:
@@ -626,3 +681,73 @@ async def test_a_thread_whose_checkpoint_is_gone_is_not_paused() -> None:
         thread = await get_thread(client, thread_path("payer", "t"))
     assert again[-1]["type"] == "RUN_FINISHED" and again[-1]["outcome"]["type"] == "interrupt"
     assert [i["toolCallId"] for i in thread["interrupts"]] == ["p1"]
+
+
+async def test_cross_site_requests_are_refused() -> None:
+    """A page on another origin cannot run an agent as the signed-in user: a "simple" (text/plain) POST is 415,
+    a request from an origin neither the server's own nor in ``cors_origins`` 403 (AG-UI, A2A, DELETE), while the
+    server's own pages and the allowed origins go through."""
+
+    async def cookie(request: Any) -> str | None:
+        return request.cookies.get("session")
+
+    agent = ChatModelAgent("a", "answers", model=PolicyModel(lambda m: "hi"))
+    app = create_app(agent, auth=cookie, cors_origins=["https://app.example"], a2a=True)
+    with live_server(app) as live:
+        url, here = live.agui("a"), live.url
+        body = json.dumps(run_input("t", "r1", [user("u1", "Hi")]))
+        async with httpx.AsyncClient(cookies={"session": "alice"}) as client:
+            simple = await client.post(url, content=body, headers={"Content-Type": "text/plain", "Origin": here})
+            assert simple.status_code == 415 and "application/json" in simple.json()["error"]
+            formish = await client.post(
+                url, content=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
+            )
+            assert formish.status_code == 415
+            evil = {"Content-Type": "application/json", "Origin": "https://evil.example"}
+            assert (await client.post(url, content=body, headers=evil)).status_code == 403
+            jsonrpc = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}})
+            assert (await client.post(f"{here}/a2a/a/", content=jsonrpc, headers=evil)).status_code == 403
+            a2a_plain = {"Content-Type": "text/plain"}
+            assert (await client.post(f"{here}/a2a/a/", content=jsonrpc, headers=a2a_plain)).status_code == 415
+            assert (await client.delete(f"{here}/agents/a/threads/t", headers=evil)).status_code == 403
+            assert app.state.tracker.started == 0  # nothing ran
+            # the server's own page, an allowed origin and a client without Origin (not a browser) are served
+            for n, origin in enumerate(({"Origin": here}, {"Origin": "https://app.example"}, {})):
+                ok = json.dumps(run_input(f"t{n}", "r1", [user("u1", "Hi")]))
+                headers = {"Content-Type": "application/json", **origin}
+                async with client.stream("POST", url, content=ok, headers=headers) as response:
+                    assert response.status_code == 200
+                    events = parse_sse((await response.aread()).decode())
+                assert events[-1]["type"] == "RUN_FINISHED"
+            assert (await client.delete(f"{here}/agents/a/threads/t0", headers={"Origin": here})).status_code == 204
+
+
+async def test_only_a_non_empty_string_is_a_principal(caplog: pytest.LogCaptureFixture) -> None:
+    """An auth hook answering False, None or "" lets nobody in (401 on every route, A2A's too); an answer of
+    another type is the hook's bug: 401, and logged naming it."""
+    answers: dict[str, Any] = {"false": False, "none": None, "empty": "", "number": 42, "alice": "alice"}
+
+    async def auth(request: Any) -> Any:
+        return answers[request.headers.get("x-who", "none")]
+
+    app = create_app(ChatModelAgent("a", "answers", model=PolicyModel(lambda m: "hi")), auth=auth, a2a=True)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        jsonrpc = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}
+        for who in ("false", "none", "empty", "number"):
+            headers = {"x-who": who}
+            assert (
+                await client.post("/agents/a/agui", json=run_input("t", "r1", []), headers=headers)
+            ).status_code == 401
+            assert (await client.get("/agents/a/threads/t", headers=headers)).status_code == 401
+            assert (await client.get("/agents", headers=headers)).status_code == 401
+            assert (await client.post("/a2a/a/", json=jsonrpc, headers=headers)).status_code == 401
+        async with client.stream(
+            "POST", "/agents/a/agui", json=run_input("t", "r1", [user("u1", "Hi")]), headers={"x-who": "alice"}
+        ) as response:
+            events = parse_sse((await response.aread()).decode())
+        assert events[-1]["type"] == "RUN_FINISHED"
+        # the thread is alice's, not the principal "False"'s
+        assert (await client.get("/agents/a/threads/t", headers={"x-who": "false"})).status_code == 401
+    bugs = [r.getMessage() for r in caplog.records if "auth hook" in r.getMessage()]
+    assert bugs and all("42 (int)" in m for m in bugs)

@@ -94,3 +94,62 @@ async def test_a_branch_from_the_first_run_and_delete(live: tuple[Live, PolicyMo
         fresh = await post_run(client, url, run_input("t2", "r4", [user("u9", "new")]))
     assert r3[-1]["result"] == "you said one then deux"
     assert fresh[-1]["result"] == "you said new"
+
+
+async def who(request: Any) -> str | None:
+    return request.headers.get("x-user")
+
+
+async def test_a_branch_is_its_threads_principals_only() -> None:
+    """A branch's session (``<thread id>~<run id>``) is no thread of its own: another principal naming it as a
+    thread is refused (run, read, delete), and a thread someone else made under that name first is not taken
+    over by the fork (it goes to a fresh session); nor is a session the server keeps no record of a thread."""
+    model = PolicyModel(echo)
+    app = create_app(ChatModelAgent("echo", "echoes", model=model), auth=who)
+    alice, bob = {"x-user": "alice"}, {"x-user": "bob"}
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        url, threads = "/agents/echo/agui", "/agents/echo/threads"
+        # bob made a thread named like alice's coming branch first
+        client.headers.update(bob)
+        mine = await post_run(client, url, run_input("t~r3", "b1", [user("b1", "bob's secret")]))
+        assert mine[-1]["result"] == "you said bob's secret"
+        client.headers.update(alice)
+        r1 = await post_run(client, url, run_input("t", "r1", [user("u1", "Paris")]))
+        await post_run(client, url, run_input("t", "r2", [user("u1", "Paris"), answer(r1), user("u2", "Rome")]))
+        r3 = await post_run(
+            client,
+            url,
+            run_input("t", "r3", [user("u1", "Paris"), answer(r1), user("u2b", "London")], parentRunId="r1"),
+        )
+        assert r3[-1]["result"] == "you said Paris then London"  # her model never saw bob's thread
+        store = app.state.server.agents["echo"].sessions
+        assert sorted(await store.list("t~")) == ["t~r3", "t~r3~2"]  # her branch is t~r3~2
+        # bob asks for her branch through every route: not found, and nothing of hers reaches his model
+        client.headers.update(bob)
+        calls = len(model.calls)
+        refused = await client.post(url, json=run_input("t~r3~2", "b2", [user("b2", "what did she say?")]))
+        assert refused.status_code == 404 and "t~r3~2" in refused.json()["error"]
+        assert (await client.get(f"{threads}/t~r3~2")).status_code == 404
+        assert (await client.delete(f"{threads}/t~r3~2")).status_code == 404
+        assert len(model.calls) == calls
+        theirs = (await client.get(f"{threads}/t~r3")).json()  # his own thread is still his alone
+        assert [m["content"] for m in theirs["messages"]] == ["bob's secret", "you said bob's secret"]
+        listed = (await client.get(threads)).json()["threads"]
+        assert [t["threadId"] for t in listed] == ["t~r3"]
+        # not even alice uses her branch as a thread: it is the thread t's
+        client.headers.update(alice)
+        assert (await client.get(f"{threads}/t~r3~2")).status_code == 404
+        assert [m["content"] for m in (await client.get(f"{threads}/t")).json()["messages"]][-1] == (
+            "you said Paris then London"
+        )
+        # a session the server keeps no record of (another program wrote it) is no one's thread
+        lease = await store.acquire("direct")
+        await store.commit(lease, [Message(role="user", content="not yours")], {})
+        assert (await client.post(url, json=run_input("direct", "r9", [user("u9", "hi")]))).status_code == 404
+        # deleting the thread forgets its branch: the name is free again
+        assert (await client.delete(f"{threads}/t")).status_code == 204
+        assert await store.list("t~r3~") == []
+        client.headers.update(bob)
+        fresh = await post_run(client, url, run_input("t~r3~2", "b3", [user("b3", "mine now")]))
+        assert fresh[-1]["result"] == "you said mine now"
