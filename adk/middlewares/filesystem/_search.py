@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.from_thread
 import anyio.to_thread
+from anyio import open_process
 from anyio.abc import Process
 
 from adk.errors import FilesystemError, SearchLimitError
@@ -111,7 +112,7 @@ async def grep_in_worker(
     payload = await anyio.to_thread.run_sync(lambda: json.dumps(job).encode())
     out = bytearray()
     with anyio.move_on_after(budget.remaining()) as scope:
-        process = await anyio.open_process(
+        process = await open_process(
             [sys.executable, "-I", "-S", _WORKER],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
