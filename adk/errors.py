@@ -21,8 +21,12 @@
         │   │                           points out of the root (also ValueError); ``.path``, ``.problem``
         │   ├── BackendFileNotFoundError  no file at that path (also FileNotFoundError)
         │   ├── FileTooLargeError       a file or a write is over the backend's size bound; ``.size``, ``.limit``
-        │   ├── EditError               ``old_string`` empty, missing or not unique (also ValueError)
-        │   └── GrepPatternError        a grep regex or a glob pattern does not compile (also ValueError)
+        │   ├── EditError               ``old_string`` empty, missing or not unique, or the file is not UTF-8
+        │   │                           (also ValueError)
+        │   ├── GrepPatternError        a grep regex or a glob pattern does not compile or is too big (also
+        │   │                           ValueError)
+        │   └── SearchLimitError        a glob or grep ran over the backend's time or size bound; ``.operation``,
+        │                               ``.pattern``
         ├── SkillError                  a skill (``SKILL.md``) is malformed or unknown; ``.skill``, ``.path``
         ├── TaskListError               a plantask tool (``TaskCreate`` ...) refused its call (also ValueError)
         ├── ServeError                  an AG-UI request the server (``adk.serve``) cannot run
@@ -77,6 +81,7 @@ __all__ = [
     "RemoteAgentError",
     "RetryExhaustedError",
     "RunNotFoundError",
+    "SearchLimitError",
     "ServeError",
     "SessionBusyError",
     "SessionError",
@@ -443,11 +448,27 @@ class FileTooLargeError(FilesystemError):
 
 class EditError(FilesystemError, ValueError):
     """An ``edit`` that cannot apply: ``old_string`` empty, not found, or found more than once without
-    ``replace_all`` (Eino's messages)."""
+    ``replace_all`` (Eino's messages), or a file that is not UTF-8 text (rewriting it would lose its bytes)."""
 
 
 class GrepPatternError(FilesystemError, ValueError):
-    """A grep regular expression or a glob pattern that does not compile."""
+    """A grep regular expression or a glob pattern that does not compile, or a glob too big to match."""
+
+
+class SearchLimitError(FilesystemError):
+    """A ``glob`` or ``grep`` stopped at one of its backend's bounds (``search_timeout`` seconds, or
+    ``max_search_bytes`` of file contents to search): ``operation`` is ``"glob"`` or ``"grep"``, ``pattern`` the
+    pattern, ``path`` the directory searched."""
+
+    def __init__(self, operation: str, pattern: str, path: str, problem: str) -> None:
+        shown = pattern if len(pattern) <= 100 else pattern[:100] + "..."
+        super().__init__(
+            f"{operation} {shown!r} in {path} stopped: {problem}; narrow the search (path, glob, type) or "
+            "simplify the pattern",
+            path,
+        )
+        self.operation = operation
+        self.pattern = pattern
 
 
 class SkillError(AgentError, ValueError):

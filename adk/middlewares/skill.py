@@ -23,10 +23,11 @@ The instruction gets Eino's Skills System prompt; the ``skill`` tool (argument `
   result; both fork modes answer Eino's ``Skill "<name>" completed (sub-agent execution).`` with the texts of
   the agent's messages.
 
-Front matter is parsed with ``yaml.safe_load`` (extra ``skills``: PyYAML): a tag such as ``!!python/object`` is
-refused, and so is front matter that is not a mapping with a string ``name`` and ``description`` or names an
-unknown ``context``, each with :class:`~adk.errors.SkillError` naming the skill's file. Where pyeino differs: a
-fork's agent cannot pause (an interrupt inside it fails the call).
+Front matter is parsed by PyYAML's safe loader (extra ``skills``): a tag such as ``!!python/object`` is refused,
+and so are aliases (``*name``: an alias bomb expands a few lines into gigabytes), front matter over 64 KiB, and
+front matter that is not a mapping with a string ``name`` and ``description`` or names an unknown ``context``,
+each with :class:`~adk.errors.SkillError` naming the skill's file. A skills directory given as a path must exist.
+Where pyeino differs: a fork's agent cannot pause (an interrupt inside it fails the call).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ __all__ = ["CONTEXT_MODES", "Skill", "SkillMiddleware", "load_skills", "parse_sk
 CONTEXT_MODES = ("inline", "fork", "fork_with_context")
 SKILL_FILE = "SKILL.md"
 AgentFactory = Callable[[ChatModel | None], Agent]
+MAX_FRONT_MATTER_CHARS = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +81,20 @@ def _yaml_safe_load(text: str, path: str) -> Any:
         raise ImportError(
             "SkillMiddleware parses SKILL.md front matter with PyYAML: pip install 'pyeino[skills]'"
         ) from exc
+
+    class NoAliasLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(None, None, "aliases are not allowed in front matter", mark)
+            return super().compose_node(parent, index)
+
+    if len(text) > MAX_FRONT_MATTER_CHARS:
+        raise SkillError(
+            f"skill file {path}: front matter is longer than {MAX_FRONT_MATTER_CHARS} characters", path=path
+        )
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=NoAliasLoader)  # a SafeLoader that also refuses aliases
     except yaml.YAMLError as exc:
         raise SkillError(f"skill file {path}: front matter is not safe YAML: {exc}", path=path) from exc
 
@@ -108,8 +122,8 @@ def parse_skill(text: str, path: str) -> Skill:
         value = front.get(key, "")
         if value is None:
             value = ""
-        if not isinstance(value, str):
-            raise SkillError(f"skill file {path}: '{key}' must be a string, got {value!r}", path=path)
+        if not isinstance(value, str):  # its type only: a value can be huge
+            raise SkillError(f"skill file {path}: '{key}' must be a string, got a {type(value).__name__}", path=path)
         fields[key] = value.strip()
     skill_name = fields["name"]
     if not skill_name or not fields["description"]:
@@ -209,6 +223,9 @@ class SkillMiddleware(AgentMiddleware):
         models: model name -> chat model: handed to a fork's agent factory; an inline skill's model answers the
             run's later calls.
         tool_name: the tool's name (default ``skill``).
+
+    Raises:
+        SkillError: ``source`` is a path that is not an existing directory.
     """
 
     def __init__(
@@ -220,7 +237,7 @@ class SkillMiddleware(AgentMiddleware):
         models: Mapping[str, ChatModel] | None = None,
         tool_name: str = "skill",
     ) -> None:
-        self.backend: Backend = LocalBackend(source) if isinstance(source, str | os.PathLike) else source
+        self.backend: Backend = _skills_directory(source) if isinstance(source, str | os.PathLike) else source
         self.base_dir = base_dir
         self.agents = dict(agents or {})
         self.models = dict(models or {})
@@ -306,6 +323,14 @@ class SkillMiddleware(AgentMiddleware):
                 if content:
                     results.append(content)
         return prompts.SUB_AGENT_RESULT.format(name=skill.name, result="\n".join(results))
+
+
+def _skills_directory(source: str | os.PathLike[str]) -> LocalBackend:
+    """A ``LocalBackend`` on the existing directory ``source`` (a typo must not create an empty one)."""
+    try:
+        return LocalBackend(source, create=False)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise SkillError(f"skills directory {os.fspath(source)!r}: {exc}", path=os.fspath(source)) from None
 
 
 class _SkillModel(ModelWrapper):

@@ -5,13 +5,14 @@ root with a timeout and bounded output."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from adk.errors import BackendFileNotFoundError, FileTooLargeError, UnsafePathError
+from adk.errors import BackendFileNotFoundError, EditError, FilesystemError, FileTooLargeError, UnsafePathError
 from adk.middlewares import FilesystemMiddleware, InMemoryBackend, LocalBackend, LocalShell
 from adk.middlewares.filesystem import filesystem_tools
 
@@ -149,3 +150,48 @@ async def test_local_shell_runs_in_its_root_with_bounds(tmp_path: Path) -> None:
     assert tool.info().name == "execute"
     assert await tool.run('{"command": "true"}') == "[Command executed successfully with no output]"
     assert await tool.run('{"command": "exit 7"}') == "\n[Command failed with exit code 7]"
+
+
+@pytest.mark.parametrize(
+    "bound", [{"timeout": math.nan}, {"timeout": math.inf}, {"timeout": 0}, {"max_output_bytes": 0}]
+)
+def test_local_shell_refuses_a_bound_that_is_not_a_positive_number(tmp_path: Path, bound: dict[str, float]) -> None:
+    (name,) = bound
+    with pytest.raises(ValueError, match=f"LocalShell {name} must be a positive"):
+        LocalShell(tmp_path, **bound)  # type: ignore[arg-type]
+
+
+async def test_edit_refuses_a_file_that_is_not_utf8_and_keeps_its_bytes(tmp_path: Path) -> None:
+    data = b"caf\xe9 ok\n\xff\xfe binary\n"
+    (tmp_path / "latin1.txt").write_bytes(data)
+    backend = LocalBackend(tmp_path)
+    assert await backend.read("/latin1.txt") == "caf\ufffd ok\n\ufffd\ufffd binary\n"  # shown, as documented
+    with pytest.raises(EditError, match=r"cannot edit /latin1.txt: it is not UTF-8 text \(byte 0xe9 at offset 3\)"):
+        await backend.edit("/latin1.txt", "ok", "fine")
+    assert (tmp_path / "latin1.txt").read_bytes() == data
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+async def test_a_fifo_inside_the_root_is_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    backend = LocalBackend(tmp_path)
+    with pytest.raises(BackendFileNotFoundError):
+        await backend.read("/pipe")  # opening it for reading used to wait for a writer forever
+    with pytest.raises(FilesystemError, match="cannot write /pipe: it is not a regular file"):
+        await backend.write("/pipe", "x")
+    with pytest.raises(BackendFileNotFoundError):
+        await backend.edit("/pipe", "a", "b")
+    await backend.write("/notes.txt", "x")
+    assert [m.path for m in await backend.grep("x")] == ["/notes.txt"]
+    assert [i.path for i in await backend.ls("/")] == ["notes.txt"]
+
+
+async def test_a_name_with_a_newline_on_disk_is_not_listed(tmp_path: Path) -> None:
+    (tmp_path / "real.txt").write_text("x")
+    (tmp_path / "made\nup.txt").write_text("x")  # would be listed as two entries, 'made' and 'up.txt'
+    (tmp_path / "dir\nx").mkdir()
+    (tmp_path / "dir\nx" / "inner.txt").write_text("x")
+    tools = {t.info().name: t for t in filesystem_tools(LocalBackend(tmp_path))}
+    assert await tools["ls"].run('{"path": "/"}') == "real.txt"
+    assert await tools["glob"].run('{"pattern": "**/*"}') == "real.txt"
+    assert await tools["grep"].run('{"pattern": "x"}') == "Found 1 file\n/real.txt"

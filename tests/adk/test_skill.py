@@ -142,6 +142,40 @@ def test_malformed_skills_are_named_in_the_error(text: str, problem: str) -> Non
     assert "/s/x/SKILL.md" in str(info.value)
 
 
+def alias_bomb(levels: int, width: int = 10) -> str:
+    """Front matter whose ``description`` expands to ``width ** levels`` strings (a 'billion laughs')."""
+    lines = ["name: bomb", 'l0: &l0 "lol"']
+    for n in range(1, levels + 1):
+        lines.append(f"l{n}: &l{n} [" + ", ".join([f"*l{n - 1}"] * width) + "]")
+    lines.append(f"description: *l{levels}")
+    return "---\n" + "\n".join(lines) + "\n---\nbody"
+
+
+def test_a_yaml_alias_bomb_is_refused_without_expanding_it() -> None:
+    # 10**6 strings here (a repr of 7 MB in the old error message); a few more levels exhaust the memory
+    with pytest.raises(SkillError, match="aliases are not allowed in front matter") as info:
+        parse_skill(alias_bomb(6), "/s/bomb/SKILL.md")
+    assert "/s/bomb/SKILL.md" in str(info.value) and len(str(info.value)) < 1000
+    with pytest.raises(SkillError, match="aliases are not allowed"):
+        parse_skill("---\nname: &n x\ndescription: *n\n---\n", "/s/x/SKILL.md")
+    with pytest.raises(SkillError, match="longer than 65536 characters"):
+        parse_skill("---\nname: x\ndescription: " + "y" * 70_000 + "\n---\n", "/s/x/SKILL.md")
+    # a value of the wrong type is named by its type, never rendered
+    with pytest.raises(SkillError, match=r"'description' must be a string, got a list$"):
+        parse_skill("---\nname: x\ndescription: [" + "1, " * 5000 + "1]\n---\n", "/s/x/SKILL.md")
+
+
+def test_a_skills_directory_that_does_not_exist_is_a_typed_error(tmp_path: Path) -> None:
+    typo = tmp_path / "skils"
+    with pytest.raises(SkillError, match=r"skills directory .*skils.* does not exist") as info:
+        SkillMiddleware(typo)
+    assert info.value.path == str(typo)
+    assert not typo.exists()  # not created, empty, offering no skills
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(SkillError, match="is not a directory"):
+        SkillMiddleware(str(tmp_path / "file"))
+
+
 def test_a_skill_parses() -> None:
     skill = parse_skill(REVIEW, "/skills/review/SKILL.md")
     assert (skill.name, skill.context, skill.agent, skill.base_directory) == (

@@ -3,19 +3,19 @@ path normalization, line slicing, ``ls`` from a list of files, doublestar glob m
 
 Paths are virtual: ``/`` is the backend's root. ``normalize`` makes every path absolute and clean (``notes.txt``
 and ``//notes.txt`` are ``/notes.txt``; ``/a/../b`` is ``/b``) and refuses what no backend may take: a ``..``
-climbing above the root, a NUL byte, a path longer than :data:`MAX_PATH_CHARS` or a part longer than
-:data:`MAX_NAME_BYTES` bytes.
+climbing above the root, a NUL byte or another control character (a newline would make up entries in the
+listings), a path longer than :data:`MAX_PATH_CHARS` or a part longer than :data:`MAX_NAME_BYTES` bytes.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from adk.errors import EditError, GrepPatternError, UnsafePathError
+from adk.middlewares.filesystem._glob import compile_glob
 
 __all__ = [
     "MAX_NAME_BYTES",
@@ -23,9 +23,11 @@ __all__ = [
     "FileInfo",
     "GrepMatch",
     "apply_edit",
+    "compile_pattern",
     "glob_files",
-    "glob_match",
-    "grep_files",
+    "grep_candidates",
+    "grep_results",
+    "has_control_character",
     "is_a_directory",
     "ls_files",
     "normalize",
@@ -36,6 +38,16 @@ __all__ = [
 
 MAX_PATH_CHARS = 4096
 MAX_NAME_BYTES = 255
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
+def _no_check() -> None:
+    pass
+
+
+def has_control_character(name: str) -> bool:
+    """Does ``name`` hold a control character (which ``normalize`` refuses)?"""
+    return _CONTROL.search(name) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +81,14 @@ def normalize(path: str) -> str:
     """The clean absolute virtual path of ``path`` (``""`` is ``/``).
 
     Raises:
-        UnsafePathError: a NUL byte, a ``..`` above the root, or a path or part that is too long.
+        UnsafePathError: a NUL byte or another control character, a ``..`` above the root, or a path or part
+            that is too long.
     """
     if "\x00" in path:
         raise UnsafePathError(path, "it contains a NUL byte")
+    bad = _CONTROL.search(path)
+    if bad is not None:  # a newline would make up entries in the listings, one name a line
+        raise UnsafePathError(path, f"it contains a control character (U+{ord(bad.group()):04X})")
     if len(path) > MAX_PATH_CHARS:
         raise UnsafePathError(path[:64] + "...", f"it is longer than {MAX_PATH_CHARS} characters")
     parts: list[str] = []
@@ -151,91 +167,27 @@ def ls_files(directory: str, files: Iterable[tuple[str, int, str]]) -> list[File
     return sorted(found.values(), key=lambda info: info.path)
 
 
-# --- glob (doublestar: `*` within a part, `**` across parts, `?`, `[...]`, `{a,b}`) ---
+# --- glob (doublestar: see _glob) and grep, each bounded by a caller's `check` between entries ---
 
 
-@lru_cache(maxsize=256)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    try:
-        return re.compile(_translate(pattern, 0, len(pattern))[0] + r"\Z", re.DOTALL)
-    except (ValueError, re.error) as exc:
-        raise GrepPatternError(f"invalid glob pattern: {pattern!r}: {exc}") from exc
-
-
-def _translate(p: str, i: int, end: int, *, in_brace: bool = False) -> tuple[str, int]:
-    out: list[str] = []
-    while i < end:
-        c = p[i]
-        if c == "*":
-            if p.startswith("**", i) and (i == 0 or p[i - 1] == "/") and (i + 2 == end or p[i + 2] == "/"):
-                if i + 2 == end:
-                    out.append(".*")
-                    i += 2
-                else:
-                    out.append("(?:.*/)?")
-                    i += 3
-                continue
-            while i < end and p[i] == "*":
-                i += 1
-            out.append("[^/]*")
-            continue
-        if c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            close = p.find("]", i + 2 if i + 1 < end and p[i + 1] in "!^" else i + 1)
-            if close == -1:
-                raise ValueError("unclosed '['")
-            body = p[i + 1 : close]
-            negate = body[:1] in ("!", "^")
-            body = body[1:] if negate else body
-            body = body.replace("\\", "\\\\").replace("[", "\\[")
-            out.append(f"[^/{body}]" if negate else f"(?!/)[{body}]")
-            i = close
-        elif c == "{":
-            alternatives: list[str] = []
-            i += 1
-            while True:
-                alt, i = _translate(p, i, end, in_brace=True)
-                alternatives.append(alt)
-                if i >= end:
-                    raise ValueError("unclosed '{'")
-                if p[i] == "}":
-                    break
-                i += 1  # the ','
-            out.append("(?:" + "|".join(alternatives) + ")")
-        elif in_brace and c in ",}":
-            return "".join(out), i
-        elif c == "\\" and i + 1 < end:
-            i += 1
-            out.append(re.escape(p[i]))
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out), i
-
-
-def glob_match(pattern: str, name: str) -> bool:
-    """Does ``name`` match the doublestar ``pattern``?
-
-    Raises:
-        GrepPatternError: the pattern is malformed.
-    """
-    return _glob_regex(pattern).match(name) is not None
-
-
-def glob_files(pattern: str, directory: str, files: Iterable[tuple[str, int, str]]) -> list[FileInfo]:
+def glob_files(
+    pattern: str, directory: str, files: Iterable[tuple[str, int, str]], check: Callable[[], None] = _no_check
+) -> list[FileInfo]:
     """The files matching ``pattern``: an absolute pattern matches whole paths (listed absolute), another
-    one the paths under ``directory`` relative to it (listed relative). Sorted by path."""
+    one the paths under ``directory`` relative to it (listed relative). Sorted by path. ``check`` is called
+    before each file (it raises to stop the search)."""
     absolute = pattern.startswith("/")
+    glob = compile_glob(pattern)
     out: list[FileInfo] = []
     for path, size, modified in files:
+        check()
         if absolute:
             name = path
         elif not under(path, directory):
             continue
         else:
             name = path.lstrip("/") if directory == "/" else path[len(directory) + 1 :]
-        if glob_match(pattern, name):
+        if glob.match(name):
             out.append(FileInfo(name, False, size, modified))
     return sorted(out, key=lambda info: info.path)
 
@@ -283,20 +235,25 @@ def _type_matches(path: str, file_type: str) -> bool:
     return ext in _FILE_TYPES.get(file_type, ()) or ext == file_type
 
 
-def grep_candidates(paths: Iterable[str], directory: str, glob: str, file_type: str) -> list[str]:
+def grep_candidates(
+    paths: Iterable[str], directory: str, glob: str, file_type: str, check: Callable[[], None] = _no_check
+) -> list[str]:
     """The files grep searches: under ``directory``, matching ``glob`` (against the path relative to
-    ``directory`` when it has a ``/`` or ``**``, else the file name) and ``file_type``; sorted."""
+    ``directory`` when it has a ``/`` or ``**``, else the file name) and ``file_type``; sorted. ``check`` is
+    called before each file."""
     out: list[str] = []
     deep = "/" in glob or "**" in glob
+    matcher = compile_glob(glob) if glob else None
     for path in sorted(paths):
+        check()
         if not under(path, directory):
             continue
-        if glob:
+        if matcher is not None:
             if deep:
                 name = path.lstrip("/") if directory == "/" else path[len(directory) :].lstrip("/")
             else:
                 name = posixpath.basename(path)
-            if not glob_match(glob, name):
+            if not matcher.match(name):
                 continue
         if file_type and not _type_matches(path, file_type):
             continue
@@ -304,51 +261,87 @@ def grep_candidates(paths: Iterable[str], directory: str, glob: str, file_type: 
     return out
 
 
+_FLAGS = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?([:)])")
+
+
+def _end_of_text(pattern: str) -> str:
+    """``pattern`` with each ``$`` where multi-line mode is off made ``\\Z``: in Go's RE2 (Eino's grep) ``$`` is
+    the end of the text unless ``(?m)``, where Python's ``$`` also matches before a last newline."""
+    out: list[str] = []
+    multiline = False
+    outer: list[bool] = []  # the mode outside each open group
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if c == "[":  # a class, copied whole: '$' and '(' in it are literal
+            j = i + 1
+            j += pattern.startswith("^", j)
+            j += pattern.startswith("]", j)
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            out.append(pattern[i : j + 1])
+            i = j + 1
+            continue
+        if c == "(":
+            flags = _FLAGS.match(pattern, i)
+            if flags is not None and flags.group(3) == ")":  # (?m) or (?-m): the rest of the enclosing group
+                multiline = ("m" in flags.group(1) or multiline) and "m" not in (flags.group(2) or "")
+            else:
+                outer.append(multiline)
+                if flags is not None:  # (?m:...) or (?-m:...)
+                    multiline = ("m" in flags.group(1) or multiline) and "m" not in (flags.group(2) or "")
+        elif c == ")" and outer:
+            multiline = outer.pop()
+        out.append("\\Z" if c == "$" and not multiline else c)
+        i += 1
+    return "".join(out)
+
+
 def compile_pattern(pattern: str, case_insensitive: bool) -> re.Pattern[str]:
-    """The grep regex.
+    """The grep regex, with ``$`` meaning the end of the text unless ``(?m)`` (as in Eino's Go regexp).
 
     Raises:
         GrepPatternError: empty or invalid.
     """
     if not pattern:
         raise GrepPatternError("pattern cannot be empty")
+    flags = re.IGNORECASE if case_insensitive else 0
     try:
-        return re.compile(pattern, re.IGNORECASE if case_insensitive else 0)
+        re.compile(pattern, flags)  # its errors point into the pattern as given
+        return re.compile(_end_of_text(pattern), flags)
     except re.error as exc:
         raise GrepPatternError(f"invalid regex pattern: {exc}") from exc
 
 
-def grep_files(
-    files: Iterable[tuple[str, str]],
-    regex: re.Pattern[str],
-    *,
-    multiline: bool = False,
+def grep_results(
+    files: Sequence[tuple[str, str]],
+    found: Sequence[Sequence[int]],
     before: int = 0,
     after: int = 0,
+    check: Callable[[], None] = _no_check,
 ) -> list[GrepMatch]:
-    """The matching lines of ``files`` (``(path, content)``, in order): each line the regex finds something in,
-    or (``multiline``) every line a match of the whole content spans; with ``before``/``after`` the context
-    lines around each match too, each line once (Eino's ``applyContext``)."""
+    """The matches of ``files`` (``(path, content)``, in order) given ``found``, the numbers of each file's
+    matching lines (``_grep_worker``); with ``before``/``after`` the context lines around each match too, each
+    line once (Eino's ``applyContext``). ``check`` is called before each file."""
     out: list[GrepMatch] = []
-    for path, content in files:
+    for (path, content), numbers in zip(files, found, strict=True):
+        check()
+        if not numbers:
+            continue
         lines = content.split("\n")
-        found: list[int] = []
-        if multiline:
-            for m in regex.finditer(content):
-                first = content.count("\n", 0, m.start()) + 1
-                last = content.count("\n", 0, m.end()) + 1
-                found.extend(range(first, min(last, len(lines)) + 1))
-        else:
-            found = [n for n, line in enumerate(lines, 1) if regex.search(line)]
         if before > 0 or after > 0:
             shown: set[int] = set()
-            for n in found:
+            for n in numbers:
                 for k in range(max(n - before, 1), min(n + after, len(lines)) + 1):
                     if k not in shown:
                         shown.add(k)
                         out.append(GrepMatch(path, k, lines[k - 1]))
         else:
-            out.extend(GrepMatch(path, n, lines[n - 1]) for n in found)
+            out.extend(GrepMatch(path, n, lines[n - 1]) for n in numbers)
     return out
 
 

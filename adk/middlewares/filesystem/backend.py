@@ -10,6 +10,11 @@ and :class:`~adk.middlewares.LocalBackend` answer the same calls with the same o
 Where pyeino differs from Eino's in-memory backend: listings (``ls``, ``glob``) are sorted by path and grep
 searches files in path order (Eino's come in map order); a file of more than ``max_file_bytes`` is refused by
 ``read``/``edit`` (:class:`~adk.errors.FileTooLargeError`) and skipped by ``grep``.
+
+``glob`` and ``grep`` are bounded (``adk.middlewares.filesystem._search``): they run off the event loop, glob
+patterns match in linear time, grep's regex runs in a child process, and a search that takes longer than
+``search_timeout`` seconds, would read more than ``max_search_bytes`` or matches more than ``max_grep_lines``
+lines stops with :class:`~adk.errors.SearchLimitError`.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypedDict, TypeVar, Unpack, runtime_checkable
 
 from adk.errors import BackendFileNotFoundError, FilesystemError, FileTooLargeError
+from adk.middlewares.filesystem._glob import compile_glob
+from adk.middlewares.filesystem._search import Budget, check_bound, grep_in_worker
 from adk.middlewares.filesystem._vfs import (
     FileInfo,
     GrepMatch,
@@ -25,7 +32,7 @@ from adk.middlewares.filesystem._vfs import (
     compile_pattern,
     glob_files,
     grep_candidates,
-    grep_files,
+    grep_results,
     is_a_directory,
     ls_files,
     normalize,
@@ -101,18 +108,30 @@ class TreeBackend:
     """Every backend operation over four storage primitives (subclasses implement them):
 
     * ``_files(directory)``: ``(path, size, modified_at)`` of every file in or at the normalized ``directory``;
-    * ``_load(path)``: the text of the file (``BackendFileNotFoundError`` when none);
+    * ``_load(path, strict=False)``: the text of the file (``BackendFileNotFoundError`` when none); with
+      ``strict``, :class:`~adk.errors.EditError` for bytes that are not UTF-8 (else shown as U+FFFD);
     * ``_save(path, content)``, ``_remove(path)``.
 
-    They may block (``LocalBackend`` runs them in a worker thread through ``_call``).
+    They may block (``LocalBackend`` runs them in a worker thread through ``_call``). Glob and grep are bounded by
+    ``search_timeout`` (seconds), ``max_search_bytes`` (the file contents grep reads) and ``max_grep_lines``.
     """
 
     max_file_bytes: int | None = None
+    search_timeout: float = 30.0
+    max_search_bytes: int = 64 * 1024 * 1024
+    max_grep_lines: int = 1_000_000
+
+    def _set_search_bounds(self, search_timeout: float, max_search_bytes: int) -> None:
+        owner = type(self).__name__
+        check_bound(owner, "search_timeout", search_timeout)
+        check_bound(owner, "max_search_bytes", max_search_bytes, integer=True)
+        self.search_timeout = search_timeout
+        self.max_search_bytes = max_search_bytes
 
     def _files(self, directory: str) -> list[tuple[str, int, str]]:
         raise NotImplementedError
 
-    def _load(self, path: str) -> str:
+    def _load(self, path: str, *, strict: bool = False) -> str:
         raise NotImplementedError
 
     def _save(self, path: str, content: str) -> None:
@@ -148,36 +167,25 @@ class TreeBackend:
 
     def _edit(self, file_path: str, old: str, new: str, replace_all: bool) -> None:
         path = normalize(file_path)
-        updated = apply_edit(self._load(path), path, old, new, replace_all)
+        updated = apply_edit(self._load(path, strict=True), path, old, new, replace_all)
         self._check_size(path, len(updated.encode("utf-8", "surrogatepass")))
         self._save(path, updated)
 
-    def _glob(self, pattern: str, path: str) -> list[FileInfo]:
-        directory = normalize(path)
-        files = self._files("/" if pattern.startswith("/") else directory)
-        return glob_files(pattern, directory, files)
-
-    def _grep(self, pattern: str, options: GrepOptions) -> list[GrepMatch]:
-        regex = compile_pattern(pattern, options.get("case_insensitive", False))
-        path = options.get("path", "")
-        directory = normalize(path) if path else "/"
-        sizes = {p: size for p, size, _ in self._files(directory)}
-        contents: list[tuple[str, str]] = []
-        limit = self.max_file_bytes
-        for p in grep_candidates(sizes, directory, options.get("glob", ""), options.get("file_type", "")):
-            if limit is not None and sizes[p] > limit:
-                continue  # a huge file is not searched (read refuses it with FileTooLargeError)
+    def _contents(self, paths: list[str], budget: Budget) -> list[tuple[str, str]]:
+        """The texts grep searches, at most ``max_search_bytes`` in all (files that vanished or grew over
+        ``max_file_bytes`` since they were listed are left out)."""
+        out: list[tuple[str, str]] = []
+        total = 0
+        for p in paths:
             try:
-                contents.append((p, self._load(p)))
+                text = self._load(p)
             except (BackendFileNotFoundError, FileTooLargeError):
-                continue  # removed (or grown) since it was listed
-        return grep_files(
-            contents,
-            regex,
-            multiline=options.get("multiline", False),
-            before=max(options.get("before_lines", 0), 0),
-            after=max(options.get("after_lines", 0), 0),
-        )
+                continue
+            total += len(text)
+            if total > self.max_search_bytes:
+                raise budget.over(f"it would read more than {self.max_search_bytes} bytes (max_search_bytes)")
+            out.append((p, text))
+        return out
 
     def _delete(self, file_path: str) -> None:
         self._remove(normalize(file_path))
@@ -202,11 +210,45 @@ class TreeBackend:
 
     async def glob(self, pattern: str, path: str = "/") -> list[FileInfo]:
         """See :class:`Backend`."""
-        return await self._call(self._glob, pattern, path)
+        directory = normalize(path)
+        compile_glob(pattern)  # a malformed pattern fails before the walk
+        budget = Budget("glob", pattern, directory, self.search_timeout)
+        files = await self._call(self._files, "/" if pattern.startswith("/") else directory)
+        return await budget.off_loop(glob_files, pattern, directory, files)
 
     async def grep(self, pattern: str, **options: Unpack[GrepOptions]) -> list[GrepMatch]:
         """See :class:`Backend`."""
-        return await self._call(self._grep, pattern, options)
+        regex = compile_pattern(pattern, options.get("case_insensitive", False))
+        path = options.get("path", "")
+        directory = normalize(path) if path else "/"
+        glob, file_type = options.get("glob", ""), options.get("file_type", "")
+        if glob:
+            compile_glob(glob)
+        budget = Budget("grep", pattern, directory, self.search_timeout)
+        sizes = {p: size for p, size, _ in await self._call(self._files, directory)}
+        limit = self.max_file_bytes
+        paths = [
+            p  # a huge file is not searched (read refuses it with FileTooLargeError)
+            for p in await budget.off_loop(grep_candidates, sizes, directory, glob, file_type)
+            if limit is None or sizes[p] <= limit
+        ]
+        if sum(sizes[p] for p in paths) > self.max_search_bytes:
+            raise budget.over(f"it would read more than {self.max_search_bytes} bytes (max_search_bytes)")
+        contents = await self._call(self._contents, paths, budget)
+        found = await grep_in_worker(
+            regex,
+            options.get("multiline", False),
+            [text for _, text in contents],
+            budget,
+            max_lines=self.max_grep_lines,
+        )
+        return await budget.off_loop(
+            grep_results,
+            contents,
+            found,
+            max(options.get("before_lines", 0), 0),
+            max(options.get("after_lines", 0), 0),
+        )
 
     async def delete(self, file_path: str) -> None:
         """See :class:`Backend`."""

@@ -10,13 +10,17 @@ resolved inside ``root`` before anything is opened:
   ``root``, else :class:`~adk.errors.UnsafePathError` ("resolves outside the root"); the resolved path is then
   opened with ``O_NOFOLLOW``, so a last part swapped for a symlink after the check is refused by the OS;
 * listings, glob and grep walk the tree without following directory symlinks and skip file symlinks that
-  resolve outside the root;
+  resolve outside the root, anything that is not a regular file (a FIFO, a socket, a device) and names no
+  virtual path can hold (a newline or another control character);
+* files are opened without blocking and checked to be regular files before they are read or written, so a FIFO
+  inside the root is refused instead of waiting forever for a writer;
 * reads, edits and grep bound what they load (``max_file_bytes``: a bigger file is refused with
   :class:`~adk.errors.FileTooLargeError` by read and edit, and skipped by grep), writes bound what they store;
 * ``delete`` removes directories it leaves empty (up to the root), as the in-memory backend has no empty
   directories.
 
-Files are UTF-8 text: bytes that do not decode are shown as U+FFFD by read and grep, and edit refuses such a file.
+Files are UTF-8 text: bytes that do not decode are shown as U+FFFD by read and grep, and edit refuses such a file
+(:class:`~adk.errors.EditError`), leaving its bytes as they are.
 The checks guard against a model's paths, not against another process racing to swap directories inside the root.
 """
 
@@ -32,8 +36,8 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from adk.errors import BackendFileNotFoundError, FilesystemError, UnsafePathError
-from adk.middlewares.filesystem._vfs import is_a_directory, not_a_directory
+from adk.errors import BackendFileNotFoundError, EditError, FilesystemError, UnsafePathError
+from adk.middlewares.filesystem._vfs import has_control_character, is_a_directory, not_a_directory
 from adk.middlewares.filesystem.backend import TreeBackend
 
 __all__ = ["LocalBackend"]
@@ -41,6 +45,7 @@ __all__ = ["LocalBackend"]
 T = TypeVar("T")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # opening a FIFO waits for its other end without it
 
 
 def _iso(mtime: float) -> str:
@@ -51,12 +56,17 @@ class LocalBackend(TreeBackend):
     """The virtual file system stored under ``root`` on disk (see the module docstring).
 
     Args:
-        root: the directory that is ``/`` (created if missing).
+        root: the directory that is ``/`` (created if missing, unless ``create=False``).
         max_file_bytes: the largest file read, edited, searched or written, in bytes (default 10 MiB).
         max_files: the most files a listing, glob or grep walks (default 100,000); past it the walk stops.
+        search_timeout: the seconds a glob or grep may take (default 30; past it
+            :class:`~adk.errors.SearchLimitError`).
+        max_search_bytes: the most file contents one grep reads (default 64 MiB).
 
     Raises:
         NotADirectoryError: ``root`` exists and is not a directory.
+        FileNotFoundError: ``root`` does not exist and ``create`` is False.
+        ValueError: a bound that is not a positive number.
 
     Example::
 
@@ -65,12 +75,23 @@ class LocalBackend(TreeBackend):
     """
 
     def __init__(
-        self, root: str | os.PathLike[str], *, max_file_bytes: int = 10 * 1024 * 1024, max_files: int = 100_000
+        self,
+        root: str | os.PathLike[str],
+        *,
+        max_file_bytes: int = 10 * 1024 * 1024,
+        max_files: int = 100_000,
+        search_timeout: float = 30.0,
+        max_search_bytes: int = 64 * 1024 * 1024,
+        create: bool = True,
     ) -> None:
         path = Path(root)
-        path.mkdir(parents=True, exist_ok=True)
+        if create:
+            path.mkdir(parents=True, exist_ok=True)
+        elif not path.exists():
+            raise FileNotFoundError(f"LocalBackend root {str(root)!r} does not exist")
         if not path.is_dir():
             raise NotADirectoryError(f"LocalBackend root {str(root)!r} is not a directory")
+        self._set_search_bounds(search_timeout, max_search_bytes)
         self.root = os.path.realpath(path)
         self._prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
         self.max_file_bytes = max_file_bytes
@@ -109,8 +130,10 @@ class LocalBackend(TreeBackend):
             return [(directory, st.st_size, _iso(st.st_mtime))]
         out: list[tuple[str, int, str]] = []
         for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
-            dirnames.sort()
+            dirnames[:] = sorted(d for d in dirnames if not has_control_character(d))
             for name in sorted(filenames):
+                if has_control_character(name):
+                    continue  # no virtual path names it, and a newline would make up entries in a listing
                 host = os.path.join(dirpath, name)
                 entry = self._entry(host)
                 if entry is not None:
@@ -135,10 +158,10 @@ class LocalBackend(TreeBackend):
             return None
         return self._virtual(host), st.st_size, _iso(st.st_mtime)
 
-    def _load(self, path: str) -> str:
+    def _load(self, path: str, *, strict: bool = False) -> str:
         host = self._host(path)
         try:
-            fd = os.open(host, os.O_RDONLY | _NOFOLLOW | _BINARY)
+            fd = os.open(host, os.O_RDONLY | _NOFOLLOW | _BINARY | _NONBLOCK)
         except OSError as exc:
             if exc.errno in (errno.ENOENT, errno.EISDIR, errno.ENOTDIR):
                 raise BackendFileNotFoundError(path) from None
@@ -154,7 +177,16 @@ class LocalBackend(TreeBackend):
             limit = self.max_file_bytes
             data = f.read(limit + 1 if limit is not None else -1)
         self._check_size(path, len(data))  # grown since the stat
-        return data.decode("utf-8", "replace")
+        if not strict:
+            return data.decode("utf-8", "replace")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise EditError(
+                f"cannot edit {path}: it is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+                "rewriting it would replace its bytes",
+                path,
+            ) from None
 
     def _save(self, path: str, content: str) -> None:
         if path == "/":
@@ -168,12 +200,17 @@ class LocalBackend(TreeBackend):
             raise FilesystemError(is_a_directory(path), path)
         data = content.encode("utf-8", "surrogatepass")
         try:
-            fd = os.open(host, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _BINARY, 0o644)
+            fd = os.open(host, os.O_WRONLY | os.O_CREAT | _NOFOLLOW | _BINARY | _NONBLOCK, 0o644)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise UnsafePathError(path, "it is a symlink") from None
+            if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+                raise FilesystemError(f"cannot write {path}: it is not a regular file", path) from None
             raise FilesystemError(f"cannot write {path}: {exc.strerror}", path) from None
         with os.fdopen(fd, "wb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise FilesystemError(f"cannot write {path}: it is not a regular file", path)
+            os.ftruncate(fd, 0)  # only now: a FIFO or a device is never truncated
             f.write(data)
 
     def _make_dirs(self, directory: str, path: str) -> str:

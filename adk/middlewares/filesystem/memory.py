@@ -17,6 +17,9 @@ class InMemoryBackend(TreeBackend):
     Args:
         files: initial files, ``{path: content}``.
         max_file_bytes: refuse writes (and edits) of more UTF-8 bytes than this (None: no bound).
+        search_timeout: the seconds a glob or grep may take (default 30; past it
+            :class:`~adk.errors.SearchLimitError`).
+        max_search_bytes: the most file contents one grep reads (default 64 MiB).
 
     Example::
 
@@ -24,8 +27,16 @@ class InMemoryBackend(TreeBackend):
         await backend.read("/notes.txt")  # 'hello'
     """
 
-    def __init__(self, files: dict[str, str] | None = None, *, max_file_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        files: dict[str, str] | None = None,
+        *,
+        max_file_bytes: int | None = None,
+        search_timeout: float = 30.0,
+        max_search_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
         self.max_file_bytes = max_file_bytes
+        self._set_search_bounds(search_timeout, max_search_bytes)
         self._data: dict[str, tuple[str, str]] = {}
         for path, content in (files or {}).items():
             self._write(path, content)
@@ -40,7 +51,7 @@ class InMemoryBackend(TreeBackend):
             if under(path, directory)
         ]
 
-    def _load(self, path: str) -> str:
+    def _load(self, path: str, *, strict: bool = False) -> str:
         entry = self._data.get(path)
         if entry is None:
             raise BackendFileNotFoundError(path)

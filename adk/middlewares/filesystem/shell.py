@@ -19,6 +19,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import Process
 
+from adk.middlewares.filesystem._search import check_bound
 from adk.middlewares.filesystem.tools import ExecuteResponse
 
 __all__ = ["LocalShell"]
@@ -32,6 +33,11 @@ class LocalShell:
         timeout: seconds before the command (its whole process group) is killed.
         max_output_bytes: the most output kept.
         env: the environment of the commands (default: this process's).
+
+    Raises:
+        ValueError: ``timeout`` is not a positive finite number (``nan`` would fail every call), or
+            ``max_output_bytes`` not a positive integer.
+        NotADirectoryError: ``root`` is not a directory.
     """
 
     def __init__(
@@ -42,8 +48,8 @@ class LocalShell:
         max_output_bytes: int = 100_000,
         env: dict[str, str] | None = None,
     ) -> None:
-        if timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {timeout}")
+        check_bound("LocalShell", "timeout", timeout)
+        check_bound("LocalShell", "max_output_bytes", max_output_bytes, integer=True)
         if not Path(root).is_dir():
             raise NotADirectoryError(f"LocalShell root {str(root)!r} is not a directory")
         self.root = str(root)

@@ -58,11 +58,18 @@ Runner = Callable[[dict[str, Any]], Awaitable[str]]
 
 
 class FilesystemTool:
-    """One filesystem tool: its ToolInfo and a function of the parsed JSON arguments."""
+    """One filesystem tool: its ToolInfo and a function of the parsed JSON arguments.
 
-    def __init__(self, name: str, description: str, parameters: dict[str, Any], fn: Runner) -> None:
+    ``needed`` names the arguments a call must give (not null): Eino's schemas mark more as required than a
+    call needs (``offset``, ``replace_all``), and a missing ``content`` must not empty a file.
+    """
+
+    def __init__(
+        self, name: str, description: str, parameters: dict[str, Any], fn: Runner, needed: Sequence[str] = ()
+    ) -> None:
         self._info = ToolInfo(name=name, description=description, parameters=parameters)
         self._fn = fn
+        self._needed = tuple(needed)
 
     def info(self) -> ToolInfo:
         return self._info
@@ -90,6 +97,11 @@ class FilesystemTool:
             }.get(want, True)
             if not ok:
                 raise ToolArgumentsError(name, f"must be a {want}, got {value!r}", field=key)
+        for key in self._needed:
+            if args.get(key) is None:
+                unknown = sorted(set(args) - set(props))
+                hint = f" (unknown arguments: {', '.join(unknown)})" if unknown else ""
+                raise ToolArgumentsError(name, f"is required{hint}", field=key)
         return await self._fn(args)
 
 
@@ -189,18 +201,13 @@ def filesystem_tools(
         return format_line_numbers(content, offset)
 
     async def write_file(args: dict[str, Any]) -> str:
-        path = args.get("file_path") or ""
-        await backend.write(path, args.get("content") or "")
+        path = args["file_path"]
+        await backend.write(path, args["content"])
         return f"Updated file {path}"
 
     async def edit_file(args: dict[str, Any]) -> str:
-        path = args.get("file_path") or ""
-        await backend.edit(
-            path,
-            args.get("old_string") or "",
-            args.get("new_string") or "",
-            replace_all=bool(args.get("replace_all")),
-        )
+        path = args["file_path"]
+        await backend.edit(path, args["old_string"], args["new_string"], replace_all=bool(args.get("replace_all")))
         return f"Successfully replaced the string in '{path}'"
 
     async def glob(args: dict[str, Any]) -> str:
@@ -234,8 +241,8 @@ def filesystem_tools(
         return _files_output(matches, offset, head_limit)
 
     ctx_note = "Requires output_mode: 'content', ignored otherwise."
-    specs: list[tuple[str, dict[str, Any], Runner]] = [
-        ("ls", _schema({"path": _s()}, ["path"]), ls),
+    specs: list[tuple[str, dict[str, Any], Runner, tuple[str, ...]]] = [
+        ("ls", _schema({"path": _s()}, ["path"]), ls, ()),
         (
             "read_file",
             _schema(
@@ -249,6 +256,7 @@ def filesystem_tools(
                 ["file_path", "offset", "limit"],
             ),
             read_file,
+            ("file_path",),
         ),
         (
             "write_file",
@@ -257,6 +265,7 @@ def filesystem_tools(
                 ["file_path", "content"],
             ),
             write_file,
+            ("file_path", "content"),
         ),
         (
             "edit_file",
@@ -270,6 +279,7 @@ def filesystem_tools(
                 ["file_path", "old_string", "new_string", "replace_all"],
             ),
             edit_file,
+            ("file_path", "old_string", "new_string"),
         ),
         (
             "glob",
@@ -286,6 +296,7 @@ def filesystem_tools(
                 ["pattern", "path"],
             ),
             glob,
+            ("pattern",),
         ),
         (
             "grep",
@@ -326,9 +337,14 @@ def filesystem_tools(
                 ["pattern"],
             ),
             grep,
+            ("pattern",),
         ),
     ]
-    return [FilesystemTool(name, desc[name], params, fn) for name, params, fn in specs if name not in disabled]
+    return [
+        FilesystemTool(name, desc[name], params, fn, needed)
+        for name, params, fn, needed in specs
+        if name not in disabled
+    ]
 
 
 def convert_execute_response(response: ExecuteResponse) -> str:
@@ -352,4 +368,4 @@ def execute_tool(shell: Shell, *, description: str | None = None) -> FilesystemT
         return convert_execute_response(await shell.execute(args.get("command") or ""))
 
     params = _schema({"command": _s()}, ["command"])
-    return FilesystemTool("execute", description or prompts.EXECUTE_TOOL_DESCRIPTION, params, execute)
+    return FilesystemTool("execute", description or prompts.EXECUTE_TOOL_DESCRIPTION, params, execute, ("command",))
