@@ -47,11 +47,11 @@ async def run_tool(backend: Backend, name: str, args: dict[str, Any]) -> str:
 
 async def test_a_backtracking_grep_is_stopped_at_the_deadline_while_other_calls_go_on(make_backend: Any) -> None:
     pattern, line = BACKTRACKING
-    backend = make_backend({"/evil.txt": f"{line}\n", "/notes.txt": "hello"}, search_timeout=1.0)
+    backend = make_backend({"/evil.txt": f"{line}\n", "/notes.txt": "hello"}, search_timeout=2.0)
     order: list[str] = []
 
     async def grep() -> None:
-        with pytest.raises(SearchLimitError, match=r"grep '\(a\+\)\+\$' in / stopped: it took longer than 1s") as info:
+        with pytest.raises(SearchLimitError, match=r"grep '\(a\+\)\+\$' in / stopped: it took longer than 2s") as info:
             await backend.grep(pattern)
         assert (info.value.operation, info.value.pattern, info.value.path) == ("grep", pattern, "/")
         order.append("grep stopped")
