@@ -25,11 +25,10 @@ from adk.serve import _devui as devui
 from adk.serve._client_tools import RequestExtras
 from adk.serve._durable import catch_up, durable_client, numbered
 from adk.serve._messages import conversation
-from adk.serve._run import ServedAgent, _state, _thread_messages, agui_run
+from adk.serve._run import HangUp, ServedAgent, _state, _thread_messages, agui_run
 from adk.serve._threads import ThreadRecord, delete_record, forget, load_record
 from adk.sessions import InMemorySessionStore, SessionStore
 from compose.checkpoint import CheckPointStore, InMemoryCheckPointStore
-from compose.interrupt import ExternalInterrupt
 
 __all__ = ["Auth", "RunTracker", "create_app", "routes"]
 
@@ -64,10 +63,10 @@ class RunTracker:
 
 
 class RunResponse(StreamingResponse):
-    """A run's event stream: a client's hang-up (or the server cancelling the request) first asks the run to
-    pause at once (``stop``), so that it leaves its checkpoint, then cancels the stream as Starlette does."""
+    """A run's event stream: a client's hang-up (or the server cancelling the request) first cancels the run
+    (``stop``), which pauses at once and leaves its checkpoint, then cancels the stream as Starlette does."""
 
-    def __init__(self, stop: ExternalInterrupt, content: Any, **kwargs: Any) -> None:
+    def __init__(self, stop: HangUp, content: Any, **kwargs: Any) -> None:
         super().__init__(content, **kwargs)
         self.stop = stop
 
@@ -75,7 +74,7 @@ class RunResponse(StreamingResponse):
         try:
             await super().listen_for_disconnect(receive)
         finally:
-            self.stop.interrupt(grace_period=0)  # a no-op for a run that has ended
+            self.stop.hang_up()  # a no-op for a run that has ended
 
 
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -161,7 +160,7 @@ class _Server:
         except LookupError:
             return _error(404, f"no thread {input.thread_id!r}")
         encoder = EventEncoder(accept=accept)
-        stop = ExternalInterrupt()
+        stop = HangUp()
         frames = self._stream(served, input, record, owner, encoder, stop)
         if served.durable is not None:
             frames = numbered(frames, encoder, request.headers.get("last-event-id"))
@@ -179,7 +178,7 @@ class _Server:
         record: ThreadRecord | None,
         owner: str | None,
         encoder: Any,
-        stop: ExternalInterrupt,
+        stop: HangUp,
     ) -> AsyncIterator[str]:
         self.tracker.enter()
         try:

@@ -21,7 +21,7 @@ it under the id the client saw.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import anyio
@@ -129,7 +129,7 @@ class EventMapper:
         self._answer: _Answer | None = None
         self.structured: Any = None
 
-    async def map(self, event: AgentEvent) -> AsyncIterator[list[BaseEvent]]:
+    async def map(self, event: AgentEvent) -> AsyncGenerator[list[BaseEvent], None]:
         """The AG-UI events for ``event``, in batches (a streamed answer yields one batch per chunk)."""
         out: list[BaseEvent] = []
         sub = self._attribution(event, out)
