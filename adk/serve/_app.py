@@ -24,6 +24,7 @@ from adk.runner import Runner
 from adk.serve import _devui as devui
 from adk.serve._client_tools import RequestExtras
 from adk.serve._durable import catch_up, durable_client, numbered
+from adk.serve._limits import read_body
 from adk.serve._messages import conversation
 from adk.serve._run import HangUp, ServedAgent, _state, _thread_messages, agui_run
 from adk.serve._threads import ThreadRecord, delete_record, forget, load_record
@@ -125,15 +126,7 @@ class _Server:
         return record
 
     async def _body(self, request: Request) -> bytes | Response:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            return _error(413, f"request body over {self.max_body_bytes} bytes")
-        body = bytearray()
-        async for chunk in request.stream():
-            body.extend(chunk)
-            if len(body) > self.max_body_bytes:
-                return _error(413, f"request body over {self.max_body_bytes} bytes")
-        return bytes(body)
+        return await read_body(request, self.max_body_bytes)
 
     async def agui(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -278,7 +271,9 @@ def _a2a(server: _Server, enabled: bool | None) -> list[BaseRoute]:
         if enabled:
             raise ImportError(f'create_app(a2a=True) needs the a2a extra: pip install "pyeino[a2a]" ({exc})') from exc
         return []
-    return list(a2a_mounts(server.agents, auth=server.auth, tracker=server.tracker))
+    return list(
+        a2a_mounts(server.agents, auth=server.auth, tracker=server.tracker, max_body_bytes=server.max_body_bytes)
+    )
 
 
 def create_app(
@@ -304,7 +299,7 @@ def create_app(
         auth: ``async (request) -> principal | None``; None answers 401. Threads belong to the principal that
             created them.
         cors_origins: origins allowed by CORS (none: CORS is off).
-        max_body_bytes: a larger request body is answered 413.
+        max_body_bytes: a larger request body is answered 413 (on the A2A routes too).
         durable: an ``adk.durable.DurableClient`` (or a mapping of agent names to one each: one queue serves
             one agent): runs are submitted to its queue's workers and streamed back from their durable event
             streams; a client reconnects by POSTing the same runId (``adk.serve._durable``). The stores hold
