@@ -24,6 +24,7 @@ The conversation: a single input message is sent as its text; more (a session's 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
@@ -74,9 +75,19 @@ def _text(parts: Sequence[Part]) -> str:
     return "".join(p.text for p in parts if p.WhichOneof("content") == "text")
 
 
+def _valid_name(text: str) -> str:
+    """``text`` as a name any model API takes for a tool (``AgentTool``): letters, digits, ``_`` and ``-``, at
+    most 64 (other runs of characters become ``_``)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_")[:64] or "remote_a2a"
+
+
 def _name_from(url: str) -> str:
-    path = [s for s in httpx.URL(url).path.split("/") if s and not s.startswith(".")]
-    return path[-1] if path else (httpx.URL(url).host or "remote_a2a")
+    """The last segment of the URL's path, else its host and port (``127.0.0.1:9999`` -> ``127_0_0_1_9999``)."""
+    parsed = httpx.URL(url)
+    path = [s for s in parsed.path.split("/") if s and not s.startswith(".")]
+    if path:
+        return _valid_name(path[-1])
+    return _valid_name(f"{parsed.host}_{parsed.port}" if parsed.port is not None else parsed.host)
 
 
 class _Pump:
@@ -175,8 +186,9 @@ class RemoteA2AAgent:
 
     Args:
         url: the agent's base URL; its card is at ``url`` + ``.well-known/agent-card.json``.
-        name: the agent's name here (default: the last segment of the URL's path; :meth:`connect` takes the
-            card's).
+        name: the agent's name here (default: the last segment of the URL's path, else its host and port;
+            :meth:`connect` takes the card's), made a valid tool name when it is not given (letters, digits,
+            ``_`` and ``-``: ``127_0_0_1_9999``, ``Travel_Agent``), so the agent can be an ``AgentTool``.
         description: what it does (default: the card's, once fetched).
         httpx_client: the HTTP client to call it with (auth headers, timeouts; never closed here). Default: one
             per run, closed when the run ends.
@@ -233,12 +245,12 @@ class RemoteA2AAgent:
         return agent
 
     async def resolve(self, *, rename: bool = False) -> AgentCard:
-        """Fetch the card (once); ``rename``: take the card's name too."""
+        """Fetch the card (once); ``rename``: take the card's name too (as a valid tool name)."""
         if self.card is None:
             async with self._http() as http:
                 self.card = await self._fetch(http)
         if rename and self.card.name:
-            self._name = self.card.name
+            self._name = _valid_name(self.card.name)
         return self.card
 
     def _http(self) -> Any:

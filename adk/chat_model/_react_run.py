@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +39,6 @@ from compose._engine.scheduler import GraphRun
 from compose._engine.tables import CALLING, NOTHING
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.errors import CheckpointError, GraphInterrupt
-from compose.interrupt import ExternalInterrupt
 from compose.runnable import RunHandle, Runnable
 from compose.schema import Message
 from compose.stream import concat, one_chunk
@@ -50,11 +48,7 @@ if TYPE_CHECKING:
     from adk.agent_run import AgentRun
     from adk.cancel import CancelLink
 
-__all__ = ["ReactResumeState", "ReactRun", "run_stop"]
-
-# The graphs of the agent runs started in this context obey it (``external_interrupt=``): ``adk.serve`` pauses a
-# run whose client hung up with ``run_stop.get().interrupt(grace_period=0)``, so that it can be resumed.
-run_stop: ContextVar[ExternalInterrupt | None] = ContextVar("pyeino_agent_run_stop", default=None)
+__all__ = ["ReactResumeState", "ReactRun"]
 
 
 class ReactResumeState(BaseModel):
@@ -298,9 +292,6 @@ class ReactRun:
             opts: dict[str, Any] = callbacks.graph_options() if callbacks.given else {}
             if self._graph_id:
                 opts["checkpoint_id"] = self._graph_id
-                stop = run_stop.get()
-                if stop is not None:
-                    opts["external_interrupt"] = stop
             if resume is not None:
                 saved, targets = resume
                 await self._bridge.set(self._graph_id, saved.graph.encode())

@@ -10,7 +10,8 @@
 
 With ``auth``, a request without a principal is answered 401; the principal becomes the request's user, so
 the SDK's task store keeps each principal's tasks apart (another's task is "not found") and a context belongs
-to the principal that started it.
+to the principal that started it. A request body over ``max_body_bytes`` is answered 413 (``adk.serve._limits``,
+as the AG-UI routes do).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from adk.runner import Runner
 from adk.serve._a2a_card import agent_card
 from adk.serve._a2a_executor import RunnerExecutor
 from adk.serve._access import RequestGuard, principal
+from adk.serve._limits import BodyLimit
 from adk.serve._run import ServedAgent
 from adk.sessions import SessionStore
 from compose.checkpoint import CheckPointStore
@@ -70,8 +72,10 @@ def a2a_server(
     url: str | None = None,
     task_store: TaskStore | None = None,
     tracker: Any = None,
+    max_body_bytes: int = 1_048_576,
 ) -> Starlette:
-    """The A2A app of one served agent (``url``: its public URL; None: the URL the card was asked at)."""
+    """The A2A app of one served agent (``url``: its public URL; None: the URL the card was asked at); a request
+    body over ``max_body_bytes`` is answered 413."""
     card = agent_card(served.agent, name=served.name, url=url or "http://localhost/", description=served.description)
     handler = DefaultRequestHandler(
         agent_executor=RunnerExecutor(served, tracker=tracker),
@@ -98,7 +102,8 @@ def a2a_server(
         Route(AGENT_CARD_WELL_KNOWN_PATH, get_card, methods=["GET"]),
         *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(_Authenticated, auth=auth)], lifespan=lifespan)
+    middleware = [Middleware(_Authenticated, auth=auth), Middleware(BodyLimit, max_body_bytes=max_body_bytes)]
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.handler = handler
     return app
 
@@ -112,6 +117,7 @@ def a2a_app(
     session_store: SessionStore | None = None,
     checkpoint_store: CheckPointStore | None = None,
     task_store: TaskStore | None = None,
+    max_body_bytes: int = 1_048_576,
 ) -> Starlette:
     """``agent`` as an A2A server (see the module docstring), a Starlette app to run on any ASGI server.
 
@@ -125,6 +131,7 @@ def a2a_app(
         checkpoint_store: where paused tasks are kept (default: in memory).
         task_store: the a2a-sdk task store (default: ``InMemoryTaskStore``; the SDK's ``DatabaseTaskStore``
             keeps tasks across restarts, as the SQL checkpoint stores keep their runs).
+        max_body_bytes: a larger request body is answered 413.
 
     Example::
 
@@ -142,11 +149,14 @@ def a2a_app(
         session_store if session_store is not None else InMemorySessionStore(),
         checkpoint_store if checkpoint_store is not None else InMemoryCheckPointStore(),
     )
-    app = a2a_server(served, auth=auth, url=url, task_store=task_store)
+    app = a2a_server(served, auth=auth, url=url, task_store=task_store, max_body_bytes=max_body_bytes)
     app.add_middleware(RequestGuard)  # create_app guards its mounts itself
     return app
 
 
-def a2a_mounts(agents: dict[str, ServedAgent], *, auth: Any, tracker: Any) -> list[Mount]:
+def a2a_mounts(agents: dict[str, ServedAgent], *, auth: Any, tracker: Any, max_body_bytes: int) -> list[Mount]:
     """``create_app``'s A2A front door: each agent's A2A app under ``/a2a/{name}``."""
-    return [Mount(f"/a2a/{name}", app=a2a_server(s, auth=auth, tracker=tracker)) for name, s in agents.items()]
+    return [
+        Mount(f"/a2a/{name}", app=a2a_server(s, auth=auth, tracker=tracker, max_body_bytes=max_body_bytes))
+        for name, s in agents.items()
+    ]

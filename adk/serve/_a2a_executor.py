@@ -6,7 +6,10 @@ spelling):
 
 * ``submitted``, then ``working``;
 * the text of each assistant message as an artifact (``append`` chunks as the model streams them, then the
-  whole text once more with ``append = false, lastChunk = true``, so the stored task holds it in one part);
+  whole text once more with ``append = false, lastChunk = true``, so the stored task holds it in one part). A
+  chunk carries the model's deltas since the last one once they are an eighth of the text sent so far: the
+  first deltas go out one by one, a long text in chunks that grow with it (a few dozen for 200 kB), so the
+  appends, each of which the task store saves, cost time linear in the text;
 * tool calls and tool results as ``working`` status messages with a data part
   ``{"toolCalls": [{id, name, arguments}]}`` / ``{"toolResult": {id, name, content}}``;
 * then exactly one of ``completed``, ``failed`` (the message names the error's class, as AG-UI's
@@ -263,19 +266,26 @@ class RunnerExecutor(AgentExecutor):
             return
         text_out = variant.role == "assistant"
         artifact = uuid.uuid4().hex
-        streamed = 0
+        sent = 0  # characters appended to the artifact
         if variant.message_stream is not None and variant.message is None:
             chunks: list[Message] = []
+            held: list[str] = []  # deltas not appended yet, ``size`` characters
+            size = 0
             async with variant.message_stream as stream:
                 try:
                     async for chunk in stream:
                         chunks.append(chunk)
                         if text_out and chunk.content:
-                            part = [new_text_part(chunk.content)]
-                            await updater.add_artifact(part, artifact, event.agent_name, append=streamed > 0)
-                            streamed += 1
+                            held.append(chunk.content)
+                            size += len(chunk.content)
+                            if size * 8 >= sent:  # see the module docstring: chunks grow with the text
+                                part = [new_text_part("".join(held))]
+                                await updater.add_artifact(part, artifact, event.agent_name, append=sent > 0)
+                                sent += size
+                                held.clear()
+                                size = 0
                 except WillRetryError:  # a failed model attempt that is retried: take back what it streamed
-                    if streamed:
+                    if sent:
                         part = [new_text_part("")]
                         await updater.add_artifact(part, artifact, event.agent_name, append=False, last_chunk=True)
                     return

@@ -25,8 +25,9 @@ from adk.serve import _devui as devui
 from adk.serve._access import Auth, RequestGuard, principal
 from adk.serve._client_tools import RequestExtras
 from adk.serve._durable import catch_up, durable_client, numbered
+from adk.serve._limits import read_body
 from adk.serve._messages import conversation
-from adk.serve._run import ServedAgent, _state, _thread_messages, agui_run
+from adk.serve._run import HangUp, ServedAgent, _state, _thread_messages, agui_run
 from adk.serve._threads import (
     ResumePayloadError,
     ThreadNotFoundError,
@@ -39,7 +40,6 @@ from adk.serve._threads import (
 )
 from adk.sessions import InMemorySessionStore, SessionStore
 from compose.checkpoint import CheckPointStore, InMemoryCheckPointStore
-from compose.interrupt import ExternalInterrupt
 
 __all__ = ["Auth", "RunTracker", "create_app", "routes"]
 
@@ -71,10 +71,10 @@ class RunTracker:
 
 
 class RunResponse(StreamingResponse):
-    """A run's event stream: a client's hang-up (or the server cancelling the request) first asks the run to
-    pause at once (``stop``), so that it leaves its checkpoint, then cancels the stream as Starlette does."""
+    """A run's event stream: a client's hang-up (or the server cancelling the request) first cancels the run
+    (``stop``), which pauses at once and leaves its checkpoint, then cancels the stream as Starlette does."""
 
-    def __init__(self, stop: ExternalInterrupt, content: Any, **kwargs: Any) -> None:
+    def __init__(self, stop: HangUp, content: Any, **kwargs: Any) -> None:
         super().__init__(content, **kwargs)
         self.stop = stop
 
@@ -82,7 +82,7 @@ class RunResponse(StreamingResponse):
         try:
             await super().listen_for_disconnect(receive)
         finally:
-            self.stop.interrupt(grace_period=0)  # a no-op for a run that has ended
+            self.stop.hang_up()  # a no-op for a run that has ended
 
 
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -130,15 +130,7 @@ class _Server:
         return await open_thread(served.sessions, served.checkpoints, served.name, thread_id, owner)
 
     async def _body(self, request: Request) -> bytes | Response:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            return _error(413, f"request body over {self.max_body_bytes} bytes")
-        body = bytearray()
-        async for chunk in request.stream():
-            body.extend(chunk)
-            if len(body) > self.max_body_bytes:
-                return _error(413, f"request body over {self.max_body_bytes} bytes")
-        return bytes(body)
+        return await read_body(request, self.max_body_bytes)
 
     async def agui(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -171,7 +163,7 @@ class _Server:
                 logger.info("agent %r: run %r on thread %r refused: %s", name, input.run_id, input.thread_id, exc)
                 return _error(422, str(exc), field=exc.field, interruptId=exc.interrupt_id)
         encoder = EventEncoder(accept=accept)
-        stop = ExternalInterrupt()
+        stop = HangUp()
         frames = self._stream(served, input, record, owner, encoder, stop)
         if served.durable is not None:
             frames = numbered(frames, encoder, request.headers.get("last-event-id"))
@@ -189,7 +181,7 @@ class _Server:
         record: ThreadRecord | None,
         owner: str | None,
         encoder: Any,
-        stop: ExternalInterrupt,
+        stop: HangUp,
     ) -> AsyncIterator[str]:
         self.tracker.enter()
         try:
@@ -291,7 +283,9 @@ def _a2a(server: _Server, enabled: bool | None) -> list[BaseRoute]:
         if enabled:
             raise ImportError(f'create_app(a2a=True) needs the a2a extra: pip install "pyeino[a2a]" ({exc})') from exc
         return []
-    return list(a2a_mounts(server.agents, auth=server.auth, tracker=server.tracker))
+    return list(
+        a2a_mounts(server.agents, auth=server.auth, tracker=server.tracker, max_body_bytes=server.max_body_bytes)
+    )
 
 
 def create_app(
@@ -319,7 +313,7 @@ def create_app(
         cors_origins: origins allowed by CORS (none: CORS is off); a browser request that changes something from
             any other origin than the server's own is 403, and every request body must be JSON (415;
             ``adk.serve._access``).
-        max_body_bytes: a larger request body is answered 413.
+        max_body_bytes: a larger request body is answered 413 (on the A2A routes too).
         durable: an ``adk.durable.DurableClient`` (or a mapping of agent names to one each: one queue serves
             one agent): runs are submitted to its queue's workers and streamed back from their durable event
             streams; a client reconnects by POSTing the same runId (``adk.serve._durable``). The stores hold

@@ -12,7 +12,9 @@ Per agent event:
 * the events of an agent inside an agent tool (``internal`` events) carry AG-UI's subagent attribution: a
   ``SUBAGENT_STARTED`` (name, ``parentToolCallId`` = the agent tool's call) opens the invocation, its events
   carry its ``subagentRunId``, and ``SUBAGENT_FINISHED`` closes it when the agent tool's result arrives (or
-  as ``suspended`` when the run pauses inside it).
+  as ``suspended`` when the run pauses inside it). Inside it, each agent's part is a step of its own as well
+  (``STEP_STARTED/STEP_FINISHED`` named after the agent, with the invocation's ``subagentRunId``), closed
+  before the invocation is.
 
 Each streamed message gets an id, stamped on the message itself (``adk.serve._messages``) so the thread stores
 it under the id the client saw.
@@ -21,7 +23,7 @@ it under the id the client saw.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import anyio
@@ -124,12 +126,13 @@ class EventMapper:
         self.new_id = new_id if new_id is not None else _new_id
         self.step: str | None = None
         self.subagents: dict[tuple[str, ...], str] = {}  # run path -> subagentRunId, open ones
+        self.sub_steps: dict[str, str] = {}  # subagentRunId -> the step open in it (its agent's name)
         self.tool_calls: dict[str, str] = {}
         self._last_call: dict[str, str] = {}  # tool name -> its latest call id (an agent tool's parent call)
         self._answer: _Answer | None = None
         self.structured: Any = None
 
-    async def map(self, event: AgentEvent) -> AsyncIterator[list[BaseEvent]]:
+    async def map(self, event: AgentEvent) -> AsyncGenerator[list[BaseEvent], None]:
         """The AG-UI events for ``event``, in batches (a streamed answer yields one batch per chunk)."""
         out: list[BaseEvent] = []
         sub = self._attribution(event, out)
@@ -198,6 +201,7 @@ class EventMapper:
         path = event.run_path
         sub = self.subagents.get(path)
         if sub is not None:
+            self._sub_step(sub, event.agent_name, out)
             return sub
         parent = self._parent_subagent(path)
         sub = self.new_id("sub")
@@ -210,7 +214,24 @@ class EventMapper:
                 parent_tool_call_id=self._last_call.get(event.agent_name),
             )
         )
+        self._sub_step(sub, event.agent_name, out)
         return sub
+
+    def _sub_step(self, sub: str, agent_name: str, out: list[BaseEvent]) -> None:
+        """Open ``agent_name``'s step in subagent run ``sub`` (closing the step of the agent before it there)."""
+        step = self.sub_steps.get(sub)
+        if step == agent_name:
+            return
+        if step is not None:
+            out.append(StepFinishedEvent(step_name=step, subagent_run_id=sub))
+        self.sub_steps[sub] = agent_name
+        out.append(StepStartedEvent(step_name=agent_name, subagent_run_id=sub))
+
+    def _end_subagent(self, sub: str, outcome: Any, out: list[BaseEvent]) -> None:
+        step = self.sub_steps.pop(sub, None)
+        if step is not None:
+            out.append(StepFinishedEvent(step_name=step, subagent_run_id=sub))
+        out.append(SubagentFinishedEvent(subagent_run_id=sub, outcome=outcome))
 
     def _parent_subagent(self, path: tuple[str, ...]) -> str | None:
         for n in range(len(path) - 1, 0, -1):
@@ -228,7 +249,7 @@ class EventMapper:
             # an agent tool's result: its agent's invocation (and those nested in it) is over
             for path, run_id in list(self.subagents.items()):
                 if variant.tool_name in path[len(event.run_path) :] and path[: len(event.run_path)] == event.run_path:
-                    out.append(SubagentFinishedEvent(subagent_run_id=run_id, outcome=SubagentFinishedSuccessOutcome()))
+                    self._end_subagent(run_id, SubagentFinishedSuccessOutcome(), out)
                     del self.subagents[path]
         out.append(
             ToolCallResultEvent(
@@ -240,11 +261,11 @@ class EventMapper:
         )
 
     def finish(self, *, suspended: bool = False) -> list[BaseEvent]:
-        """Close the open subagents (``suspended`` when the run paused) and step."""
+        """Close the open subagents (``suspended`` when the run paused) with their steps, and the run's step."""
         out: list[BaseEvent] = []
         for run_id in reversed(list(self.subagents.values())):
             outcome: Any = SubagentFinishedSuspendedOutcome() if suspended else SubagentFinishedSuccessOutcome()
-            out.append(SubagentFinishedEvent(subagent_run_id=run_id, outcome=outcome))
+            self._end_subagent(run_id, outcome, out)
         self.subagents.clear()
         if self.step is not None:
             out.append(StepFinishedEvent(step_name=self.step))

@@ -30,8 +30,8 @@ from ag_ui.core import (
 )
 
 from adk.agent import Agent
-from adk.chat_model._react_run import run_stop
-from adk.errors import RemoteAgentError, RetryExhaustedError, RunNotFoundError
+from adk.cancel import Cancellable
+from adk.errors import AgentCancelledError, RemoteAgentError, RetryExhaustedError, RunNotFoundError
 from adk.events import AgentInterruptInfo
 from adk.runner import Runner
 from adk.serve._client_tools import ClientToolCall, Extras, request_extras
@@ -60,7 +60,6 @@ from compose.errors import (
     NodeRunError,
     ToolError,
 )
-from compose.interrupt import ExternalInterrupt
 from compose.schema import Message
 
 logger = logging.getLogger("adk.serve")
@@ -111,6 +110,34 @@ def _where(exc: BaseException) -> str:
     if isinstance(exc, RemoteAgentError):
         return "the remote agent"
     return "the run"
+
+
+class HangUp:
+    """A request's hang-up: the server's disconnect listener calls :meth:`hang_up` when its client is gone, and
+    the run the request started (``bind``) is cancelled at once and recursively (``adk.cancel``, the one way to
+    stop a run from outside): the calls and model stream reads in flight are cut off, what had finished is kept,
+    and the run pauses there, leaving its checkpoint."""
+
+    __slots__ = ("_run", "requested")
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._run: Cancellable | None = None
+
+    def __repr__(self) -> str:
+        return f"HangUp(requested={self.requested}, bound={self._run is not None})"
+
+    def bind(self, run: Cancellable) -> None:
+        """The request's run (started ``cancellable=True``); a hang-up that came first cancels it at once."""
+        self._run = run
+        if self.requested:
+            run.cancel("immediate", recursive=True)
+
+    def hang_up(self) -> None:
+        """The client is gone: cancel the run (idempotent; a no-op for a run that has ended)."""
+        self.requested = True
+        if self._run is not None:
+            self._run.cancel("immediate", recursive=True)
 
 
 def error_event(exc: BaseException) -> RunErrorEvent:
@@ -178,11 +205,11 @@ async def agui_run(
     input: RunAgentInput,
     record: ThreadRecord | None,
     owner: str | None,
-    stop: ExternalInterrupt | None = None,
+    stop: HangUp | None = None,
 ) -> AsyncIterator[BaseEvent]:
     """The AG-UI events of one run (see the module docstring); ``record`` is the thread's, if it exists. ``stop``
-    (the request's): when the client hangs up, the server calls ``stop.interrupt(grace_period=0)`` and the run
-    pauses at once, leaving its checkpoint (the thread's next run with the same input continues it)."""
+    (the request's): when the client hangs up, the server calls ``stop.hang_up()`` and the run pauses at once,
+    leaving its checkpoint (the thread's next run with the same input continues it)."""
     thread_id, run_id = input.thread_id, input.run_id
     yield RunStartedEvent(thread_id=thread_id, run_id=run_id, parent_run_id=input.parent_run_id, protocol_version="1.0")
     if served.durable is not None:
@@ -193,9 +220,8 @@ async def agui_run(
         stop = None  # the run is the workers': a hang-up leaves it going
     else:
         mapper = EventMapper()
-        body = _run(served, input, record, owner, mapper)
+        body = _run(served, input, record, owner, mapper, stop)
     token = request_extras.set(Extras(tuple(input.tools or ()), tuple(input.context or ())))
-    stopping = run_stop.set(stop)
     try:
         async for event in body:
             yield event
@@ -206,12 +232,16 @@ async def agui_run(
             yield event
         yield run_error(exc, f"agent {served.name!r}: run {run_id!r} on thread {thread_id!r}")
     finally:
-        run_stop.reset(stopping)
         request_extras.reset(token)
 
 
 async def _run(
-    served: ServedAgent, input: RunAgentInput, record: ThreadRecord | None, owner: str | None, mapper: EventMapper
+    served: ServedAgent,
+    input: RunAgentInput,
+    record: ThreadRecord | None,
+    owner: str | None,
+    mapper: EventMapper,
+    stop: HangUp | None,
 ) -> AsyncIterator[BaseEvent]:
     thread_id, run_id = input.thread_id, input.run_id
     runner = served.runner
@@ -247,7 +277,7 @@ async def _run(
             await store_edits(served.sessions, session_id, record.checkpoint_id, edits, wait=runner.session_wait)
         messages = await _thread_messages(served, session_id, record.checkpoint_id)
         yield MessagesSnapshotEvent(messages=conversation(thread_id, messages))
-        run: Any = runner.resume(record.checkpoint_id, targets)
+        run: Any = runner.resume(record.checkpoint_id, targets, cancellable=stop is not None)
     else:
         if input.resume:
             raise InterruptNotFoundError(f"thread {thread_id!r}", [e.interrupt_id for e in input.resume], [])
@@ -256,18 +286,23 @@ async def _run(
         values = dict(input.state) if isinstance(input.state, Mapping) else None
         if values:
             state = {**state, **_state(values)}
-        run = runner.run(turn, session_id=session_id, checkpoint_id=checkpoint_id, session_values=values)
+        cancellable = stop is not None
+        run = runner.run(
+            turn, session_id=session_id, checkpoint_id=checkpoint_id, session_values=values, cancellable=cancellable
+        )
+    if stop is not None:
+        stop.bind(run)
     yield StateSnapshotEvent(snapshot=state)
     paused: AgentInterruptInfo | None = None
     seen: dict[str, Any] | None = None
-    stop = run_stop.get()
     event: Any = None
     failed: BaseException | None = None
     async with run:
         try:
             while True:
-                # a hang-up pauses the run at once (``stop``, the server's disconnect listener) instead of
-                # cancelling it mid-step, so that it leaves its checkpoint
+                # a hang-up cancels the run (``stop``, the server's disconnect listener), which pauses at once and
+                # leaves its checkpoint: the request's cancellation must not cut the run's step, nor the read of
+                # a model stream (it drives the model: a cut read would break the graph's copy of the stream)
                 with anyio.CancelScope(shield=stop is not None):
                     event = await anext(run, None)
                 if event is None:
@@ -277,9 +312,23 @@ async def _run(
                 if event.error is not None:
                     failed = event.error
                     break
-                async for batch in mapper.map(event):
-                    for out in batch:
-                        yield out
+                batches = mapper.map(event)
+                try:
+                    while True:
+                        with anyio.CancelScope(shield=stop is not None):
+                            try:
+                                batch = await anext(batches, None)
+                            except Exception:
+                                if stop is not None and stop.requested:
+                                    raise _HungUp from None  # the cancel ended the answer's stream
+                                raise
+                        if batch is None:
+                            break
+                        for out in batch:
+                            yield out
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await batches.aclose()
                 if event.action is not None and event.action.interrupted is not None:
                     paused = event.action.interrupted
                 event = None
@@ -292,7 +341,7 @@ async def _run(
                         yield StateDeltaEvent.model_validate({"delta": ops})
         except (_HungUp, GeneratorExit, anyio.get_cancelled_exc_class()) as exc:
             if stop is not None:  # cancelled or closed mid-run: the client hung up
-                stop.interrupt(grace_period=0)
+                stop.hang_up()
                 await _cut(served, record, run, event, input, checkpoint_id, session_id)
             if isinstance(exc, _HungUp):
                 return
@@ -337,7 +386,7 @@ async def _run(
 
 
 class _HungUp(Exception):
-    """The client hung up while the run was in a step (``run_stop`` was asked to pause it)."""
+    """The client hung up while the run was in a step or a model stream (its ``HangUp`` cancelled the run)."""
 
 
 async def _cut(
@@ -349,12 +398,14 @@ async def _cut(
     checkpoint_id: str,
     session_id: str,
 ) -> None:
-    """The client hung up mid-run and ``run_stop`` asked the run to pause at once: read it to its end in a shield
-    (closing what it hands out; the Runner saves the pause before its event) and, if it paused, keep the
+    """The client hung up mid-run and its ``HangUp`` cancelled the run: read it to its end in a shield (closing
+    what it hands out; the Runner saves the run before its cancel's event) and, if it was saved, keep the
     checkpoint in the thread record, so that the thread's next run continues it."""
     saved = False
 
     def pause_saved(e: Any) -> bool:
+        if isinstance(e.error, AgentCancelledError):
+            return e.error.checkpoint_id is not None
         return bool(e.action is not None and e.action.interrupted is not None and e.action.interrupted.checkpoint_id)
 
     with anyio.CancelScope(shield=True) as scope:

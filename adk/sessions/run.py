@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from adk.cancel import Cancellable
-from adk.errors import AgentCancelledError, SessionError, WillRetryError
+from adk.errors import AgentCancelledError, SessionError, StreamCancelledError, WillRetryError
 from adk.events import AgentEvent
 from adk.sessions.base import SessionLease, SessionStore
 from compose.schema import Message
@@ -281,7 +281,8 @@ class SessionRun(Cancellable, AsyncIterator[AgentEvent]):
         return AgentEvent(self._agent[0], self._agent[1], error=exc)
 
     async def _messages(self) -> list[Message]:
-        """The recorded messages, streams concatenated (a retried model attempt's is left out)."""
+        """The recorded messages, streams concatenated (a retried model attempt's is left out, and so is an answer
+        an immediate cancel cut off: its model call runs again on resume)."""
         recorded, self._recorded = self._recorded, []
         messages: list[Message] = []
         try:
@@ -292,7 +293,7 @@ class SessionRun(Cancellable, AsyncIterator[AgentEvent]):
                     continue
                 try:
                     messages.append(await concat(item))
-                except WillRetryError:
+                except (WillRetryError, StreamCancelledError):
                     continue
         finally:
             for item in recorded:

@@ -384,6 +384,46 @@ async def test_immediate_cancel_while_the_consumer_reads_a_model_stream(no_task_
     assert tools.ran == ["fast:1"]
 
 
+async def test_a_session_run_cut_off_in_its_answer_stream_keeps_its_turn_pending(no_task_leaks: None) -> None:
+    """The answer cut off is not part of the turn (its model call runs again on resume); what came before it is
+    kept, pending under the cancel's checkpoint, and the finished tool does not run again."""
+    model = Gated([fast_call(), "the final answer, streamed"], gates=[1], gate_chunk=2)
+    tools = Tools()
+    sessions = InMemorySessionStore()
+    r = Runner(
+        agent(model, tools), enable_streaming=True, checkpoint_store=InMemoryCheckPointStore(), session_store=sessions
+    )
+    run = r.query("go", session_id="s1", checkpoint_id="c", cancellable=True)
+    handles: list[CancelHandle] = []
+    error: BaseException | None = None
+    async with run:
+        async for event in run:
+            if event.error is not None:
+                error = event.error
+                continue
+            assert event.message is not None
+            stream = event.message.message_stream
+            if model.calls < 2 or stream is None:
+                await event.message.get_message()
+                continue
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(cancel_when_blocked, run, handles)  # type: ignore[arg-type]
+                with pytest.raises(StreamCancelledError):
+                    async with stream:
+                        async for _ in stream:
+                            pass
+    assert await handles[0].wait() == "cancelled"
+    assert isinstance(error, AgentCancelledError) and error.checkpoint_id == "c"
+    pending = await sessions.pending("c")
+    assert pending is not None and [m.role for m in pending.messages] == ["user", "assistant", "tool"]
+    model.gates.clear()
+    assert await drain(r.resume("c")) is None  # type: ignore[arg-type]
+    stored = (await sessions.load("s1")).messages
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
+    assert stored[-1].content == "the final answer, streamed"
+    assert tools.ran == ["fast:1"]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # the end of the run, no store, not cancellable
 

@@ -4,6 +4,7 @@ resumed) and as an ``AgentTool`` of a scripted supervisor."""
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -245,6 +246,25 @@ async def test_as_an_agent_tool(remote: Live, streaming: bool) -> None:
         async for event in run:
             await event.aclose()
     assert run.final_message is not None and run.final_message.content == "The booker says: echo: book Paris"
+
+
+async def test_a_remote_at_the_root_of_its_host_is_named_as_a_tool_may_be() -> None:
+    """Named from a URL with no path (its host and port), or from a card name with a space, a remote agent gets a
+    name model APIs take for a tool, and a supervisor calls it by that name."""
+    app = Starlette()
+    with live_server(app) as live:
+        app.router.routes.append(Mount("", app=sdk_agent("Echo Agent", "Echoes.", Echo(), f"{live.url}/")))
+        port = live.url.rsplit(":", 1)[1]
+        plain = RemoteA2AAgent(f"{live.url}/")
+        carded = await RemoteA2AAgent.connect(live.url)
+        assert (plain.name, carded.name) == (f"127_0_0_1_{port}", "Echo_Agent")
+        for agent in (plain, carded):
+            assert re.fullmatch(r"[A-Za-z0-9_-]{1,64}", AgentTool(agent).info().name)
+            async with Runner(supervisor(agent)).query("go") as run:
+                async for event in run:
+                    await event.aclose()
+            assert run.final_message is not None
+            assert run.final_message.content == "The booker says: echo: book Paris"
 
 
 async def test_remote_input_required_pauses_the_supervisor(remote: Live) -> None:

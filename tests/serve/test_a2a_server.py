@@ -583,3 +583,66 @@ async def test_a_model_exception_reaches_no_client(caplog: pytest.LogCaptureFixt
     assert "secret" not in str(responses)
     (logged,) = [r for r in caplog.records if r.levelname == "ERROR" and "A2A task" in r.getMessage()]
     assert responses[0].task.id in logged.getMessage() and "secret.toml" in logged.getMessage()
+
+
+async def test_request_bodies_over_max_body_bytes_are_413_before_they_are_read() -> None:
+    """A2A routes take ``create_app``'s ``max_body_bytes`` as the AG-UI routes do: a declared length over it is
+    refused at once, a chunked body once its bytes pass it (the rest is never read); the model never runs."""
+    model = PolicyModel(lambda m: "hi")
+    app = create_app(ChatModelAgent("small", "answers", "You answer.", model), auth=who, max_body_bytes=2000)
+    send = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "message/send",
+        "params": {"message": {"role": "user", "messageId": "b1", "kind": "message", "parts": []}},
+    }
+
+    def with_text(text: str) -> dict[str, Any]:
+        body = json.loads(json.dumps(send))
+        body["params"]["message"]["parts"] = [{"kind": "text", "text": text}]
+        return body
+
+    with live_server(app) as live:
+        endpoint = f"{live.url}/a2a/small/"
+        async with httpx.AsyncClient(timeout=30) as http:
+            alice, bob = {"x-user": "alice"}, {"x-user": "bob"}
+            big = await http.post(endpoint, json=with_text("x" * 20_000), headers=alice)
+            assert big.status_code == 413 and big.json() == {"error": "request body over 2000 bytes"}
+            assert (await http.post(endpoint, json=with_text("x" * 20_000))).status_code == 401  # no principal
+            ok = await http.post(endpoint, json=with_text("Hi"), headers=bob)
+            assert ok.status_code == 200 and ok.json()["result"]["status"]["state"] == "completed"
+        # chunked, never finished: the answer comes once the bytes passed the bound
+        host, port = live.url.removeprefix("http://").split(":")
+        head = (
+            f"POST /a2a/small/ HTTP/1.1\r\nHost: {host}\r\nx-user: alice\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n"
+        ).encode()
+        async with await anyio.connect_tcp(host, int(port)) as sock:
+            await sock.send(head)
+            for _ in range(3):
+                await sock.send(b"400\r\n" + b"x" * 1024 + b"\r\n")
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += await sock.receive()
+        assert answer.startswith(b"HTTP/1.1 413")
+    assert len(model.calls) == 1  # bob's small message only
+
+
+async def test_a_long_answer_is_appended_in_chunks_that_grow_with_it() -> None:
+    """An answer of 4-character deltas is not appended delta by delta: the first deltas go out one by one, then
+    each chunk is at least an eighth of the text sent (a few dozen appends; their cost linear in the text)."""
+    text = "".join(f"{i:05d} " for i in range(8_000))  # 48 000 characters, 12 000 deltas
+    agent = ChatModelAgent("echo", "echoes", "You echo.", PolicyModel(lambda m: m[-1].content, chunk_size=4))
+    with live_server(create_app(agent)) as live:
+        async with httpx.AsyncClient(timeout=60) as http:
+            client = await create_client(f"{live.url}/a2a/echo/", ClientConfig(httpx_client=http))
+            responses = await collect(client, user_message(new_text_part(text)))
+    assert states(responses)[-1] == TaskState.TASK_STATE_COMPLETED
+    chunks = [r.artifact_update for r in responses if r.HasField("artifact_update")]
+    streamed = [get_artifact_text(c.artifact) for c in chunks if not c.last_chunk]
+    assert text.startswith("".join(streamed))  # the held rest comes with the whole text, last
+    assert streamed[:3] == ["0000", "0 00", "001 "]  # the first deltas one by one
+    assert len(streamed) < 100
+    for k in range(1, len(streamed)):
+        assert len(streamed[k]) * 8 >= sum(map(len, streamed[:k]))
+    assert chunks[-1].last_chunk and get_artifact_text(chunks[-1].artifact) == text

@@ -471,6 +471,49 @@ async def test_agent_tool_subagent_attribution() -> None:
     outer_result = next(i for i, e in enumerate(events) if e["type"] == "TOOL_CALL_RESULT" and e["toolCallId"] == "r1")
     assert kinds.index("SUBAGENT_FINISHED") < outer_result
     assert events[-1]["result"] == "Research says: sunny."
+    # the inner agent's part is a step named after it, inside its invocation
+    steps = [(e["type"], e["stepName"], e.get("subagentRunId")) for e in events if e["type"].startswith("STEP_")]
+    assert steps == [
+        ("STEP_STARTED", "lead", None),
+        ("STEP_STARTED", "researcher", sub),
+        ("STEP_FINISHED", "researcher", sub),
+        ("STEP_FINISHED", "lead", None),
+    ]
+    inner_step = [i for i, e in enumerate(events) if e.get("stepName") == "researcher"]
+    assert kinds.index("SUBAGENT_STARTED") < inner_step[0] < inner_step[1] < kinds.index("SUBAGENT_FINISHED")
+
+
+async def test_an_inner_agents_step_closes_before_its_invocation_also_when_the_run_pauses() -> None:
+    from adk.events import AgentEvent, AgentOutput, MessageVariant
+    from adk.serve._mapping import EventMapper
+
+    def said(agent: str, path: tuple[str, ...], internal: bool) -> AgentEvent:
+        answer = MessageVariant(False, Message(role="assistant", content=f"{agent} here"))
+        return AgentEvent(agent, path, AgentOutput(answer), internal=internal)
+
+    mapper = EventMapper()
+    out: list[Any] = []
+    for event in (
+        said("lead", ("lead",), False),
+        said("researcher", ("lead", "researcher"), True),
+        said("checker", ("lead", "researcher", "checker"), True),  # a transfer inside the agent tool
+    ):
+        out += [e async for batch in mapper.map(event) for e in batch]
+    out += mapper.finish(suspended=True)
+    kinds = [e.type.value for e in out]
+    shown = [(k, getattr(e, "step_name", None)) for k, e in zip(kinds, out, strict=True) if "STEP" in k or "SUB" in k]
+    assert shown == [
+        ("STEP_STARTED", "lead"),
+        ("SUBAGENT_STARTED", None),
+        ("STEP_STARTED", "researcher"),
+        ("SUBAGENT_STARTED", None),
+        ("STEP_STARTED", "checker"),
+        ("STEP_FINISHED", "checker"),
+        ("SUBAGENT_FINISHED", None),
+        ("STEP_FINISHED", "researcher"),
+        ("SUBAGENT_FINISHED", None),
+        ("STEP_FINISHED", "lead"),
+    ]
 
 
 gate = threading.Event()

@@ -17,7 +17,17 @@ from adk import ChatModelAgent
 from adk.serve import create_app
 from compose import tool
 from compose.schema import Message
-from tests.serve.helpers import Live, PolicyModel, calling, live_server, post_run, run_input, tool_results, user
+from tests.serve.helpers import (
+    Live,
+    PolicyModel,
+    calling,
+    live_server,
+    one_round,
+    post_run,
+    run_input,
+    tool_results,
+    user,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -121,3 +131,81 @@ async def test_new_input_after_a_hang_up_starts_afresh(live: tuple[Live, PolicyM
     assert fresh[-1]["result"] == "Both done."
     assert [(m["role"], m.get("content")) for m in thread["messages"]][:1] == [("user", "Something else")]
     assert ran == ["first", "first", "second"]
+
+
+answering = threading.Event()
+tool_runs: list[str] = []
+
+
+@tool
+async def lookup(city: str) -> str:
+    """A finished step before the answer.
+
+    Args:
+        city: the city
+    """
+    tool_runs.append(city)
+    return f"looked up {city}"
+
+
+class HeldAnswer(PolicyModel):
+    """Calls ``lookup`` once, then streams its answer: a first delta, then held until the client hangs up (the
+    read is cancelled), the whole answer when nobody holds it."""
+
+    hold = True
+
+    def with_tools(self, tools: Any) -> HeldAnswer:
+        bound = HeldAnswer(self.policy)
+        bound.tools, bound.calls = tuple(tools), self.calls
+        return bound
+
+    async def stream(self, messages: Any, **opts: Any) -> Any:
+        if not tool_results(list(messages)) or not HeldAnswer.hold:
+            return await super().stream(messages, **opts)
+        self.calls.append((list(messages), self.tools))
+
+        async def deltas() -> Any:
+            answering.set()
+            yield Message(role="assistant", content="The answer ")
+            await anyio.sleep_forever()
+
+        from compose.stream import StreamReader
+
+        return StreamReader.from_async_iterator(deltas())
+
+
+async def test_hang_up_mid_answer_keeps_the_turn_and_the_finished_tool(anyio_backend: str) -> None:
+    """A hang-up while the model streams the answer after a tool finished: the run pauses there; the thread keeps
+    the user message and the tool's result, and the same input again re-runs only the answer."""
+    tool_runs.clear()
+    answering.clear()
+    HeldAnswer.hold = True
+    model = HeldAnswer(one_round(("c1", "lookup", '{"city": "Hangzhou"}'), "The answer is 42."))
+    agent = ChatModelAgent("answers", "answers", model=model, tools=[lookup])
+    body = run_input("t3", "r1", [user("u1", "What is it?")])
+    with live_server(create_app(agent)) as server:
+        host, port = server.url.removeprefix("http://").split(":")
+        data = json.dumps(body).encode()
+        head = (
+            f"POST /agents/answers/agui HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Accept: text/event-stream\r\nContent-Length: {len(data)}\r\n\r\n"
+        ).encode()
+        async with await anyio.connect_tcp(host, int(port)) as sock:
+            await sock.send(head + data)
+            seen = b""
+            while b"TEXT_MESSAGE_CONTENT" not in seen:
+                seen += await sock.receive()
+            assert answering.is_set()
+        assert await anyio.to_thread.run_sync(server.app.state.tracker.wait_idle, 10)
+        assert tool_runs == ["Hangzhou"]
+        HeldAnswer.hold = False
+        async with httpx.AsyncClient(timeout=30) as client:
+            cut = (await client.get(f"{server.url}/agents/answers/threads/t3")).json()
+            again = await post_run(client, server.agui("answers"), {**body, "runId": "r2"})
+            thread = (await client.get(f"{server.url}/agents/answers/threads/t3")).json()
+    assert [(m["role"], m.get("content")) for m in cut["messages"]][:1] == [("user", "What is it?")]
+    assert [m["role"] for m in cut["messages"]] == ["user", "assistant", "tool"]
+    assert_valid_agui(again, max_warnings=0)
+    assert again[-1]["result"] == "The answer is 42."
+    assert tool_runs == ["Hangzhou"]  # the finished tool did not run again
+    assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "tool", "assistant"]

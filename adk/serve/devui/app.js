@@ -210,7 +210,10 @@
     setActiveAgent(who);
     switch (e.type) {
       case "RUN_STARTED": setActiveNode("start"); break;
-      case "STEP_STARTED": page.stepAgent = e.stepName; setActiveAgent(e.stepName); break;
+      case "STEP_STARTED": // a step inside an agent tool's invocation names the agent of that invocation now
+        if (e.subagentRunId) page.subagents.set(e.subagentRunId, e.stepName); else page.stepAgent = e.stepName;
+        setActiveAgent(e.stepName);
+        break;
       case "SUBAGENT_STARTED": page.subagents.set(e.subagentRunId, e.name); setActiveAgent(e.name); break;
       case "TEXT_MESSAGE_START": {
         setActiveNode("ChatModel");
