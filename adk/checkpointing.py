@@ -25,7 +25,9 @@ again (a new checkpoint is written under the same id), completes (the checkpoint
 default) or fails or is closed early (the claim is released, so the checkpoint can be resumed again). A store
 with only ``get``/``set`` (Eino's interface) works too: its checkpoints are not deleted and concurrent resumes
 are not excluded. If deleting fails at the end (the store is down), the run ends with one error event
-(``CheckpointStoreError``) and the claim is released; a release that fails as well is noted on that error.
+(``CheckpointStoreError``) and the claim is kept, so the finished run is never resumed as if its tools had not
+run: the SQL stores renew it and retry the delete until the store is back (if the process dies first, the claim
+expires and the rest of the run runs again: at least once).
 
 Errors of a resume that cannot start (no store, no such checkpoint, claimed, corrupted, foreign, another agent's
 or an unknown interrupt id) are raised by the first ``__anext__`` of the returned run, as exceptions: no agent
@@ -219,15 +221,12 @@ class CheckpointBinding:
         """The resumed run completed: its checkpoint is not kept (a store without ``delete`` keeps it).
 
         Raises:
-            CheckpointStoreError: the delete failed; the claim is still held, for :meth:`release` to give up.
+            CheckpointStoreError: the delete failed; the claim stays with the checkpoint (not released: the
+                checkpoint is not resumed as if the run had not completed; the SQL stores retry the delete).
         """
         owner, self.owner = self.owner, ""
         if owner:
-            try:
-                await _retire(self.store, self.checkpoint_id, owner)
-            except BaseException:
-                self.owner = owner
-                raise
+            await _retire(self.store, self.checkpoint_id, owner)
 
     async def release(self, error: BaseException | None = None) -> None:
         """The resumed run failed (with ``error``) or was closed: give the checkpoint back, resumable again.

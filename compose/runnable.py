@@ -443,11 +443,9 @@ class CheckpointedRun:
         done: bool = await self._guard(self._run.step(to_end, until))
         if done and self._restored:
             owner, self._owner = self._owner, ""
-            try:
-                await _retire(self._store, self._checkpoint_id, owner)  # retention: a finished run's is not kept
-            except BaseException as exc:
-                await _release_claim_after(exc, self._store, self._checkpoint_id, owner)
-                raise
+            # retention: a finished run's is not kept; a delete that fails keeps the claim (never released here:
+            # the checkpoint must not be resumed as if the run had not completed)
+            await _retire(self._store, self._checkpoint_id, owner)
         return done
 
     async def aclose(self) -> None:

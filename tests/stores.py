@@ -125,3 +125,28 @@ async def renewed_past(keeper: Any, seconds: float) -> None:
     finally:
         keeper._renew = renew
         done.release()  # frees a wait abandoned by the timeout
+
+
+async def retired(keeper: Any, key: str) -> None:
+    """Returns once ``keeper`` (a checkpoint store's ``LeaseKeeper``) has finished retiring the lease on ``key``:
+    the deletion of a completed run's checkpoint, handed to it when the store failed, went through.
+
+    Counted, not timed: the test waits for the keeper's own successful call, never for a sleep.
+    """
+    finish = keeper._finish
+    done = threading.Event()
+
+    def counted(k: str, owner: str) -> None:
+        finish(k, owner)
+        if k == key:
+            done.set()
+
+    keeper._finish = counted
+    try:
+        if all(k != key for k, _ in keeper.retiring()):  # done before the wrapper was in place
+            return
+        with anyio.fail_after(60):  # the keeper stopped retrying: fail, never hang
+            await anyio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
+    finally:
+        keeper._finish = finish
+        done.set()  # frees a wait abandoned by the timeout

@@ -152,7 +152,8 @@ class DurableApp:
             ``DurableTool`` yourself; mark lambdas with ``durable_step``).
         db: the DBOS system database: ``sqlite:///path.db`` (one machine) or ``postgresql://...`` (many).
         name: the DBOS application name.
-        queue: the queue runs are submitted to.
+        queue: the queue runs are submitted to; this worker dequeues from it alone and refuses a run submitted to
+            another (several agents share a system database with a queue each).
         worker_concurrency: at most this many runs at once in this worker.
         global_concurrency: at most this many runs at once across all workers (None: no limit).
         executor_id: this worker's DBOS executor id; give a restarted worker its old id to have it recover its
@@ -210,6 +211,9 @@ class DurableApp:
             config["application_version"] = application_version
         _register_workflow()
         DBOS(config=config)
+        # DBOS dequeues from every queue its application registered in the database: a worker that served
+        # another agent's queue too would run that agent's runs with this agent. It serves its own queue only.
+        DBOS.listen_queues([queue])
         self._queue_options: dict[str, Any] = {
             "worker_concurrency": worker_concurrency,
             "global_concurrency": global_concurrency,
@@ -266,6 +270,15 @@ class DurableApp:
     async def _execute(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         run_id = cast(str, DBOS.workflow_id)
         ledger = await Ledger.open()
+        queue = payload.get("queue", self.queue)
+        if queue != self.queue:  # submitted for another queue's agent: never answered by this one
+            message = (
+                f"run {run_id!r} was submitted to queue {queue!r} but reached worker {self.executor_id!r}, which "
+                f"serves queue {self.queue!r} ({_target_name(self.target)}): refused, give each agent its own queue"
+            )
+            await _publish(ledger, DurableEvent(kind="error", error_type="DurableQueueError", error=message))
+            await ledger.close(EVENTS_STREAM)
+            raise DurableRunError(run_id, "DurableQueueError", message)
         ledger_token = current_ledger.set(ledger)
         sink_token = token_sink.set(_write_token)
         try:
@@ -352,6 +365,12 @@ class DurableApp:
         if targets is None:
             return published
         return _current_ids(cast(dict[str, Any], targets), published, pending)
+
+
+def _target_name(target: object) -> str:
+    name = getattr(target, "name", None)
+    kind = "graph" if isinstance(target, Runnable) else "agent"
+    return f"{kind} {name!r}" if isinstance(name, str) and name else f"a {type(target).__qualname__}"
 
 
 async def _graph_once(

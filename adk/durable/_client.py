@@ -176,6 +176,7 @@ class DurableClient:
             "input": list(input) if isinstance(input, (list, tuple)) else input,
             "streaming": streaming,
             "session_values": dict(session_values or {}),
+            "queue": self.queue,  # a worker of another queue refuses the run (see DurableApp)
         }
         handle: WorkflowHandleAsync[dict[str, Any]] = await self._dbos.enqueue_async(options, payload)
         return DurableHandle(self, handle.get_workflow_id())

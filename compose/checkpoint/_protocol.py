@@ -42,6 +42,9 @@ class CheckPointStore(Protocol):
       checkpoint and runs, and the last to pause or finish decides what is stored.
     * ``claim_info(id) -> CheckpointClaim | None``: who holds a claim and since when, for the
       ``CheckpointClaimedError`` a refused resume raises.
+    * ``retry_delete(id, owner)`` (a plain method, no I/O): a resumed run completed but ``delete`` failed; the
+      store keeps ``owner``'s claim alive and retries the delete until it succeeds. Without it the claim is
+      simply kept (the checkpoint is refused as claimed, never resumed as if its run had not completed).
     """
 
     async def get(self, checkpoint_id: str) -> bytes | None:
@@ -75,7 +78,10 @@ class ClaimableCheckPointStore(CheckPointStore, CheckPointDeleter, Protocol):
     **A claim never outlives its owner.** The SQL stores renew the claims they hold from a keeper thread (every
     ``claim_ttl / 3`` seconds while the resumed run is in flight); a claim not renewed for ``claim_ttl``
     seconds (its process died, froze, or the store was down when its run ended and could not release it) has
-    expired and is taken over by the next resume. The in-memory store's claims die with their process.
+    expired and is taken over by the next resume. The in-memory store's claims die with their process. A run that
+    completed while its checkpoint could not be deleted keeps its claim: the keeper renews it and retries the
+    delete (``retry_delete``) until the store is back, so the checkpoint is never resumed as if the run had not
+    completed (if the process dies first, its claim expires: the rest of the run runs again, at least once).
     """
 
     async def list(self, prefix: str = "") -> builtins.list[str]:
@@ -177,9 +183,14 @@ async def _retire(store: object, checkpoint_id: str, owner: str) -> None:
     """A resumed run completed: delete its checkpoint (a store without ``delete`` keeps it; its claim is
     released).
 
+    A delete that fails leaves the checkpoint claimed by ``owner``: resuming it would run again what the run
+    already did (a payment), so it is not released. A store with ``retry_delete`` (the SQL stores) keeps the
+    claim renewed and retries the delete until the store is back; on another store the claim stays until the
+    checkpoint is deleted by hand (or taken over with ``claim_stale_after``).
+
     Raises:
-        CheckpointStoreError: the delete failed (whatever the store raised is its cause); the checkpoint is still
-            stored and still claimed by ``owner``: the caller reports the error and releases the claim.
+        CheckpointStoreError: the delete failed (whatever the store raised is its cause). The caller reports it
+            and must not release the claim: it belongs to the retry now.
     """
     if not _has(store, "delete"):
         await _release_claim(store, checkpoint_id, owner)
@@ -188,10 +199,19 @@ async def _retire(store: object, checkpoint_id: str, owner: str) -> None:
         with anyio.CancelScope(shield=True):
             await cast(CheckPointDeleter, store).delete(checkpoint_id)
     except Exception as exc:
+        kept = "it stays claimed by this run, so it is not resumed as if the run had not completed"
+        if not _claims(store):
+            after = "it is still stored, so resuming it again runs the nodes after its pause again; delete it once "
+            after += "the store works again"
+        elif _has(store, "retry_delete"):
+            getattr(store, "retry_delete")(checkpoint_id, owner)  # noqa: B009 - an optional method
+            after = f"{kept}, and the store retries the delete until it works again (if this process ends first, "
+            after += "the claim expires after claim_ttl and the next resume runs the nodes after its pause again)"
+        else:
+            after = f"{kept}; delete it once the store works again"
         raise CheckpointStoreError(
             f"the resumed run completed, but its checkpoint {checkpoint_id!r} could not be deleted "
-            f"({type(exc).__name__}: {exc}): it is still stored, so resuming it again runs the nodes after its "
-            "pause again; delete it once the store works again"
+            f"({type(exc).__name__}: {exc}): {after}"
         ) from exc
 
 

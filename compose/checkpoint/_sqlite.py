@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
+import functools
 import os
 import time
 from typing import TYPE_CHECKING
@@ -69,7 +71,9 @@ class SQLiteCheckPointStore(ClosingStore):
             label=f"SQLite checkpoint store {self.path!r}",
             error=CheckpointStoreError,
         )
-        self._keeper = LeaseKeeper(self._renew, (claim_ttl or 30.0) / 3, f"pyeino-checkpoint-claims:{self.table}")
+        self._keeper = LeaseKeeper(
+            self._renew, (claim_ttl or 30.0) / 3, f"pyeino-checkpoint-claims:{self.table}", finish=self._delete_claimed
+        )
 
     def __repr__(self) -> str:
         return f"<SQLiteCheckPointStore {self.path!r} table={self.table} {self._db.state}>"
@@ -104,6 +108,11 @@ class SQLiteCheckPointStore(ClosingStore):
         """Remove ``checkpoint_id`` if present."""
         await self._db.run(lambda db: db.execute(f"DELETE FROM {self.table} WHERE id = ?", (checkpoint_id,)))
         self._keeper.drop_key(checkpoint_id)
+
+    def retry_delete(self, checkpoint_id: str, owner: str) -> None:
+        """``owner``'s resumed run completed but deleting its checkpoint failed: keep the claim renewed and retry
+        the delete every ``claim_ttl / 3`` seconds until it succeeds (see ``ClaimableCheckPointStore``)."""
+        self._keeper.retire(owner, checkpoint_id)
 
     async def list(self, prefix: str = "") -> builtins.list[str]:
         """Return the ids starting with ``prefix``, oldest write first."""
@@ -172,9 +181,22 @@ class SQLiteCheckPointStore(ClosingStore):
         return await self._db.run(op)
 
     async def aclose(self) -> None:
-        """Stop renewing claims and close the connection; later calls raise ``anyio.ClosedResourceError``."""
-        self._keeper.stop()
+        """Stop renewing claims and close the connection; later calls raise ``anyio.ClosedResourceError``.
+
+        A checkpoint whose deletion is still being retried (``retry_delete``) is tried once more; if that fails
+        too its claim expires after ``claim_ttl`` and the next resume runs the rest of that run again.
+        """
+        for checkpoint_id, owner in self._keeper.stop():
+            with contextlib.suppress(CheckpointStoreError):
+                await self._db.run(functools.partial(self._delete_claimed_in, checkpoint_id=checkpoint_id, owner=owner))
         await self._db.aclose()
+
+    def _delete_claimed(self, checkpoint_id: str, owner: str) -> None:
+        self._db.run_sync(lambda db: self._delete_claimed_in(db, checkpoint_id, owner))
+
+    def _delete_claimed_in(self, db: sqlite3.Connection, checkpoint_id: str, owner: str) -> None:
+        # only while the finished run still holds the claim: one that expired may have been resumed meanwhile
+        db.execute(f"DELETE FROM {self.table} WHERE id = ? AND owner = ?", (checkpoint_id, owner))
 
     def _renew(self, owners: builtins.list[str]) -> None:
         marks = ", ".join("?" * len(owners))

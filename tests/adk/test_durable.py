@@ -634,3 +634,30 @@ async def test_a_client_before_any_worker_creates_the_tables_and_waits_with_a_ti
         assert isinstance(info.value, TimeoutError)
         with pytest.raises(ValueError, match="timeout must be >= 0 seconds or None"):
             await handle.result(timeout=-1)
+
+
+async def test_a_run_submitted_for_another_queue_is_refused_not_answered(
+    tmp_path: Path, anyio_backend_name: str
+) -> None:
+    """A worker serves its own queue's agent only (issue: two agents' workers on one database): a run whose
+    submission names another queue (here enqueued past the client, as a leak between queues would deliver it)
+    ends with one error naming both queues, never with this agent's answer."""
+    db = await _durable_db(tmp_path, anyio_backend_name)
+    if db is None:  # trio: refused with the clear error
+        return
+    from adk.durable._app import WORKFLOW_NAME
+
+    agent = ChatModelAgent("fast", "answers", model=_CountingModel("fast", []))
+    async with _served(agent, db, "fast-worker") as client:
+        await client._dbos.enqueue_async(
+            {"queue_name": "pyeino", "workflow_name": WORKFLOW_NAME, "workflow_id": "slow-1"},
+            {"input": "go", "queue": "slowq"},
+        )
+        handle = client.handle("slow-1")
+        events = [e async for e in handle.events()]
+        with pytest.raises(DurableRunError) as caught:
+            await handle.result()
+    assert [(e.kind, e.error_type) for e in events] == [("error", "DurableQueueError")]
+    assert caught.value.error_type == "DurableQueueError"
+    message = caught.value.message
+    assert "submitted to queue 'slowq'" in message and "serves queue 'pyeino' (agent 'fast')" in message

@@ -207,6 +207,38 @@ def test_sqlite_two_workers_on_one_file_share_the_runs(tmp_path: Path) -> None:
     assert {pid for _r, _c, pid in tool_log(log_db)} == {w.proc.pid for w in workers}  # both served the queue
 
 
+def test_two_agents_workers_on_one_database_each_run_only_their_own_agents_runs(tmp_path: Path) -> None:
+    """Issue: a run submitted to queue ``slowq`` for agent ``slow`` was executed by the other agent's worker (DBOS
+    dequeues from every queue its application registered). Here ``slow``'s worker registers ``slowq`` and stops;
+    runs are then submitted to both queues while only the other agent's worker serves: it runs its own and leaves
+    ``slowq``'s waiting for ``slow``'s next worker."""
+    db = f"sqlite:///{tmp_path / 'system.db'}"
+    log_db = f"sqlite:///{tmp_path / 'log.db'}"
+    rounds = {"PYEINO_TEST_ROUNDS": "1"}
+    Worker(db, log_db, factory="build_slow", queue="slowq", **rounds).stop()  # slowq is registered in the database
+    fast = Worker(db, log_db, queue="fastq", **rounds)
+    slow: Worker | None = None
+
+    async def submit(queue: str, prefix: str) -> list[str]:
+        async with DurableClient(db, queue=queue) as client:
+            return [(await client.submit(f"q{i}", run_id=f"{prefix}-{i}")).run_id for i in range(3)]
+
+    try:
+        slow_ids = run_async(lambda: submit("slowq", "slow"))
+        fast_ids = run_async(lambda: submit("fastq", "fast"))
+        fast_out = results_of(db, fast_ids)
+        slow = Worker(db, log_db, factory="build_slow", queue="slowq", **rounds)
+        slow_out = results_of(db, slow_ids)
+    finally:
+        fast.stop()
+        if slow is not None:
+            slow.stop()
+    assert [o.output.content for o in fast_out] == [f"answer q{i} 0" for i in range(3)]
+    assert [o.output.content for o in slow_out] == [f"slow q{i} 0" for i in range(3)]
+    pids = {run: pid for run, _call, pid in tool_log(log_db)}
+    assert pids == {**dict.fromkeys(fast_ids, fast.proc.pid), **dict.fromkeys(slow_ids, slow.proc.pid)}
+
+
 def test_run_paused_for_approval_resumes_from_another_process(pg_server: Any, tmp_path: Path) -> None:
     db = fresh_pg_database(pg_server.dsn)
     first = Worker(db, db, factory="build_approval", PYEINO_TEST_ROUNDS="1")

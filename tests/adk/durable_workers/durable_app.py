@@ -7,7 +7,8 @@ results>``. The ``record`` tool appends ``(run id, call id, pid)`` to the ``tool
 in ``PYEINO_TEST_HOLD_CALLS`` is held: it prints ``held <run id> <call id>`` and waits for a shared lock of the
 file ``PYEINO_TEST_HOLD``, which the test holds exclusively until it releases the calls (``harness.Gate``).
 
-``build_approval``: the ``pay`` tool needs approval. ``build_stream``: the model streams its final answer word
+``build_slow``: another agent, ``slow``, answering ``slow <user text> <sum>``. ``build_approval``: the ``pay``
+tool needs approval. ``build_stream``: the model streams its final answer word
 by word and, after the first word, waits for the gate (``PYEINO_TEST_HOLD``). ``build_graph``: a compiled
 graph of three parallel branches of two ``durable_step`` lambdas each (logged and held like ``record``, call
 ids ``b<branch>s<stage>``).
@@ -112,7 +113,7 @@ async def pay(amount: int) -> str:
     return f"paid {amount}"
 
 
-def _answer(messages: Sequence[Message], tool_name: str) -> Message:
+def _answer(messages: Sequence[Message], tool_name: str, label: str = "answer") -> Message:
     tool_results = [m for m in messages if m.role == "tool"]
     done = len(tool_results) // PARALLEL
     user = next(m.content for m in messages if m.role == "user")
@@ -126,7 +127,7 @@ def _answer(messages: Sequence[Message], tool_name: str) -> Message:
         ]
         return Message(role="assistant", content="", tool_calls=calls)
     total = sum(int(m.content) for m in tool_results if m.content.isdigit())
-    return Message(role="assistant", content=f"answer {user} {total}")
+    return Message(role="assistant", content=f"{label} {user} {total}")
 
 
 def _arguments(tool_name: str, value: int) -> str:
@@ -136,18 +137,19 @@ def _arguments(tool_name: str, value: int) -> str:
 class FunctionModel:
     """A chat model whose answer is a function of the conversation (stateless, so shared by concurrent runs)."""
 
-    def __init__(self, tool_name: str = "record", gate: bool = False) -> None:
+    def __init__(self, tool_name: str = "record", gate: bool = False, label: str = "answer") -> None:
         self.tool_name = tool_name
         self.gate = gate
+        self.label = label
 
     def with_tools(self, tools: Sequence[ToolInfo]) -> FunctionModel:
         return self
 
     async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
-        return _answer(messages, self.tool_name)
+        return _answer(messages, self.tool_name, self.label)
 
     async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
-        whole = _answer(messages, self.tool_name)
+        whole = _answer(messages, self.tool_name, self.label)
         if whole.tool_calls:
             return StreamReader.from_iterable([whole])
         words = whole.content.split(" ")
@@ -164,6 +166,11 @@ class FunctionModel:
 
 def build() -> ChatModelAgent:
     return ChatModelAgent("worker", "records numbers", model=FunctionModel(), tools=[record])
+
+
+def build_slow() -> ChatModelAgent:
+    """Another agent (``slow``, answering ``slow <user text> <sum>``), for workers of two agents on one database."""
+    return ChatModelAgent("slow", "records numbers slowly", model=FunctionModel(label="slow"), tools=[record])
 
 
 def build_approval() -> ChatModelAgent:

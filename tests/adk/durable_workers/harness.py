@@ -56,6 +56,7 @@ class Worker:
         *,
         factory: str = "build",
         executor_id: str | None = None,
+        queue: str | None = None,
         concurrency: int = 8,
         stderr: Path | None = None,
         wait: bool = True,
@@ -69,6 +70,8 @@ class Worker:
         ]  # fmt: skip
         if executor_id is not None:
             args += ["--executor-id", executor_id]
+        if queue is not None:
+            args += ["--queue", queue]
         # stderr goes to a file, so a worker that does not start says why in the failure
         self._err_path = (
             stderr if stderr is not None else Path(tempfile.mkstemp(prefix="durable-worker-", suffix=".err")[1])
