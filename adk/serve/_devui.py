@@ -2,9 +2,10 @@
 beyond the AG-UI routes, which any client may use.
 
 * ``GET /agents/{name}/threads``: the principal's threads of that agent (``threadId``, ``title``: the first user
-  message, ``messages``: how many, a paused run's turn included, ``paused``), in thread id order. The records are
-  listed from the checkpoint store (``list(prefix)``; a store without it is answered 501) and filtered by agent and
-  owner, as every thread route is: another principal's thread is never listed.
+  message, ``messages``: how many, a paused run's turn included, ``paused``, ``created`` and ``updated``: ISO 8601
+  UTC, null for a thread stored before they were kept), most recently updated first (those without a time last,
+  by id). The records are listed from the checkpoint store (``list(prefix)``; a store without it is answered 501)
+  and filtered by agent and owner, as every thread route is: another principal's thread is never listed.
 * ``GET /agents/{name}/graph``: the agent as data the page draws: the tree of agents (sub-agents of a flow or
   workflow, agent tools), each with its tools and, for an agent running a compiled graph, the graph's nodes and
   edges (``start``/``end`` included; branch ends as ``branch`` edges).
@@ -96,6 +97,13 @@ def agent_tree(agent: Any, *, via: str = "root", depth: int = 0) -> dict[str, An
     }
 
 
+def _by_recency(threads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``threads`` (listed in id order) most recently updated first; those without a time (stored before records
+    had one) last, in id order."""
+    timed = sorted((t for t in threads if t["updated"]), key=lambda t: (t["updated"], t["created"] or ""), reverse=True)
+    return timed + [t for t in threads if not t["updated"]]
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
@@ -129,9 +137,11 @@ def routes(server: _Server, *, page: bool) -> list[Route]:
                     "title": first[:80],
                     "messages": len(messages),
                     "paused": record.checkpoint_id is not None,
+                    "created": record.created,
+                    "updated": record.updated,
                 }
             )
-        return JSONResponse({"threads": found})
+        return JSONResponse({"threads": _by_recency(found)})
 
     async def graph(request: Request) -> Response:
         name = request.path_params["name"]

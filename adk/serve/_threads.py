@@ -1,8 +1,9 @@
 """Threads: an AG-UI thread is a session of the session store, plus a small record the server keeps.
 
 The record (JSON, in the checkpoint store under ``pyeino.serve/thread/<thread id>``, so every server process
-sharing the stores sees it) says which agent and principal the thread belongs to and, while a run on it is
-paused, the checkpoint id and the AG-UI interrupts it waits for. The conversation and session values stay the
+sharing the stores sees it) says which agent and principal the thread belongs to, when it was created and last
+saved (ISO 8601 UTC; a record stored before these existed has neither) and, while a run on it is paused, the
+checkpoint id and the AG-UI interrupts it waits for. The conversation and session values stay the
 session store's; the paused run stays the Runner's checkpoint.
 
 Branches (AG-UI's ``parentRunId``: a run branching from a prior run of the same thread). The record maps each
@@ -27,6 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from ag_ui.core import Interrupt, ResumeEntry
@@ -54,6 +56,11 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 }
 
 
+def utc_now() -> str:
+    """Now as ISO 8601 UTC to the millisecond (``2025-04-27T08:15:00.123Z``: sorts as text in time order)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 @dataclass(slots=True)
 class ThreadRecord:
     """What the server keeps about a thread (see the module docstring)."""
@@ -68,6 +75,8 @@ class ThreadRecord:
     runs: dict[str, list[Any]] = field(default_factory=dict)  # run id -> [session id, turn index it appended]
     turn_runs: list[str] = field(default_factory=list)  # the runs of the turn not appended yet (paused ones)
     cut: bool = False  # the paused run was paused by its client's hang-up (no interrupt to answer)
+    created: str | None = field(default_factory=utc_now)  # None: stored before records had times
+    updated: str | None = None  # when it was last saved (save_record sets it)
 
     def pending(self) -> list[Interrupt]:
         return [Interrupt.model_validate(i) for i in self.interrupts]
@@ -107,10 +116,13 @@ async def load_record(store: CheckPointStore, thread_id: str) -> ThreadRecord | 
         dict(raw.get("runs", {})),
         list(raw.get("turn_runs", [])),
         bool(raw.get("cut", False)),
+        raw.get("created"),
+        raw.get("updated"),
     )
 
 
 async def save_record(store: CheckPointStore, thread_id: str, record: ThreadRecord) -> None:
+    record.updated = utc_now()
     raw: dict[str, Any] = {
         "agent": record.agent,
         "owner": record.owner,
@@ -125,6 +137,9 @@ async def save_record(store: CheckPointStore, thread_id: str, record: ThreadReco
         raw["cut"] = True
     if record.runs or record.turn_runs:
         raw["runs"], raw["turn_runs"] = record.runs, record.turn_runs
+    if record.created is not None:
+        raw["created"] = record.created
+    raw["updated"] = record.updated
     await store.set(_PREFIX + thread_id, json.dumps(raw).encode())
 
 

@@ -4,7 +4,9 @@ principal, per agent), the graph and tree of agents, ``--no-dev-ui``. The page i
 from __future__ import annotations
 
 import json
+import re
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import httpx
 import pytest
 
 from adk import AgentTool, ChatModelAgent
+from adk.serve import _threads as threads_module
 from adk.serve import create_app
 from adk.serve.__main__ import _parser
 from compose import tool
@@ -40,6 +43,32 @@ def payer() -> ChatModelAgent:
     return ChatModelAgent("payer", "pays", model=PolicyModel(policy), tools=[pay], approval=lambda name, _args: True)
 
 
+class TickingClock:
+    """A stand-in for ``datetime`` in ``adk.serve._threads``: each ``now()`` a second after the last, so that the
+    order of thread times is the order of the saves (no two in the same millisecond)."""
+
+    def __init__(self) -> None:
+        self.at = datetime(2025, 4, 27, 8, 0, tzinfo=UTC)
+
+    def now(self, tz: Any = None) -> datetime:
+        self.at += timedelta(seconds=1)
+        return self.at
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> TickingClock:
+    ticking = TickingClock()
+    monkeypatch.setattr(threads_module, "datetime", ticking)
+    return ticking
+
+
+def untimed(thread: dict[str, Any]) -> dict[str, Any]:
+    """A listed thread without its times (checked to be ISO 8601 UTC, ``updated`` not before ``created``)."""
+    created, updated = (datetime.fromisoformat(thread[k]) for k in ("created", "updated"))
+    assert created.utcoffset() == updated.utcoffset() == timedelta(0) and created <= updated
+    return {k: v for k, v in thread.items() if k not in ("created", "updated")}
+
+
 async def test_the_page_is_served_only_with_dev_ui() -> None:
     agent = ChatModelAgent("a", "answers", model=PolicyModel(lambda m: "hi"))
     with live_server(create_app(agent, dev_ui=True)) as live:
@@ -63,7 +92,7 @@ async def test_the_page_is_served_only_with_dev_ui() -> None:
             assert (await client.get(f"{live.url}/agents/a/graph")).status_code == 200  # the reads are API routes
 
 
-async def test_threads_are_listed_per_principal_and_agent() -> None:
+async def test_threads_are_listed_per_principal_and_agent(clock: TickingClock) -> None:
     async def auth(request: Any) -> str | None:
         return request.headers.get("x-user")
 
@@ -87,9 +116,9 @@ async def test_threads_are_listed_per_principal_and_agent() -> None:
             await run("payer", "t-b1", bob, "Bob's")
             await run("other", "t-a3", alice, "Elsewhere")
             listed = (await client.get(f"{base}/payer/threads", headers=alice)).json()["threads"]
-            assert listed == [
-                {"threadId": "t-a1", "title": "Pay invoice 7 please", "messages": 2, "paused": True},
+            assert [untimed(t) for t in listed] == [  # most recent first
                 {"threadId": "t-a2", "title": "x" * 80, "messages": 2, "paused": True},
+                {"threadId": "t-a1", "title": "Pay invoice 7 please", "messages": 2, "paused": True},
             ]
 
             async def ids(agent: str, who: dict[str, str]) -> list[str]:
@@ -115,7 +144,35 @@ async def test_a_finished_thread_is_listed_with_its_messages() -> None:
             resume = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approved": True}}]
             await post_run(client, live.agui("payer"), run_input("t1", "r2", [], resume=resume))
             (thread,) = (await client.get(f"{live.url}/agents/payer/threads")).json()["threads"]
-    assert thread == {"threadId": "t1", "title": "Pay", "messages": 4, "paused": False}
+    assert untimed(thread) == {"threadId": "t1", "title": "Pay", "messages": 4, "paused": False}
+
+
+async def test_threads_are_listed_most_recent_first_with_their_times(clock: TickingClock) -> None:
+    """Created and last-updated times (ISO 8601 UTC) on each listed thread, the most recently updated first; a
+    record stored before records had times is listed last."""
+    checkpoints = InMemoryCheckPointStore()
+    legacy = {"agent": "payer", "owner": None, "checkpoint_id": None, "interrupts": []}
+    await checkpoints.set("pyeino.serve/thread/t-0-legacy", json.dumps(legacy).encode())
+    with live_server(create_app(payer(), checkpoint_store=checkpoints)) as live:
+        async with httpx.AsyncClient() as client:
+            first = await post_run(client, live.agui("payer"), run_input("t-c", "r1", [user("u1", "Pay")]))
+            await post_run(client, live.agui("payer"), run_input("t-a", "r2", [user("u2", "Pay again")]))
+            await post_run(client, live.agui("payer"), run_input("t-b", "r3", [user("u3", "And again")]))
+            listed = (await client.get(f"{live.url}/agents/payer/threads")).json()["threads"]
+            assert [t["threadId"] for t in listed] == ["t-b", "t-a", "t-c", "t-0-legacy"]
+            assert listed[-1]["created"] is None and listed[-1]["updated"] is None
+            created_c = listed[2]["created"]
+            # the first thread's approval resumed: it is the most recent now, created when it was
+            (pending,) = first[-1]["outcome"]["interrupts"]
+            resume = [{"interruptId": pending["id"], "status": "resolved", "payload": {"approved": True}}]
+            await post_run(client, live.agui("payer"), run_input("t-c", "r4", [], resume=resume))
+            listed = (await client.get(f"{live.url}/agents/payer/threads")).json()["threads"]
+    assert [t["threadId"] for t in listed] == ["t-c", "t-b", "t-a", "t-0-legacy"]
+    now = listed[0]
+    assert now["created"] == created_c and now["updated"] > listed[1]["updated"] > listed[1]["created"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", now["updated"])
+    for thread in listed[:-1]:
+        untimed(thread)
 
 
 async def test_the_routes_run_on_the_test_loop_too() -> None:
@@ -126,7 +183,7 @@ async def test_the_routes_run_on_the_test_loop_too() -> None:
         listed = (await client.get("/agents/payer/threads")).json()["threads"]
         graph = (await client.get("/agents/payer/graph")).json()["agents"]["graph"]
         assert (await client.get("/")).status_code == 200
-    assert listed == [{"threadId": "t", "title": "Pay", "messages": 2, "paused": True}]
+    assert [untimed(t) for t in listed] == [{"threadId": "t", "title": "Pay", "messages": 2, "paused": True}]
     assert {n["kind"] for n in graph["nodes"]} >= {"start", "ChatModel", "ToolsNode", "end"}
 
 

@@ -185,11 +185,59 @@ def test_approve_with_edited_arguments_finishes_the_run(page: Page, live: Live, 
     expect(booked.locator(".result")).to_contain_text("TEA-0427")
     expect(page.locator(".msg.assistant").last).to_contain_text(FINAL)
     expect(page.locator(".approval")).to_have_count(0)
+    # the call shows the arguments it ran with (the resume's snapshot of the thread has it as the model made it)
+    expect(booked.locator(".args")).to_contain_text('"time": "16:30"')
+    expect(booked.locator(".args-label")).to_have_text("arguments (edited on approval)")
+    assert "16:30" in page.evaluate("devui.messages.flatMap(m => m.toolCalls || []).at(-1).function.arguments")
     # the session value the booking wrote, as STATE_DELTA told the page
     expect(page.locator("#state")).to_contain_text('"time": "16:30"')
     assert page.evaluate("devui.state.booking.ticket") == "TEA-0427"
     expect(page.locator("#input")).to_be_focused()
     shot(page, artifacts, "approved")
+
+
+@pytest.mark.parametrize("then", ["approve", "reject"])
+def test_a_refused_approval_keeps_its_card_and_the_thread_goes_on(
+    page: Page, live: Live, artifacts: Path, then: str
+) -> None:
+    # edited arguments that break the tool's schema (no "time"): the resume fails and the run stays paused
+    open_page(page, live)
+    send(page, TASK)
+    card = wait_for_approval(page)
+    card.locator("textarea.args").fill('{"place": "中国茶叶博物馆"}')
+    card.locator(".approve").click()
+    expect(page.locator(".error[role=alert]")).to_contain_text("book_tea_tasting")
+    # the card comes back with the error, the typed arguments kept; the call shows what the thread holds
+    card = wait_for_approval(page)
+    expect(card.locator(".invalid")).to_be_visible()
+    expect(card.locator(".invalid")).to_contain_text("Not resumed")
+    expect(card.locator(".invalid")).to_contain_text("'time'")
+    expect(card.locator("textarea.args")).to_have_value('{"place": "中国茶叶博物馆"}')
+    expect(card.locator(".approve")).to_be_focused()
+    expect(page.locator("#send")).to_be_disabled()
+    booked = page.locator('.tool[data-call="call_book"]')
+    expect(booked.locator(".args")).to_contain_text('"time": "15:00"')
+    expect(booked.locator(".args-label")).to_have_text("arguments")
+    shot(page, artifacts, f"refused-{then}")
+    # a corrected approval, or a rejection, goes through on the same paused run
+    if then == "approve":
+        card.locator("textarea.args").fill('{"place": "中国茶叶博物馆", "time": "16:30"}')
+        card.locator(".approve").click()
+        expect(booked.locator(".result")).to_contain_text('"time": "16:30"')
+        expect(booked.locator(".args")).to_contain_text('"time": "16:30"')
+    else:
+        card.locator(".reject").click()
+        expect(booked.locator(".status")).to_have_text("rejected")
+    expect(page.locator(".msg.assistant").last).to_contain_text(FINAL)
+    expect(page.locator(".approval")).to_have_count(0)
+    assert event_types(page)[-1] == "RUN_FINISHED"
+    # and the thread takes the next message
+    send(page, "谢谢")
+    expect(page.locator("#events [data-type=RUN_FINISHED]")).to_have_count(3)
+    assert event_types(page)[-1] == "RUN_FINISHED"
+    expect(page.locator(".msg.user").last).to_have_text(re.compile("谢谢"))
+    expect(page.locator(".error[role=alert]")).to_have_count(0)
+    assert "InterruptPendingError" not in page.locator("#messages").inner_text()
 
 
 def test_reject_with_the_keyboard_ends_with_the_rejection(page: Page, live: Live, artifacts: Path) -> None:
@@ -294,7 +342,7 @@ def test_reload_reopens_the_thread_and_threads_can_be_deleted(page: Page, live: 
     page.locator("#new-thread").click()
     expect(page.locator("#messages > *")).to_have_count(0)
     entry = page.locator(f'#threads li[data-thread="{thread}"]')
-    expect(entry.locator(".open")).to_have_text(TASK[:80])
+    expect(entry.locator(".open .title")).to_have_text(TASK[:80])
     entry.locator(".open").click()
     expect(page.locator(".msg.user")).to_have_text(re.compile(re.escape(TASK)))
     expect(entry.locator(".open")).to_have_attribute("aria-current", "true")
@@ -396,13 +444,83 @@ def test_the_keyboard_reaches_every_control_in_order(page: Page, live: Live) -> 
     assert page.evaluate("document.activeElement.tagName") == "SUMMARY"
 
 
-def test_the_page_fits_1280x800(page: Page, live: Live) -> None:
+def box_of(page: Page, selector: str) -> dict[str, float]:
+    box = page.locator(selector).bounding_box()
+    assert box is not None, selector
+    return box
+
+
+def inside(page: Page, inner: str, outer: str) -> bool:
+    """``inner``'s box lies within ``outer``'s (a pixel of rounding allowed)."""
+    a, b = box_of(page, inner), box_of(page, outer)
+    return (
+        a["x"] >= b["x"] - 1
+        and a["y"] >= b["y"] - 1
+        and a["x"] + a["width"] <= b["x"] + b["width"] + 1
+        and a["y"] + a["height"] <= b["y"] + b["height"] + 1
+    )
+
+
+def test_the_page_fits_1280x800(page: Page, live: Live, artifacts: Path) -> None:
     open_page(page, live)
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     assert page.evaluate("document.documentElement.scrollHeight") <= 800
     for pane in ("#threads-pane", "#chat-pane", "#graph-pane", "#events-pane"):
         box = page.locator(pane).bounding_box()
         assert box is not None and box["width"] > 150 and box["y"] + box["height"] <= 800
+    # the whole graph (its end node too) and the session state are shown, not clipped: at the start, while a call
+    # waits, and with the booking in the state
+    send(page, TASK)
+    wait_for_approval(page)
+    for moment in ("waiting", "finished"):
+        if moment == "finished":
+            page.locator(".approval .approve").click()
+            expect(page.locator("#state")).to_contain_text("TEA-0427")
+        for part in ("#graph-box svg[data-graph]", "#graph-box [data-node=end]", "#state-title", "#state"):
+            assert inside(page, part, "#graph-box" if part.startswith("#graph-box") else "#graph-pane"), (moment, part)
+            assert inside(page, part, "#graph-pane") and box_of(page, part)["y"] + box_of(page, part)["height"] <= 800
+        assert page.evaluate("(p => p.scrollHeight <= p.clientHeight)(document.getElementById('graph-pane'))")
+        assert page.evaluate("(b => b.scrollHeight <= b.clientHeight)(document.getElementById('graph-box'))")
+        assert box_of(page, "#state")["height"] >= 50  # a few lines of it, at least
+    shot(page, artifacts, "fits-1280x800")
+
+
+def test_the_call_waiting_for_approval_is_scrolled_into_view(page: Page, live: Live) -> None:
+    open_page(page, live)
+    send(page, TASK)
+    wait_for_approval(page)
+    assert inside(page, '.tool[data-call="call_book"]', "#messages")
+    page.reload()  # reopened from the server, the same
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    wait_for_approval(page)
+    assert inside(page, '.tool[data-call="call_book"]', "#messages")
+
+
+def test_threads_are_listed_most_recent_first_with_their_time(page: Page, live: Live) -> None:
+    open_page(page, live)
+    send(page, "Plan my day")
+    wait_for_approval(page)
+    first = page.evaluate("devui.threadId")
+    page.locator("#new-thread").click()
+    send(page, TASK)
+    wait_for_approval(page)
+    second = page.evaluate("devui.threadId")
+    threads = page.locator("#threads li[data-thread]")
+    expect(threads).to_have_count(2)
+    assert threads.evaluate_all("items => items.map(i => i.dataset.thread)") == [second, first]
+    # the first thread answered: it is the most recent now
+    threads.nth(1).locator(".open").click()
+    expect(page.locator(f'#threads li[data-thread="{first}"] .open')).to_have_attribute("aria-current", "true")
+    expect(page.locator(".msg.user")).to_have_text(re.compile("Plan my day"))
+    expect(page.locator(".approval")).to_be_visible()
+    page.locator(".approval .approve").click()
+    expect(page.locator(".msg.assistant").last).to_contain_text(FINAL)
+    expect(page.locator("#threads li[data-thread]").first).to_have_attribute("data-thread", first)
+    listed = httpx.get(f"{live.url}/agents/travel_agent/threads").json()["threads"]
+    for item, thread in zip(threads.all(), listed, strict=True):
+        when = item.locator(".open time.when")
+        expect(when).to_have_attribute("datetime", thread["updated"])
+        expect(when).to_have_text(re.compile(r"\d"))
 
 
 def test_the_page_applies_json_patch_as_rfc_6902_says(page: Page, live: Live) -> None:

@@ -23,6 +23,9 @@
   const page = (window.devui = {
     agents: [], agent: null, threadId: null, messages: [], state: {}, tree: null, graphs: new Map(),
     running: null, pending: [], events: [], textLog: [], activeLog: [], activeAgent: null, activeNode: null, stepAgent: null,
+    // what the page knows of each interrupt shown (a thread read gives less than the run's outcome did), the
+    // arguments typed on each approval card, and each call's arguments as approved with edits (what ran)
+    interrupts: new Map(), drafts: new Map(), edits: new Map(),
     subagents: new Map(), runStart: 0, lastEventAt: 0, applyPatch,
   });
 
@@ -104,11 +107,18 @@
     if (!card) {
       card = el("div", { class: "tool running", "data-call": id, role: "group", "aria-label": `tool call ${name}` },
         el("div", { class: "tool-head" }, el("span", { class: "name", text: `⚙ ${name}` }), el("span", { class: "status", text: "calling…" })),
-        el("div", { class: "label", text: "arguments" }), el("pre", { class: "args" }),
+        el("div", { class: "label args-label", text: "arguments" }), el("pre", { class: "args" }),
         el("div", { class: "label result-label", hidden: true, text: "result" }), el("pre", { class: "result", hidden: true }));
       messagesBox.append(card);
     }
     return card;
+  }
+
+  // a call's arguments as shown on its card: as the model made them, or as approved with edits (they are what ran)
+  function showArgs(card, args, edited) {
+    card.querySelector(".args").textContent = prettyJSON(args);
+    card.classList.toggle("edited", edited);
+    card.querySelector(".args-label").textContent = edited ? "arguments (edited on approval)" : "arguments";
   }
 
   function setToolStatus(card, status, text) {
@@ -146,9 +156,10 @@
       else if (m.role === "assistant") {
         if (m.content) assistantBubble(m.id, m.name || (page.tree && page.tree.name)).querySelector(".text").textContent = m.content;
         for (const c of m.toolCalls || []) {
-          const card = toolCard(c.id, c.function.name);
-          card.querySelector(".args").textContent = prettyJSON(c.function.arguments);
-          setToolStatus(card, "waiting", "no result yet");
+          const edited = page.edits.get(c.id);
+          if (edited !== undefined) c.function.arguments = edited;
+          showArgs(toolCard(c.id, c.function.name), c.function.arguments, edited !== undefined);
+          setToolStatus(toolCard(c.id, c.function.name), "waiting", "no result yet");
         }
       } else if (m.role === "tool") toolResult(m.toolCallId, typeof m.content === "string" ? m.content : JSON.stringify(m.content));
     }
@@ -281,6 +292,7 @@
     page.activeAgent = page.stepAgent = null;
     $("events").append(el("li", { class: "run-sep" }, el("span", { class: "muted", text: `run ${body.runId}` })));
     let finished = false;
+    let failure = null; // why the run did not finish, when it did not
     try {
       const response = await fetch(`${agentPath(page.agent)}/agui`, {
         method: "POST", headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
@@ -289,19 +301,27 @@
       if (!response.ok) {
         let message = response.statusText;
         try { message = (await response.json()).error || message; } catch { /* not JSON */ }
+        failure = message;
         showError(`Request failed · HTTP ${response.status}`, message);
         return;
       }
       for await (const event of sseEvents(response)) {
         handle(event);
         if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") finished = true;
+        if (event.type === "RUN_ERROR") failure = event.message || event.code || "the run failed";
       }
-      if (!finished) showError("Run ended early", "the server closed the stream before RUN_FINISHED or RUN_ERROR");
+      if (!finished) {
+        failure = "the server closed the stream before RUN_FINISHED or RUN_ERROR";
+        showError("Run ended early", failure);
+      }
     } catch (exc) {
+      failure = exc.message;
       if (exc.name === "AbortError") note("stopped (the server cancels the run; the thread keeps what it had)");
       else showError("Connection failed", exc.message);
     } finally {
       for (const bubble of messagesBox.querySelectorAll(".msg.streaming")) bubble.classList.remove("streaming");
+      if (failure === null) page.drafts.clear();
+      else await showStillWaiting(failure);
       page.running = null;
       setBusy(false);
       refreshThreads();
@@ -337,7 +357,48 @@
     return null;
   }
 
-  function showInterrupts(interrupts) {
+  // a call's arguments approved with edits: the page shows them (and keeps them over the server's snapshots of the
+  // thread, which may hold the call as the model made it) as the arguments the call ran with
+  function editCall(toolCallId, args) {
+    page.edits.set(toolCallId, args);
+    const call = callOf(toolCallId);
+    if (call) call.function.arguments = args;
+    const card = messagesBox.querySelector(`.tool[data-call="${CSS.escape(toolCallId)}"]`);
+    if (card) showArgs(card, args, true);
+  }
+
+  // after a run that failed, the server says whether the thread still waits (a resume a tool refused, e.g. edited
+  // arguments that break its schema, leaves the run paused as it was): then its cards come back with the error, the
+  // arguments typed kept, and the calls show the arguments the thread holds (the edits did not run)
+  async function showStillWaiting(failure) {
+    const answer = await api(`${agentPath(page.agent)}/threads/${encodeURIComponent(page.threadId)}`);
+    if (!answer.ok || !(answer.data.interrupts || []).length) return;
+    const waiting = new Set(answer.data.interrupts.map((i) => i.toolCallId).filter(Boolean));
+    for (const m of answer.data.messages) {
+      for (const c of m.toolCalls || []) {
+        if (!waiting.has(c.id) || !page.edits.delete(c.id)) continue;
+        const mine = callOf(c.id);
+        if (mine) mine.function.arguments = c.function.arguments;
+        const card = messagesBox.querySelector(`.tool[data-call="${CSS.escape(c.id)}"]`);
+        if (card) showArgs(card, c.function.arguments, false);
+      }
+    }
+    showInterrupts(answer.data.interrupts, failure);
+  }
+
+  // scroll the conversation (only it) so that ``node`` is in view: its bottom at the bottom when it fits, else its top
+  function reveal(node) {
+    const box = messagesBox.getBoundingClientRect(), r = node.getBoundingClientRect();
+    if (r.top < box.top) messagesBox.scrollTop -= box.top - r.top + 4;
+    else if (r.bottom > box.bottom) messagesBox.scrollTop += Math.min(r.bottom - box.bottom + 4, r.top - box.top - 4);
+  }
+
+  const known = (obj) => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== null && v !== undefined));
+
+  function showInterrupts(shown, failure = null) {
+    // a thread read gives an interrupt's id, reason, message and call: what the run's outcome gave more is kept
+    const interrupts = shown.map((i) => ({ ...page.interrupts.get(i.id), ...known(i) }));
+    for (const i of interrupts) page.interrupts.set(i.id, i);
     page.pending = interrupts;
     const box = $("approvals");
     box.replaceChildren();
@@ -347,6 +408,10 @@
       if (decisions.size < interrupts.length) return;
       page.pending = [];
       box.replaceChildren();
+      for (const i of interrupts) {
+        const payload = decisions.get(i.id).payload;
+        if (i.toolCallId && payload && payload.approved && payload.editedArgs) editCall(i.toolCallId, JSON.stringify(payload.editedArgs));
+      }
       run(runBody([], { resume: interrupts.map((i) => decisions.get(i.id)) }));
     };
     interrupts.forEach((interrupt, n) => {
@@ -356,17 +421,19 @@
       const approval = interrupt.reason === "tool_call" && (interrupt.responseSchema ? "editedArgs" in (interrupt.responseSchema.properties || {}) : !!toolName && !(meta.pyeino || {}).clientTool);
       const titleId = `interrupt-${n}`;
       const card = el("div", { class: "approval", role: "group", "aria-labelledby": titleId, "data-interrupt": interrupt.id });
-      const invalid = el("p", { class: "invalid", role: "alert", hidden: true });
+      const invalid = el("p", { class: "invalid", role: "alert", hidden: !failure });
+      if (failure) invalid.textContent = `Not resumed: ${failure}. The run still waits for this answer.`;
       if (approval) {
         const raw = meta.arguments || (call && call.function.arguments) || "{}";
         const argsBox = el("textarea", { class: "args", rows: 5, "aria-label": `arguments of ${toolName}`, spellcheck: "false" });
-        argsBox.value = prettyJSON(raw);
+        argsBox.value = page.drafts.get(interrupt.id) ?? prettyJSON(raw);
         const original = (() => { try { return JSON.stringify(JSON.parse(raw)); } catch { return raw; } })();
         const approve = el("button", { type: "button", class: "approve", text: "Approve", onclick: () => {
           let edited;
           try { edited = JSON.parse(argsBox.value); } catch (exc) {
             invalid.hidden = false; invalid.textContent = `the arguments are not JSON: ${exc.message}`; argsBox.focus(); return;
           }
+          page.drafts.set(interrupt.id, argsBox.value);
           const payload = { approved: true };
           if (JSON.stringify(edited) !== original) payload.editedArgs = edited;
           decide(interrupt, { interruptId: interrupt.id, status: "resolved", payload });
@@ -387,29 +454,45 @@
         const cancel = el("button", { type: "button", class: "reject", text: "Cancel", onclick: () =>
           decide(interrupt, { interruptId: interrupt.id, status: "cancelled" }) });
         card.append(el("h3", { id: titleId, text: `The run waits: ${interrupt.reason}` }),
-          el("p", { text: interrupt.message || "" }), answer, el("div", { class: "buttons" }, submit, cancel));
+          el("p", { text: interrupt.message || "" }), answer, invalid, el("div", { class: "buttons" }, submit, cancel));
       }
       box.append(card);
+      const callCard = interrupt.toolCallId && messagesBox.querySelector(`.tool[data-call="${CSS.escape(interrupt.toolCallId)}"]`);
+      if (callCard) setToolStatus(callCard, "waiting", approval ? "waiting for approval" : "waiting");
     });
     setBusy(!!page.running);
-    const first = box.querySelector(".approve");
-    if (first) first.focus();
+    // the conversation scrolled to the call the first card is about (the cards take room from it)
+    const first = interrupts.find((i) => i.toolCallId);
+    const callCard = first && messagesBox.querySelector(`.tool[data-call="${CSS.escape(first.toolCallId)}"]`);
+    if (callCard) reveal(callCard);
+    const approve = box.querySelector(".approve");
+    if (approve) approve.focus();
   }
 
   // ---------------------------------------------------------------- threads
+  // a thread's time as the list shows it: the time of day today, else the date (and the time, within the year)
+  function when(iso) {
+    const at = new Date(iso), now = new Date();
+    if (at.toDateString() === now.toDateString()) return at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    const date = { month: "short", day: "numeric", ...(at.getFullYear() === now.getFullYear() ? {} : { year: "numeric" }) };
+    return at.toLocaleString([], at.getFullYear() === now.getFullYear() ? { ...date, hour: "2-digit", minute: "2-digit" } : date);
+  }
+
   async function refreshThreads() {
     if (!page.agent) return;
     const list = $("threads");
     const answer = await api(`${agentPath(page.agent)}/threads`);
     if (!answer.ok) { list.replaceChildren(el("li", { class: "empty", text: `threads: ${answer.error}` })); return; }
-    const threads = answer.data.threads.slice().reverse();
+    const threads = answer.data.threads; // the most recently updated first
     if (!threads.length) { list.replaceChildren(el("li", { class: "empty", text: "no threads yet" })); return; }
     list.replaceChildren(...threads.map((t) => {
       const title = t.title || t.threadId;
+      const times = t.updated ? ` · updated ${new Date(t.updated).toLocaleString()} · created ${new Date(t.created || t.updated).toLocaleString()}` : "";
       return el("li", { "data-thread": t.threadId },
         el("button", { type: "button", class: "open", "aria-current": t.threadId === page.threadId ? "true" : "false",
-          title: `${t.threadId} · ${t.messages} messages${t.paused ? " · paused" : ""}`, onclick: () => openThread(t.threadId) },
-          t.paused ? el("span", { class: "badge", text: "paused" }) : null, title),
+          title: `${t.threadId} · ${t.messages} messages${t.paused ? " · paused" : ""}${times}`, onclick: () => openThread(t.threadId) },
+          el("span", { class: "title-line" }, t.paused ? el("span", { class: "badge", text: "paused" }) : null, el("span", { class: "title", text: title })),
+          t.updated ? el("time", { class: "when", datetime: t.updated, text: when(t.updated) }) : null),
         el("button", { type: "button", class: "delete danger", "aria-label": `delete thread ${title}`, title: "delete", text: "✕",
           onclick: () => deleteThread(t.threadId) }));
     }));
@@ -417,6 +500,7 @@
 
   function resetView() {
     page.messages = []; page.state = {}; page.pending = []; page.events = []; page.subagents = new Map();
+    page.interrupts = new Map(); page.drafts = new Map(); page.edits = new Map();
     page.activeAgent = page.stepAgent = null;
     messagesBox.replaceChildren();
     $("approvals").replaceChildren();

@@ -64,7 +64,7 @@
       const round = n.kind === "start" || n.kind === "end";
       return [n.id, { w: Math.max(round ? 64 : 96, textWidth(n.label) + 24, round ? 0 : textWidth(n.kind) + 20), h: round ? 26 : 38 }];
     }));
-    const gapX = 28, gapY = 34, pad = 16;
+    const gapX = 28, gapY = 24, pad = 12;
     const widths = layers.map((l) => (l || []).reduce((w, id) => w + size.get(id).w, 0) + gapX * Math.max(0, (l || []).length - 1));
     const width = Math.max(...widths, 120) + pad * 2 + 120;
     const pos = new Map();
