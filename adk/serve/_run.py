@@ -58,6 +58,7 @@ from compose.errors import (
     MCPServerError,
     MCPToolError,
     NodeRunError,
+    ToolArgumentsError,
     ToolError,
 )
 from compose.schema import Message
@@ -83,6 +84,9 @@ class ServedAgent:
 
 # pyeino errors whose text is another party's words (a model provider's answer, a remote agent's, an MCP server's)
 _THEIR_WORDS: tuple[type[BaseException], ...] = (ChatModelError, RemoteAgentError, MCPToolError, MCPServerError)
+# pyeino errors whose text is whole in itself whatever their cause: a tool's arguments refused names the tool, the
+# field and what is wrong with the model's arguments (which the client saw streamed), never the cause's text
+_OWN_WORDS: tuple[type[BaseException], ...] = (ToolArgumentsError,)
 
 
 def _foreign(exc: BaseException) -> BaseException | None:
@@ -94,6 +98,8 @@ def _foreign(exc: BaseException) -> BaseException | None:
         seen.add(id(current))
         if not isinstance(current, ComposeError) or isinstance(current, _THEIR_WORDS):
             return current
+        if isinstance(current, _OWN_WORDS):
+            return None
         last = getattr(current, "last_error", None)  # RetryExhaustedError names its last attempt's error
         current = last if isinstance(last, BaseException) else current.__cause__
     return None
@@ -263,6 +269,7 @@ async def _run(
             await forget(served.checkpoints, record.checkpoint_id)
             record.checkpoint_id, record.cut, record.turn_runs = None, False, []
             await save_record(served.checkpoints, thread_id, record)
+    originals: dict[str, str] = {}
     if record.checkpoint_id is not None:
         pending = record.pending()
         if record.cut and not input.resume:
@@ -274,7 +281,9 @@ async def _run(
                 raise InterruptPendingError(thread_id, [i.id for i in pending])
             targets = resume_targets(thread_id, pending, input.resume)
             edits = edited_calls(pending, targets)
-            await store_edits(served.sessions, session_id, record.checkpoint_id, edits, wait=runner.session_wait)
+            originals = await store_edits(
+                served.sessions, session_id, record.checkpoint_id, edits, wait=runner.session_wait
+            )
         messages = await _thread_messages(served, session_id, record.checkpoint_id)
         yield MessagesSnapshotEvent(messages=conversation(thread_id, messages))
         run: Any = runner.resume(record.checkpoint_id, targets, cancellable=stop is not None)
@@ -349,6 +358,8 @@ async def _run(
         final = run.final_message
         values = dict(run.session_values)
     if failed is not None:
+        if originals and record.checkpoint_id is not None:  # the run stays paused as it was: so do its calls
+            await store_edits(served.sessions, session_id, record.checkpoint_id, originals, wait=runner.session_wait)
         raise failed
     if paused is None:
         record.checkpoint_id, record.interrupts, record.cut = None, [], False

@@ -364,13 +364,15 @@ def edited_calls(pending: Sequence[Interrupt], targets: Mapping[str, Any]) -> di
 
 async def store_edits(
     sessions: SessionStore, session_id: str, checkpoint_id: str, edits: Mapping[str, str], *, wait: float | None
-) -> None:
+) -> dict[str, str]:
     """Store what runs: the paused turn's tool calls approved with edited arguments (``edits``: call id ->
     arguments) carry those arguments, so that the thread, its ``MESSAGES_SNAPSHOT`` and the conversation the
-    resume appends show the call that ran, not the model's original."""
+    resume appends show the call that ran, not the model's original. Returns the arguments the edited calls had
+    (call id -> arguments): a resume that fails, leaving the run paused where it was, stores them back."""
     turn = await sessions.pending(checkpoint_id) if edits else None
     if turn is None:
-        return
+        return {}
+    before = {c.id: c.function.arguments for m in turn.messages for c in m.tool_calls if c.id in edits}
     messages = [_with_edits(m, edits) for m in turn.messages]
     lease = await sessions.acquire(session_id, wait=wait)
     try:
@@ -378,6 +380,7 @@ async def store_edits(
     except BaseException:
         await sessions.release(lease)
         raise
+    return before
 
 
 def _with_edits(message: Message, edits: Mapping[str, str]) -> Message:
