@@ -4,10 +4,11 @@ load of the machine, to compare two versions of the code where timings are too n
 Run: ``python benchmarks/opcount.py [--only SUBSTRING] [--json FILE]``. Each workload runs a few times as a
 warm-up, then once under ``sys.settrace`` counting ``call`` events (Python frames entered, coroutine resumptions
 included) and ``opcode`` events (instructions executed in Python code). C functions and other threads (SQLite's
-worker thread) are not counted. Rows: the ReAct runs of ``bench_react`` and the hand loop they are measured
-against, the multi-agent rows of ``bench_multi_agent``, the graphs of ``bench_graph``, the streams of
-``bench_stream``, the ToolsNode of ``bench_tools``, the envelope of ``bench_checkpoint`` and an agent's pause
-and resume with a checkpoint store, and the in-memory session store of ``bench_sessions``.
+worker thread) are not counted. Rows: the ReAct runs of ``bench_react`` (also driven as typical user code does)
+and the hand loop they are measured against, the multi-agent rows of ``bench_multi_agent``, the graphs of
+``bench_graph``, the streams of ``bench_stream``, the ToolsNode of ``bench_tools``, the envelope of
+``bench_checkpoint`` and an agent's pause and resume with a checkpoint store, and the in-memory session store of
+``bench_sessions``.
 """
 
 from __future__ import annotations
@@ -87,17 +88,8 @@ def _hand(k: int) -> Work:
     return partial(bench_react.hand_loop, bench_react.BenchModel(k), "go")
 
 
-def _ttft() -> Work:
-    runner = bench_react.pyeino_runner(0, streaming=True)
-
-    async def first() -> None:
-        async with runner.query("hi") as run:
-            event = await run.__anext__()
-            assert event.message is not None and event.message.message_stream is not None
-            await event.message.message_stream.recv()
-            await event.aclose()
-
-    return first
+def _typical(k: int) -> Work:
+    return partial(bench_react.typical_run, bench_react.pyeino_runner(k, typical=True), "go")
 
 
 def _multi(row: str) -> Work:
@@ -186,7 +178,11 @@ def workloads() -> list[tuple[str, Callable[[], Work]]]:
         ("react: pyeino K=1", lambda: _react(1)),
         ("react: pyeino K=10", lambda: _react(10)),
         ("react: pyeino K=50", lambda: _react(50)),
-        ("react: pyeino first token", _ttft),
+        ("react: pyeino first token", lambda: bench_react.first_token_pair()[1]),
+        ("react: typical K=1", lambda: _typical(1)),
+        ("react: typical K=10", lambda: _typical(10)),
+        ("react: typical K=50", lambda: _typical(50)),
+        ("react: typical first token", bench_react.typical_first_token),
         ("multi: one agent", lambda: _multi("0")),
         ("multi: AgentTool", lambda: _multi("2")),
         ("multi: transfer", lambda: _multi("3")),
