@@ -112,13 +112,13 @@ def routes(server: _Server, *, page: bool) -> list[Route]:
     """The thread list and graph routes, and with ``page`` the dev page at ``/`` and its files."""
 
     async def threads(request: Request) -> Response:
+        ok, owner = await server.principal(request)
+        if not ok:
+            return _error(401, "not authenticated")
         name = request.path_params["name"]
         served = server.agents.get(name)
         if served is None:
             return _error(404, f"no agent named {name!r}")
-        ok, owner = await server.principal(request)
-        if not ok:
-            return _error(401, "not authenticated")
         lister = getattr(served.checkpoints, "list", None)
         if lister is None:
             kind = type(served.checkpoints).__name__
@@ -144,13 +144,13 @@ def routes(server: _Server, *, page: bool) -> list[Route]:
         return JSONResponse({"threads": _by_recency(found)})
 
     async def graph(request: Request) -> Response:
+        ok, _ = await server.principal(request)
+        if not ok:
+            return _error(401, "not authenticated")
         name = request.path_params["name"]
         served = server.agents.get(name)
         if served is None:
             return _error(404, f"no agent named {name!r}")
-        ok, _ = await server.principal(request)
-        if not ok:
-            return _error(401, "not authenticated")
         return JSONResponse({"name": name, "agents": agent_tree(served.agent)})
 
     async def index(request: Request) -> Response:
