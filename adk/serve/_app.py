@@ -314,7 +314,8 @@ def create_app(
         auth: ``async (request) -> principal | None``: a principal is a non-empty str; None, False or ""
             answers 401. Threads (their branches, A2A contexts) belong to the principal that created them.
         cors_origins: origins allowed by CORS (none: CORS is off); a browser request that changes something from
-            any other origin than the server's own is 403, and every request body must be JSON (415;
+            any other origin than the server's own is 403, and every request body must be JSON (415); a server
+            listening on loopback answers only a ``Host`` naming loopback or one of these origins' hosts (403;
             ``adk.serve._access``).
         max_body_bytes: a larger request body is answered 413 (on the A2A routes too).
         durable: an ``adk.durable.DurableClient`` (or a mapping of agent names to one each: one queue serves

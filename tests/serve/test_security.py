@@ -182,3 +182,45 @@ async def test_a_store_error_before_an_a2a_run_reaches_no_client(caplog: pytest.
     }
     [logged] = [r for r in caplog.records if r.levelno == logging.ERROR and "A2A task" in r.getMessage()]
     assert task["id"] in logged.getMessage() and "boom1" in logged.getMessage() and "hunter2" in logged.getMessage()
+
+
+async def test_a_dns_rebinding_page_is_refused_by_a_loopback_server() -> None:
+    """A page of ``evil.example`` whose name was rebound to 127.0.0.1 sends ``Host`` and ``Origin`` of its own,
+    which agree (same-origin to the browser): a server listening on loopback answers loopback names only, reads
+    too, and the hosts of ``cors_origins`` (a proxy's public name) (was: the page ran the agent and read threads)."""
+    agent = ChatModelAgent("a", "answers", model=PolicyModel(echo))
+    app = create_app({"a": agent}, cors_origins=["https://agents.example"], dev_ui=True, a2a=True)
+    with live_server(app) as live:
+        port = live.url.rsplit(":", 1)[1]
+        body = run_input("t", "r1", [user("u1", "Hi")])
+        async with httpx.AsyncClient(base_url=live.url, timeout=30) as client:
+            rebound = {"Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}
+            for method, path in [
+                ("POST", "/agents/a/agui"),
+                ("GET", "/agents/a/threads"),
+                ("GET", "/agents"),
+                ("GET", "/"),
+                ("POST", "/a2a/a/"),
+            ]:
+                answer = await client.request(method, path, json=body if method == "POST" else None, headers=rebound)
+                assert answer.status_code == 403 and "DNS rebinding" in answer.json()["error"], (path, answer.text)
+            assert app.state.tracker.started == 0  # nothing ran
+            for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"app.localhost:{port}", "agents.example"):
+                answer = await client.post("/agents/a/agui", json=body, headers={"Host": host})
+                assert answer.status_code == 200 and parse_sse(answer.text)[-1]["type"] == "RUN_FINISHED", host
+    # a server on another address (here in process, "app") leaves names to its deployment
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://app") as client:
+        assert (await client.get("/agents", headers={"Host": "evil.example"})).status_code == 200
+
+
+async def test_the_dev_page_is_never_framed_and_runs_its_own_files_only() -> None:
+    """Framed by another site, the page's Approve button could be clicked through a decoy (clickjacking): the page
+    forbids framing (CSP ``frame-ancestors``, ``X-Frame-Options``) and loads its own files only."""
+    app = create_app({"a": ChatModelAgent("a", "answers", model=PolicyModel(echo))}, dev_ui=True)
+    async with served(app) as client:
+        page = await client.get("/")
+        script = await client.get("/devui/app.js")
+    policy = page.headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in policy and "default-src 'self'" in policy
+    assert page.headers["x-frame-options"] == "DENY" and page.headers["x-content-type-options"] == "nosniff"
+    assert script.headers["x-content-type-options"] == "nosniff"
