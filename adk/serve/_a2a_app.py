@@ -123,7 +123,8 @@ def a2a_app(
 
     Args:
         agent: an agent (run by a streaming Runner on the given stores) or a Runner.
-        url: the public URL the app is reached at (the card's interfaces point there), e.g.
+        url: the public URL the app is reached at (the card's interfaces point there; its host is answered on a
+            loopback server, ``adk.serve._access``), e.g.
             ``"https://agents.example/travel/"``.
         name: the agent's name on its card (default: the agent's own).
         auth: ``async (request) -> principal | None``, as ``create_app``'s (None: 401).
@@ -150,7 +151,7 @@ def a2a_app(
         checkpoint_store if checkpoint_store is not None else InMemoryCheckPointStore(),
     )
     app = a2a_server(served, auth=auth, url=url, task_store=task_store, max_body_bytes=max_body_bytes)
-    app.add_middleware(RequestGuard)  # create_app guards its mounts itself
+    app.add_middleware(RequestGuard, cors_origins=(url,))  # its public host; create_app guards its mounts itself
     return app
 
 

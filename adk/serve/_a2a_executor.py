@@ -48,12 +48,11 @@ from adk.serve._run import ServedAgent, run_error
 from adk.serve._threads import (
     APPROVAL_SCHEMA,
     ThreadNotFoundError,
-    ThreadRecord,
+    claim_thread,
     describe,
     edited_calls,
     open_thread,
     resume_targets,
-    save_record,
     store_edits,
 )
 from compose.schema import Message, concat_messages, user_message
@@ -181,6 +180,8 @@ class RunnerExecutor(AgentExecutor):
             self.tracker.enter()
         try:
             await self._execute(context, updater, owner)
+        except Exception as exc:  # the run's error, or a store's before it: told as AG-UI's RUN_ERROR is
+            await self._fail(updater, exc)
         finally:
             if self.tracker is not None:
                 self.tracker.leave()
@@ -192,6 +193,13 @@ class RunnerExecutor(AgentExecutor):
         assert message is not None
         task = context.current_task
         if task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            session_id = task.context_id or context_id  # the task's (a message naming only the task has none)
+            try:  # the context is still the principal's (not deleted, nor since created by another)
+                if await open_thread(served.sessions, served.checkpoints, served.name, session_id, owner) is None:
+                    raise ThreadNotFoundError(session_id)
+            except ThreadNotFoundError:
+                await updater.reject(updater.new_agent_message([new_text_part(f"no context {session_id!r}")]))
+                return
             pending = _pending(task.status.message if task.status.HasField("message") else None)
             try:
                 targets = resume_targets(task_id, pending, resume_entries(message, pending))
@@ -199,7 +207,7 @@ class RunnerExecutor(AgentExecutor):
                 await self._ask(updater, pending, problem=str(exc))
                 return
             edits = edited_calls(pending, targets)
-            await store_edits(served.sessions, context_id, task_id, edits, wait=runner.session_wait)
+            await store_edits(served.sessions, session_id, task_id, edits, wait=runner.session_wait)
             await updater.start_work()
             run: Any = runner.resume(task_id, targets)
         elif task is not None and task.status.state not in (TaskState.TASK_STATE_SUBMITTED, 0):
@@ -209,12 +217,12 @@ class RunnerExecutor(AgentExecutor):
             return
         else:
             try:
-                record = await open_thread(served.sessions, served.checkpoints, served.name, context_id, owner)
+                await claim_thread(
+                    served.sessions, served.checkpoints, served.name, context_id, owner, wait=runner.session_wait
+                )
             except ThreadNotFoundError:
                 await updater.reject(updater.new_agent_message([new_text_part(f"no context {context_id!r}")]))
                 return
-            if record is None:
-                await save_record(served.checkpoints, context_id, ThreadRecord(served.name, owner))
             await updater.start_work()
             turn = [user_message(user_text(message))]
             run = runner.run(turn, session_id=context_id, checkpoint_id=task_id)
@@ -230,27 +238,25 @@ class RunnerExecutor(AgentExecutor):
     async def _drive(self, run: Any, updater: TaskUpdater) -> None:
         """Run to its end, telling the task's events (see the module docstring)."""
         paused: AgentInterruptInfo | None = None
-        try:
-            async with run:
-                async for event in run:
-                    if event.error is not None:
-                        raise event.error
-                    await self._tell(event, updater)
-                    if event.action is not None and event.action.interrupted is not None:
-                        paused = event.action.interrupted
-        except Exception as exc:
-            where = f"agent {self.served.name!r}: A2A task {updater.task_id!r} in context {updater.context_id!r}"
-            error = run_error(exc, where)
-            text = f"{error.code}: {error.message}"
-            await updater.failed(
-                _data_message(updater, {"error": {"code": error.code, "message": error.message}}, text)
-            )
-            return
+        async with run:  # an error fails the task (``execute``)
+            async for event in run:
+                if event.error is not None:
+                    raise event.error
+                await self._tell(event, updater)
+                if event.action is not None and event.action.interrupted is not None:
+                    paused = event.action.interrupted
         if paused is None:
             await updater.complete()
             return
         causes = [c for c in paused.interrupt_contexts if c.is_root_cause]
         await self._ask(updater, [describe(c, updater.task_id) for c in causes])
+
+    async def _fail(self, updater: TaskUpdater, exc: BaseException) -> None:
+        """Set ``failed``, telling the error as AG-UI's ``RUN_ERROR`` does (``run_error``: logged in full)."""
+        where = f"agent {self.served.name!r}: A2A task {updater.task_id!r} in context {updater.context_id!r}"
+        error = run_error(exc, where)
+        text = f"{error.code}: {error.message}"
+        await updater.failed(_data_message(updater, {"error": {"code": error.code, "message": error.message}}, text))
 
     async def _ask(self, updater: TaskUpdater, pending: Sequence[Interrupt], problem: str | None = None) -> None:
         """Set ``input-required``, listing what the paused run waits for."""

@@ -13,10 +13,17 @@ something (any method but ``GET``, ``HEAD`` and ``OPTIONS``):
   the server's own (its ``Host``) or one of ``cors_origins``;
 * with a body must be JSON (``Content-Type: application/json``), else 415: a JSON request from another origin
   needs a CORS preflight, which only ``cors_origins`` pass.
+
+The ``Origin`` check trusts ``Host``, which a DNS-rebinding page sets itself (its own name, resolved to the
+server's address: its requests are same-origin to the browser). So a server listening on a loopback address
+(ASGI ``scope["server"]``: a dev server on ``127.0.0.1``) answers every request, reads too, only when ``Host``
+names loopback (``localhost``, ``*.localhost``, ``127.0.0.0/8``, ``[::1]``) or the host of one of
+``cors_origins`` (a proxy's public name); else 403.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -57,6 +64,16 @@ async def principal(auth: Auth, request: Request) -> str | None:
     return principal_of(await auth(request), auth)
 
 
+def _loopback(name: str | None) -> bool:
+    name = (name or "").lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 def _netloc(origin: str) -> str | None:
     parts = urlsplit(origin)
     return parts.netloc.lower() if parts.scheme in ("http", "https") and parts.netloc else None
@@ -68,9 +85,10 @@ class RequestGuard:
     def __init__(self, app: ASGIApp, cors_origins: Iterable[str] = ()) -> None:
         self.app = app
         self.allowed = frozenset(o.rstrip("/").lower() for o in cors_origins)
+        self.hosts = frozenset(urlsplit(o).hostname for o in self.allowed) - {None}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] not in _SAFE_METHODS:
+        if scope["type"] == "http":
             refused = self.refusal(Request(scope))
             if refused is not None:
                 await refused(scope, receive, send)
@@ -79,6 +97,21 @@ class RequestGuard:
 
     def refusal(self, request: Request) -> JSONResponse | None:
         headers = request.headers
+        server = request.scope.get("server")
+        host = headers.get("host")
+        if server and _loopback(str(server[0])) and host:
+            try:
+                name = urlsplit("//" + host).hostname
+            except ValueError:  # "[::1" and the like
+                name = None
+            if not _loopback(name) and name not in self.hosts:
+                message = (
+                    f"host {host!r} refused: this server listens on loopback and answers loopback names only (DNS "
+                    "rebinding); behind a proxy, list its public origin in cors_origins"
+                )
+                return JSONResponse({"error": message}, status_code=403)
+        if request.method in _SAFE_METHODS:
+            return None
         origin = headers.get("origin")
         if origin is not None and not self._allowed(origin, headers.get("host", "")):
             return JSONResponse(

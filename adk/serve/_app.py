@@ -20,6 +20,7 @@ from starlette.routing import BaseRoute, Route
 
 from adk.agent import Agent, check_agent
 from adk.chat_model.agent import ChatModelAgent
+from adk.errors import SessionBusyError
 from adk.runner import Runner
 from adk.serve import _devui as devui
 from adk.serve._access import Auth, RequestGuard, principal
@@ -33,6 +34,7 @@ from adk.serve._threads import (
     ThreadNotFoundError,
     ThreadRecord,
     check_resume,
+    claim_thread,
     delete_record,
     drop_branch,
     forget,
@@ -126,20 +128,17 @@ class _Server:
         who = await principal(self.auth, request)
         return who is not None, who
 
-    async def _thread(self, served: ServedAgent, thread_id: str, owner: str | None) -> ThreadRecord | None:
-        return await open_thread(served.sessions, served.checkpoints, served.name, thread_id, owner)
-
     async def _body(self, request: Request) -> bytes | Response:
         return await read_body(request, self.max_body_bytes)
 
     async def agui(self, request: Request) -> Response:
+        ok, owner = await self.principal(request)
+        if not ok:  # before anything else: a client without a principal learns nothing, not even the agents
+            return _error(401, "not authenticated")
         name = request.path_params["name"]
         served = self.agents.get(name)
         if served is None:
             return _error(404, f"no agent named {name!r}", agents=sorted(self.agents))
-        ok, owner = await self.principal(request)
-        if not ok:
-            return _error(401, "not authenticated")
         accept = request.headers.get("accept", "")
         if accept and not any(a in accept for a in ("text/event-stream", "*/*", "text/*")):
             return _error(406, "this endpoint answers text/event-stream")
@@ -153,10 +152,14 @@ class _Server:
             field = ".".join(str(p) for p in first["loc"]) or "(body)"
             return _error(422, f"invalid RunAgentInput: {field}: {first['msg']}", field=field)
         try:
-            record = await self._thread(served, input.thread_id, owner)
+            record = await claim_thread(
+                served.sessions, served.checkpoints, name, input.thread_id, owner, wait=served.runner.session_wait
+            )
         except ThreadNotFoundError as exc:
             return _error(404, str(exc))
-        if input.resume and record is not None:
+        except SessionBusyError as exc:
+            return _error(409, str(exc))
+        if input.resume:
             try:
                 check_resume(record.pending(), input.resume)
             except ResumePayloadError as exc:  # the client's mistake: one line, no traceback
@@ -178,7 +181,7 @@ class _Server:
         self,
         served: ServedAgent,
         input: RunAgentInput,
-        record: ThreadRecord | None,
+        record: ThreadRecord,
         owner: str | None,
         encoder: Any,
         stop: HangUp,
@@ -194,15 +197,15 @@ class _Server:
             self.tracker.leave()
 
     async def thread(self, request: Request) -> Response:
+        ok, owner = await self.principal(request)
+        if not ok:
+            return _error(401, "not authenticated")
         name, thread_id = request.path_params["name"], request.path_params["thread_id"]
         served = self.agents.get(name)
         if served is None:
             return _error(404, f"no agent named {name!r}")
-        ok, owner = await self.principal(request)
-        if not ok:
-            return _error(401, "not authenticated")
         try:
-            record = await self._thread(served, thread_id, owner)
+            record = await open_thread(served.sessions, served.checkpoints, name, thread_id, owner)
         except ThreadNotFoundError:
             record = None
         if record is None:
@@ -311,7 +314,8 @@ def create_app(
         auth: ``async (request) -> principal | None``: a principal is a non-empty str; None, False or ""
             answers 401. Threads (their branches, A2A contexts) belong to the principal that created them.
         cors_origins: origins allowed by CORS (none: CORS is off); a browser request that changes something from
-            any other origin than the server's own is 403, and every request body must be JSON (415;
+            any other origin than the server's own is 403, and every request body must be JSON (415); a server
+            listening on loopback answers only a ``Host`` naming loopback or one of these origins' hosts (403;
             ``adk.serve._access``).
         max_body_bytes: a larger request body is answered 413 (on the A2A routes too).
         durable: an ``adk.durable.DurableClient`` (or a mapping of agent names to one each: one queue serves

@@ -36,6 +36,15 @@ __all__ = ["agent_tree", "graph_data", "routes"]
 _JS, _CSS = "text/javascript; charset=utf-8", "text/css; charset=utf-8"
 _FILES = {"agui.js": _JS, "graph.js": _JS, "app.js": _JS, "app.css": _CSS}
 _MAX_DEPTH = 16
+# the page runs its own files only and is never framed by another site (a framed page's Approve button could be
+# clicked through a decoy: clickjacking)
+_PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; "
+    "form-action 'self'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
 
 
 def _page_file(name: str) -> bytes:
@@ -112,13 +121,13 @@ def routes(server: _Server, *, page: bool) -> list[Route]:
     """The thread list and graph routes, and with ``page`` the dev page at ``/`` and its files."""
 
     async def threads(request: Request) -> Response:
+        ok, owner = await server.principal(request)
+        if not ok:
+            return _error(401, "not authenticated")
         name = request.path_params["name"]
         served = server.agents.get(name)
         if served is None:
             return _error(404, f"no agent named {name!r}")
-        ok, owner = await server.principal(request)
-        if not ok:
-            return _error(401, "not authenticated")
         lister = getattr(served.checkpoints, "list", None)
         if lister is None:
             kind = type(served.checkpoints).__name__
@@ -144,23 +153,24 @@ def routes(server: _Server, *, page: bool) -> list[Route]:
         return JSONResponse({"threads": _by_recency(found)})
 
     async def graph(request: Request) -> Response:
+        ok, _ = await server.principal(request)
+        if not ok:
+            return _error(401, "not authenticated")
         name = request.path_params["name"]
         served = server.agents.get(name)
         if served is None:
             return _error(404, f"no agent named {name!r}")
-        ok, _ = await server.principal(request)
-        if not ok:
-            return _error(401, "not authenticated")
         return JSONResponse({"name": name, "agents": agent_tree(served.agent)})
 
     async def index(request: Request) -> Response:
-        return Response(_page_file("index.html"), media_type="text/html; charset=utf-8")
+        return Response(_page_file("index.html"), media_type="text/html; charset=utf-8", headers=_PAGE_HEADERS)
 
     async def asset(request: Request) -> Response:
         file = request.path_params["file"]
         if file not in _FILES:
             return _error(404, f"no dev page file {file!r}")
-        return Response(_page_file(file), media_type=_FILES[file], headers={"Cache-Control": "no-cache"})
+        headers = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+        return Response(_page_file(file), media_type=_FILES[file], headers=headers)
 
     found = [
         Route("/agents/{name}/threads", threads, methods=["GET"]),

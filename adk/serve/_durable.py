@@ -382,13 +382,10 @@ class _Thread:
 
 
 async def durable_run(
-    served: Any, input: RunAgentInput, record: ThreadRecord | None, owner: str | None, mapper: EventMapper
+    served: Any, input: RunAgentInput, record: ThreadRecord, owner: str | None, mapper: EventMapper
 ) -> AsyncIterator[BaseEvent]:
     """The AG-UI events after ``RUN_STARTED`` of a run in durable mode (see the module docstring)."""
     thread_id, run_id = input.thread_id, input.run_id
-    if record is None:
-        record = ThreadRecord(served.name, owner)
-        await save_record(served.checkpoints, thread_id, record)
     thread = _Thread(served, thread_id, record)
     for turn in (record.durable, record.durable_last):  # a reconnect: the same run again
         run = next((r for r in (turn or {}).get("runs", ()) if r["runId"] == run_id), None)

@@ -209,11 +209,11 @@ async def _thread_messages(served: ServedAgent, session_id: str, checkpoint_id: 
 async def agui_run(
     served: ServedAgent,
     input: RunAgentInput,
-    record: ThreadRecord | None,
+    record: ThreadRecord,
     owner: str | None,
     stop: HangUp | None = None,
 ) -> AsyncIterator[BaseEvent]:
-    """The AG-UI events of one run (see the module docstring); ``record`` is the thread's, if it exists. ``stop``
+    """The AG-UI events of one run (see the module docstring); ``record`` is the thread's (``claim_thread``). ``stop``
     (the request's): when the client hangs up, the server calls ``stop.hang_up()`` and the run pauses at once,
     leaving its checkpoint (the thread's next run with the same input continues it)."""
     thread_id, run_id = input.thread_id, input.run_id
@@ -244,7 +244,7 @@ async def agui_run(
 async def _run(
     served: ServedAgent,
     input: RunAgentInput,
-    record: ThreadRecord | None,
+    record: ThreadRecord,
     owner: str | None,
     mapper: EventMapper,
     stop: HangUp | None,
@@ -252,9 +252,6 @@ async def _run(
     thread_id, run_id = input.thread_id, input.run_id
     runner = served.runner
     checkpoint_id = checkpoint_id_for(thread_id)
-    if record is None:
-        record = ThreadRecord(served.name, owner)
-        await save_record(served.checkpoints, thread_id, record)
     session_id = await branch(served, input, record)
     state = _state((await served.sessions.load(session_id)).values)
     if record.checkpoint_id is not None and not await served.checkpoints.get(record.checkpoint_id):

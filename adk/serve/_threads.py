@@ -17,7 +17,9 @@ Thread ids and session ids share one namespace, so the rule covers every session
 session gets a claim (``pyeino.serve/branch/<session id>``: its thread, agent and principal) before anyone can
 name it, and an id is a thread only when it has a thread record owned by the asking principal and agent, or when
 it is new: an id without a record that names a branch or an existing session (one the server keeps no record
-of) is refused, as another principal's thread is ("not found").
+of) is refused, as another principal's thread is ("not found"). A new thread's record is created by
+:func:`claim_thread` holding the session's lease (the session store's atomic step, across processes too), so of
+two principals naming one new id at once exactly one gets the thread; the other is refused before anything runs.
 
 This module also turns pyeino's interrupt contexts into AG-UI ``Interrupt``s and AG-UI resume entries back
 into the Runner's resume targets.
@@ -34,7 +36,7 @@ from typing import Any
 from ag_ui.core import Interrupt, ResumeEntry
 
 from adk.chat_model.approval import ApprovalDecision, ApprovalRequest
-from adk.errors import InterruptPendingError
+from adk.errors import InterruptPendingError, SessionBusyError
 from adk.serve._client_tools import ClientToolCall
 from adk.sessions import SessionStore
 from compose.checkpoint import CheckPointStore
@@ -174,6 +176,37 @@ async def open_thread(
     if await store.get(_BRANCH_PREFIX + thread_id) or (await sessions.load(thread_id)).turns > 0:
         raise ThreadNotFoundError(thread_id)
     return None
+
+
+async def claim_thread(
+    sessions: SessionStore, store: CheckPointStore, agent: str, thread_id: str, owner: str | None, *, wait: float | None
+) -> ThreadRecord:
+    """The record of thread ``thread_id`` for a run of ``owner`` through ``agent``: the thread's own
+    (:func:`open_thread`), or a new one owned by ``owner``, saved holding the session's lease (``wait``: seconds
+    to wait for it) after checking the id again there, so that a concurrent claim of the same id sees it.
+
+    Raises:
+        ThreadNotFoundError: as :func:`open_thread` (also when another principal claimed the id meanwhile).
+        SessionBusyError: the session has a run in flight and still no thread record (it is being created).
+    """
+    record = await open_thread(sessions, store, agent, thread_id, owner)
+    if record is not None:
+        return record
+    try:
+        lease = await sessions.acquire(thread_id, wait=wait)
+    except SessionBusyError:
+        record = await open_thread(sessions, store, agent, thread_id, owner)
+        if record is None:
+            raise
+        return record
+    try:
+        record = await open_thread(sessions, store, agent, thread_id, owner)
+        if record is None:
+            record = ThreadRecord(agent, owner)
+            await save_record(store, thread_id, record)
+        return record
+    finally:
+        await sessions.release(lease)
 
 
 async def session_taken(sessions: SessionStore, store: CheckPointStore, session_id: str) -> bool:
