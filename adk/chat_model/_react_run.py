@@ -288,8 +288,11 @@ class ReactRun:
         if callbacks.handlers:
             await callbacks.start(messages)
         resume = self._resume
-        if callbacks.given or self._graph_id:
+        cancel: CancelLink | None = self._ctx.cancel
+        if callbacks.given or self._graph_id or cancel is not None:
             opts: dict[str, Any] = callbacks.graph_options() if callbacks.given else {}
+            if cancel is not None:  # a cancellable run stops where its cancel says, before a node runs
+                opts["external_interrupt"] = cancel
             if self._graph_id:
                 opts["checkpoint_id"] = self._graph_id
             if resume is not None:
@@ -301,13 +304,10 @@ class ReactRun:
             # bridge was written
             checked = not callbacks.handlers and resume is None
             run = await self._runnable.start_run(x, streaming=streaming, cancel_checked=checked, **opts)
-        else:  # no option to give (no handler given, not resumable, so not a resume)
+        else:  # no option to give (no handler given, not resumable, so not a resume, not cancellable)
             run = await self._runnable.start_run(x, streaming=streaming, cancel_checked=not callbacks.handlers)
         self._run = run
         self._driven = run if type(run) is GraphRun and run.pregel else None
-        cancel: CancelLink | None = self._ctx.cancel
-        if cancel is not None:  # a cancellable run stops where its cancel says, before a node runs
-            run.set_pause_check(cancel.pause_here)
         return run
 
     def _has_events(self) -> bool:

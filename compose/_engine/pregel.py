@@ -35,7 +35,7 @@ from compose.errors import (
     NodeOutputTypeError,
     NodeRunError,
 )
-from compose.interrupt import ExternalInterrupt
+from compose.interrupt import StopRequest
 from compose.stream import close_if_stream as _close
 from compose.stream import concat
 from compose.stream import one_chunk as _one
@@ -130,7 +130,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False, split: bool = False) -
         return x  # nothing else is held: the inbox was END's alone and every output is routed
     if self.gated or self.steps >= self.max_steps:
         await _gate(self, [(j, x)])
-    if deferred or (self.gated and self.options.external_interrupt is not None):  # a run with one is gated
+    if deferred or (self.gated and _cutting(self) is not None):  # a run with a stop request is gated
         return await _step_batch(self, [(j, x)], deferred)
     if (
         fuse
@@ -345,11 +345,8 @@ async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
     stops the step gets the inputs back (into the inboxes for a checkpoint, else closed)."""
     t = self.t
     try:
-        external = self.options.external_interrupt
-        check = self.options.pause_check
-        if (external is not None and external.requested) or (
-            check is not None and check(self.last_nodes, [t.keys[j] for j, _ in batch])
-        ):
+        stop = self.options.external_interrupt
+        if stop is not None and stop.stops_here(self.last_nodes, [t.keys[j] for j, _ in batch]):
             ready = [j for j, _ in batch]
             _put_back(self, batch)
             if not self.last:  # before the first node: the run pauses before the nodes it was to start with
@@ -357,7 +354,7 @@ async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
             raise await pause(self, after=self.last)
         if self.skip_before:
             self.skip_before = False  # tasks restored from a checkpoint run without re-checking interrupt_before
-            self.gated = bool(t.interrupt_before or external is not None or check is not None)
+            self.gated = bool(t.interrupt_before or stop is not None)
         elif t.interrupt_before:
             hit = [j for j, _ in batch if j in t.interrupt_before]
             if hit:
@@ -369,6 +366,12 @@ async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
         for _, x in batch:
             await _close(x)
         raise
+
+
+def _cutting(self: GraphRun) -> StopRequest | None:
+    """The run's stop request when the engine cuts off its running nodes (not one that cuts off its own calls)."""
+    stop = self.options.external_interrupt
+    return stop if stop is not None and stop.cuts_nodes else None
 
 
 async def _run(
@@ -397,7 +400,7 @@ async def run_batch(
     n = len(batch)
     results: list[Any] = [_NOTHING] * n
     errors: list[BaseException | None] = [None] * n
-    external = self.options.external_interrupt
+    external = _cutting(self)
     spares: list[Any] = [None] * n
     scopes = [anyio.CancelScope() for _ in range(n)]
     if external is not None:  # keep every input: a task cut off by the grace period re-runs with it
@@ -426,7 +429,7 @@ async def run_batch(
             if external is None or not external.requested:
                 watcher.cancel()
 
-    async def watch(ext: ExternalInterrupt) -> None:
+    async def watch(ext: StopRequest) -> None:
         with watcher:
             await ext._event().wait()
         if ext.grace_period is None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
 from typing import Any
@@ -168,7 +167,7 @@ class GraphRun:
         max_steps = tables.max_steps
         if options is _DEFAULT_OPTIONS:  # the common case (a call without options): none of the checks below
             self.max_steps: int = max_steps if max_steps is not None else 0  # 0: no limit (DAG)
-            # whether a step must pass _gate (interrupts before nodes, external interrupts, a restored run)
+            # whether a step must pass _gate (interrupts before nodes, a stop request, a restored run)
             self.gated = bool(tables.interrupt_before)
             return
         if options.max_run_steps is not None:
@@ -312,15 +311,6 @@ class GraphRun:
     async def fail(self, exc: BaseException) -> None:
         """A superstep raised ``exc``: close what the run holds and report the failure (the caller re-raises)."""
         await self._fail(exc)
-
-    def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
-        """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` (the nodes of the step before,
-        empty before the first; the nodes about to run): True pauses the run there, as an external interrupt
-        requested then does (the waiting inputs kept, the checkpoint saved; END reached first wins). For a driver
-        that decides where its run may stop (the agent runner's cancel at safe points, ``adk.cancel``); a run
-        without one pays nothing."""
-        self.options = replace(self.options, pause_check=check)
-        self.gated = self.gated or check is not None
 
     @property
     def last_nodes(self) -> list[str]:
