@@ -35,8 +35,6 @@ from adk._run import RunContext, current_run
 from adk.checkpointing import agent_contexts
 from adk.errors import AgentError, AgentTimeoutError
 from adk.events import AgentAction, AgentEvent, AgentInterruptInfo
-from compose._engine.scheduler import GraphRun
-from compose._engine.tables import CALLING, NOTHING
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.errors import CheckpointError, GraphInterrupt
 from compose.runnable import RunHandle, Runnable
@@ -111,7 +109,6 @@ class ReactRun:
         "_closed",
         "_counted",
         "_ctx",
-        "_driven",
         "_finished",
         "_graph_id",
         "_input",
@@ -148,7 +145,6 @@ class ReactRun:
         address = self._address = agent_ctx.addresses
         self._streaming = streaming
         self._timeout = timeout
-        self._driven: GraphRun | None = None  # its graph run when driven here, superstep by superstep (__anext__)
         self._output_key = output_key
         self._resume = resume
         # the graph checkpoints into the bridge, under a key of this run's, only when the run can be resumed
@@ -199,35 +195,8 @@ class ReactRun:
                         if self._timeout is not None:
                             done = await self._timed_steps()
                         else:
-                            if self._run is None:
-                                await self._start()
-                            graph = self._driven
-                            if graph is not None:
-                                # a Pregel run without a checkpoint id, driven here (GraphRun's driver API): a
-                                # run parked in a node holds no frame of the engine's (a split superstep)
-                                done = False
-                                entered = graph.enter()
-                                try:
-                                    while True:
-                                        out = await graph.superstep(split=True)
-                                        if out is CALLING:  # the step's node, called from this frame
-                                            try:
-                                                graph.called = await graph.calling
-                                            except BaseException as exc:
-                                                await graph.call_failed(exc)
-                                        elif out is not NOTHING:
-                                            await graph.finish(out)
-                                            done = True
-                                            break
-                                        if events or ctx.held is not None:
-                                            break
-                                except BaseException as exc:
-                                    await graph.fail(exc)
-                                    raise
-                                finally:
-                                    graph.leave(entered)
-                            else:
-                                done = await self._run.step(until=self._has_events)  # type: ignore[union-attr]
+                            run = self._run if self._run is not None else await self._start()
+                            done = await run.step(until=self._has_events)
                         if ctx.held is not None:
                             self._flush_held()
                         if done:
@@ -307,7 +276,6 @@ class ReactRun:
         else:  # no option to give (no handler given, not resumable, so not a resume, not cancellable)
             run = await self._runnable.start_run(x, streaming=streaming, cancel_checked=not callbacks.handlers)
         self._run = run
-        self._driven = run if type(run) is GraphRun and run.pregel else None
         return run
 
     def _has_events(self) -> bool:

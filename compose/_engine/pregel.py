@@ -55,23 +55,10 @@ async def pregel_step(self: GraphRun, fuse: bool = False, split: bool = False) -
     A run parked in a node holds this frame: the hot path (one node, no interrupt) keeps its locals few; a step
     of several nodes, a resumed step and a run with an external interrupt go on in ``_step_batch``.
 
-    With ``split`` (``GraphRun.superstep``'s driver), the hot path stops at its node's call: it returns
-    ``CALLING`` with the call in ``self.calling``, for the driver to await in its own frame, putting what it
-    returns in ``self.called`` (or handing its failure to ``call_failed``): a run parked in that node holds no
-    frame of this function's. The next split step (or ``aclose``) finishes that step first: the node's output
-    checked and pending, the step counted, an interrupt after the node raised."""
+    With ``split`` (``GraphRun.step``, the one driver), the hot path stops at its node's call: it returns
+    ``CALLING`` with the call in ``self.calling``, for the driver to await in its own frame and end the step with
+    ``call_done`` (or ``call_failed``): a run parked in that node holds no frame of this function's."""
     t = self.t
-    if split and self.calling is not None:  # the node the driver called has returned: its step ends here
-        j, out = self.calling_j, self.called
-        self.calling = self.calling_x = self.called = None
-        node = t.nodes[j]
-        if node.out_check is not None or node.output_key is not None or self.streaming:
-            out = await node_output(self, node, out)
-        self.pending.append((j, out))
-        self.steps += 1
-        self.last = t.alone[j]
-        if t.interrupt_after and j in t.interrupt_after:
-            raise await pause(self, after=[j])
     if not self.steps % YIELD_EVERY and self.steps:
         await anyio.lowlevel.checkpoint()  # nodes that never await must not starve other tasks or a deadline
     inbox = self.inbox
@@ -152,7 +139,8 @@ async def pregel_step(self: GraphRun, fuse: bool = False, split: bool = False) -
                 x = await node_input(self, node, x)
             phase = ""
             # not general: no callbacks, not streaming, no per-call node options
-            out = node_call(self, node, x) if self.general else node.paradigms.invoke(x)  # type: ignore[union-attr]
+            call = node.invoke1 or node.paradigms.invoke  # type: ignore[union-attr]
+            out = node_call(self, node, x) if self.general else call(x)
             if split:
                 self.calling, self.calling_j, self.calling_x = out, j, x
                 return CALLING
@@ -195,6 +183,21 @@ async def raised(self: GraphRun, j: int, x: Any, exc: BaseException, phase: str)
     if error is exc:
         raise exc
     raise error from exc
+
+
+async def call_done(self: GraphRun, out: Any) -> None:
+    """The split hot path's end when the node's call returned ``out``: the output checked and pending, the step
+    counted, an interrupt after the node raised."""
+    j = self.calling_j
+    self.calling = self.calling_x = self.called = None
+    node = self.t.nodes[j]
+    if node.out_check is not None or node.output_key is not None or self.streaming:
+        out = await node_output(self, node, out)
+    self.pending.append((j, out))
+    self.steps += 1
+    self.last = self.t.alone[j]
+    if self.t.interrupt_after and j in self.t.interrupt_after:
+        raise await pause(self, after=[j])
 
 
 async def call_failed(self: GraphRun, exc: BaseException) -> NoReturn:
