@@ -42,8 +42,7 @@ from compose.schema import Message
 from compose.stream import concat, one_chunk
 
 if TYPE_CHECKING:
-    from adk.agent import AgentContext
-    from adk.agent_run import AgentRun
+    from adk.agent import AgentContext, RunRoot
     from adk.cancel import CancelLink
 
 __all__ = ["ReactResumeState", "ReactRun"]
@@ -97,9 +96,9 @@ def load_resume_state(state: Any, agent_name: str) -> ReactResumeState:
 class ReactRun:
     """One ``ChatModelAgent`` run (see the module docstring); an async iterator of its events.
 
-    ``root``: the Runner's run (``adk.agent_run.AgentRun``) when this is its root agent's run: the events are
-    handed out here, through its ``_handle`` (those with an error or an action) and ``_end``, so that the
-    consumer's ``__anext__`` is this one's (one frame of the agent layer per parked run).
+    ``root``: the Runner's run (``adk.agent.RunRoot``) when this is its root agent's run (``adk.agent.DirectEvents``):
+    the events are handed out here, through its ``hand_out`` (those with an error or an action) and
+    ``end_events``, so that the consumer's ``__anext__`` is this one's (one frame of the agent layer per parked run).
     """
 
     __slots__ = (
@@ -155,7 +154,7 @@ class ReactRun:
         self._callbacks = agent_callbacks(ctx.agent_name, agent_type, session.callbacks)
         self._run: RunHandle | None = None
         self.final_message: Message | None = None
-        self.root: AgentRun | None = None
+        self.root: RunRoot | None = None  # the Runner's run it hands its events out through (``bind_root``)
         cancel = session.cancel
         if cancel is not None:  # a cancellable run: its view of the cancel (adk.cancel), ``ctx.cancel``
             ctx.cancel = cancel.for_agent(address)
@@ -166,6 +165,10 @@ class ReactRun:
             f"ReactRun({self._ctx.agent_name!r}, {state}, model_calls={self._ctx.model_calls}, "
             f"queued={len(self._ctx.events)}, reason={self._ctx.termination_reason!r})"
         )
+
+    def bind_root(self, root: RunRoot) -> None:
+        """Hand the events out through ``root`` (``adk.agent.DirectEvents``)."""
+        self.root = root
 
     @property
     def started(self) -> bool:
@@ -222,9 +225,9 @@ class ReactRun:
             event = events.pop(0)
             if (event.error is None and event.action is None) or self.root is None:
                 return event
-            return await self.root._handle(event)
+            return await self.root.hand_out(event)
         if self.root is not None:
-            return await self.root._end()
+            return await self.root.end_events()
         raise StopAsyncIteration
 
     def _capture_state(self, path: list[str], state: Any) -> None:
