@@ -24,7 +24,7 @@ A custom agent is a class with these members; an async generator is a fine ``run
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -41,10 +41,12 @@ __all__ = [
     "Agent",
     "AgentContext",
     "AgentEvents",
+    "DirectEvents",
     "History",
     "RecordedEvent",
     "ResumableAgent",
     "ResumeInfo",
+    "RunRoot",
     "RunSession",
     "check_agent",
 ]
@@ -60,6 +62,35 @@ class AgentEvents(Protocol):
     def __anext__(self) -> Any: ...
 
     async def aclose(self) -> None: ...
+
+
+class RunRoot(Protocol):
+    """The Runner's run, as an agent run that hands its events out through it sees it (:class:`DirectEvents`)."""
+
+    async def hand_out(self, event: AgentEvent) -> AgentEvent:
+        """An event with an error or an action, on its way out: the run's end or pause (saved first)."""
+        ...
+
+    async def end_events(self) -> AgentEvent:
+        """The agent's events ended: raises ``StopAsyncIteration`` (or returns a last error event)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class DirectEvents(AgentEvents, Protocol):
+    """Agent events that the Runner's run hands out directly: the consumer's ``__anext__`` is theirs, and they
+    call the root's ``hand_out`` for events with an error or an action and ``end_events`` at their end (one frame
+    of the agent layer per parked run; a ChatModelAgent's run is one). The Runner calls ``bind_root`` first."""
+
+    def __anext__(self) -> Awaitable[AgentEvent]: ...
+
+    @property
+    def started(self) -> bool:
+        """The first event has been asked for."""
+        ...
+
+    def bind_root(self, root: RunRoot) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,26 +11,25 @@ ends the run with exactly one event whose ``error`` is set.
 ``resume_state``, the session and the interrupt ids; see ``adk.checkpointing``) **before** that event is
 yielded, and sets its ``checkpoint_id``.
 
-**A ChatModelAgent at the root** (the common case) hands its events out itself: its run
-(``adk.chat_model._react_run.ReactRun``) calls this run's :meth:`AgentRun._handle` for the events with an error or an
-action and :meth:`AgentRun._end` when its events end, so a run parked in a model call holds one frame of the
-agent layer, not two, and each event passes one ``__anext__``.
+**A ChatModelAgent at the root** (the common case) hands its events out itself (``adk.agent.DirectEvents``): its
+run calls this run's :meth:`AgentRun.hand_out` for the events with an error or an action and
+:meth:`AgentRun.end_events` when its events end, so a run parked in a model call holds one frame of the agent
+layer, not two, and each event passes one ``__anext__``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.lowlevel
 
 from adk._run import current_session
-from adk.agent import Agent, AgentContext, AgentEvents, ResumableAgent, ResumeInfo, RunSession
+from adk.agent import Agent, AgentContext, AgentEvents, DirectEvents, ResumableAgent, ResumeInfo, RunSession
 from adk.agents.history import RecordedEvent
 from adk.cancel import _CANCELLING, CancelController, Cancellable
-from adk.chat_model._react_run import ReactRun
 from adk.checkpointing import AgentCheckpoint, CheckpointBinding, SavedEvent
 from adk.errors import AgentCancelledError, AgentError
 from adk.events import AgentEvent, AgentInput, AgentInterruptInfo
@@ -91,12 +90,9 @@ class AgentRun(Cancellable):
         self._reason: str | None = None
         # a fresh run starts the agent's iterator now (a bad input fails the call), a resume on first iteration
         self._events: AgentEvents | None = None
-        self._react: ReactRun | None = None  # a ChatModelAgent's run, handing its events out itself
+        self._react: DirectEvents | None = None  # a ChatModelAgent's run, handing its events out itself
         if input is not None:
-            events = self._events = agent.run(input, ctx)
-            if type(events) is ReactRun:
-                self._react = events
-                events.root = self
+            self._bind(agent.run(input, ctx))
 
     @property
     def final_message(self) -> Message | None:
@@ -124,6 +120,16 @@ class AgentRun(Cancellable):
         checkpoint = f", {self._checkpoint!r}" if self._checkpoint is not None else ""
         return f"AgentRun({self._agent.name!r}, {state}, reason={self._reason!r}{checkpoint})"
 
+    def _bind(self, events: AgentEvents) -> DirectEvents | None:
+        """Take the agent's events; ones that hand themselves out (``DirectEvents``) are bound to this run."""
+        self._events = events
+        bind = getattr(events, "bind_root", None)
+        if bind is None:
+            return None
+        bind(self)
+        react = self._react = cast(DirectEvents, events)
+        return react
+
     def _cancel_subject(self) -> str:
         return f"run of agent '{self._agent.name}'"
 
@@ -132,7 +138,7 @@ class AgentRun(Cancellable):
 
     def __anext__(self) -> Awaitable[AgentEvent]:
         react = self._react
-        if react is not None:  # it makes the entry's cancellation check and calls _handle/_end itself
+        if react is not None:  # it makes the entry's cancellation check and calls hand_out/end_events itself
             return react.__anext__()
         return self._next()
 
@@ -145,11 +151,9 @@ class AgentRun(Cancellable):
             await anyio.lowlevel.checkpoint_if_cancelled()
             self._started = True
             if self._events is None:
-                events = self._events = await self._resume()
-                if type(events) is ReactRun:
-                    self._react = events
-                    events.root = self
-                    return await events.__anext__()
+                react = self._bind(await self._resume())
+                if react is not None:
+                    return await react.__anext__()
             else:
                 self._session.entry_checked = True  # nothing awaited since: the agent's entry need not check
         assert self._events is not None
@@ -157,7 +161,7 @@ class AgentRun(Cancellable):
         try:
             event: AgentEvent = await self._events.__anext__()
         except StopAsyncIteration:
-            return await self._end()
+            return await self.end_events()
         except BaseException:
             await self.aclose()
             raise
@@ -168,7 +172,7 @@ class AgentRun(Cancellable):
             event.agent_name, event.run_path = self._agent.name, self._path
         if event.error is None and event.action is None:
             return event
-        return await self._handle(event)
+        return await self.hand_out(event)
 
     async def _resume(self) -> AgentEvents:
         cp = self._checkpoint
@@ -198,7 +202,7 @@ class AgentRun(Cancellable):
             self._reason = "error"
             raise
 
-    async def _handle(self, event: AgentEvent) -> AgentEvent:
+    async def hand_out(self, event: AgentEvent) -> AgentEvent:
         """An event with an error or an action, on its way out: the run's end or pause (saved first)."""
         if event.error is not None:
             error = event.error
@@ -277,7 +281,7 @@ class AgentRun(Cancellable):
             state=info.resume_state,
         )
 
-    async def _end(self) -> AgentEvent:
+    async def end_events(self) -> AgentEvent:
         """The agent's events ended: a completed resume retires its checkpoint (a failure to is the last event)."""
         self._finished = True
         self._react = None
@@ -309,10 +313,10 @@ class AgentRun(Cancellable):
         closes (a generator's ``finally``), so that close is shielded: a closer in a cancelled scope closes
         everything."""
         self._finished = True
-        self._react = None
+        direct, self._react = self._react, None
         events, self._events = self._events, None
-        if type(events) is ReactRun:
-            await events.aclose()
+        if direct is not None and events is direct:
+            await direct.aclose()
         elif events is not None:
             with anyio.CancelScope(shield=True):
                 await events.aclose()

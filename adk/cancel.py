@@ -32,6 +32,10 @@ run starts afresh on resume). With ``recursive=True`` those agents stop at their
 cancel cuts off their calls, not the agent tool's), their pauses become the outer run's, and resume continues
 each inner run where it stopped. Workflow agents (Sequential, Loop) also stop between two children, in any mode.
 
+**One stop request.** A ChatModelAgent's graph run is given its agent's :class:`CancelLink` as its stop request
+(``compose.interrupt.StopRequest``), which the engine asks at each step boundary; a hang-up (AG-UI, A2A's
+``tasks/cancel``) is ``cancel("immediate", recursive=True)``.
+
 **Cost.** Nothing for runs not started with ``cancellable=True`` (a check per superstep, model call and tool
 call); a cancellable run runs each model call, tool call and model stream read in a cancel scope.
 """
@@ -48,7 +52,7 @@ import anyio
 
 from adk.errors import StreamCancelledError
 from compose.errors import GraphInterrupt, StreamEnd
-from compose.interrupt import InterruptCtx, InterruptSignal
+from compose.interrupt import InterruptCtx, InterruptSignal, StopRequest
 from compose.schema import Message
 from compose.stream import StreamReader
 from compose.stream._core import ReaderRelay
@@ -275,13 +279,18 @@ class Cancellable:
         return self._cancel.request(mode, timeout, recursive)
 
 
-class CancelLink:
+class CancelLink(StopRequest):
     """An agent's view of the run's :class:`CancelController`: whether it is nested (inside an agent tool or a
-    workflow agent), and the guards and safe points the agent kit's hooks call."""
+    workflow agent), and the guards and safe points the agent kit's hooks call. It is the stop request of the
+    agent's graph run (``compose.interrupt.StopRequest``): the graph asks it at each step boundary
+    (``stops_here``), and its guards cut off the calls in flight (the engine does not: ``cuts_nodes``), so that a
+    tool call that finished is kept."""
 
     __slots__ = ("ctl", "nested")
+    cuts_nodes = False
 
     def __init__(self, ctl: CancelController, nested: bool) -> None:
+        super().__init__()
         self.ctl = ctl
         self.nested = nested
 
@@ -352,8 +361,8 @@ class CancelLink:
 
     # ------------------------------------------------------------------ safe points (between supersteps)
 
-    def pause_here(self, last_nodes: list[str], next_nodes: list[str]) -> bool:
-        """Before a node of a ChatModelAgent's graph runs (``RunHandle.set_pause_check``): whether the run stops
+    def stops_here(self, last_nodes: list[str], next_nodes: list[str]) -> bool:
+        """Before a node of a ChatModelAgent's graph runs (its graph's stop request): whether the run stops
         here. Immediate: at once. ``after_chat_model``: the model just answered and its tool calls are next (a final
         answer goes to END first: the run completes). ``after_tool_calls``: the tool calls just finished."""
         ctl = self.ctl

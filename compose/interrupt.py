@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from compose.errors import GraphInterrupt
 
@@ -29,6 +29,7 @@ __all__ = [
     "InterruptInfo",
     "InterruptSignal",
     "ResumeContext",
+    "StopRequest",
     "get_interrupt_state",
     "get_resume_context",
     "get_resume_data",
@@ -87,36 +88,51 @@ class InterruptSignal(GraphInterrupt):
         return f"interrupt({self.info!r})"
 
 
-class ExternalInterrupt:
-    """Pause a running graph from outside: pass it as ``external_interrupt=`` to a run, then call
-    ``interrupt()`` from any task.
+class StopRequest:
+    """The one way to stop a run from outside (Eino's ``WithGraphInterrupt``): pass it as ``external_interrupt=``
+    to a run, then call ``request()`` (Eino's spelling: ``interrupt()``) from any task.
 
-    Without a grace period the running nodes finish and the run pauses after them (``after_nodes``); with
-    ``grace_period=d`` nodes still running after ``d`` seconds are cancelled and re-run on resume with their
-    original input (``rerun_nodes``). A run given an external interrupt keeps every running node's input for that.
-    Both modes: in DAG mode (``all_predecessor``) the run also stops starting new nodes at once.
+    Three deadlines, one request: ``request()`` lets the running nodes finish and pauses the run at the next step
+    boundary (``after_nodes``); ``request(grace_period=d)`` cuts off the nodes still running after ``d`` seconds,
+    which re-run on resume with their original input (``rerun_nodes``); ``request(grace_period=0)`` cuts them off
+    at once. A run given a stop request keeps every running node's input for that. In DAG mode
+    (``all_predecessor``) the run also stops starting new nodes at once.
+
+    The engine asks ``stops_here(last_nodes, next_nodes)`` at each step boundary; a subclass may stop at safe
+    points of its own and cut off its own calls (``cuts_nodes = False``: the agent kit's ``run.cancel``,
+    ``adk.cancel``). ``ExternalInterrupt`` is the same class.
 
     Example::
 
-        stop = ExternalInterrupt()
+        stop = StopRequest()
         async with anyio.create_task_group() as tg:
             tg.start_soon(partial(runnable.invoke, x, checkpoint_id="job-1", external_interrupt=stop))
             ...
-            stop.interrupt(grace_period=5)
+            stop.request(grace_period=5)
     """
+
+    __slots__ = ("_events", "grace_period", "requested")
+    cuts_nodes: ClassVar[bool] = True  # the engine cuts off running nodes once the grace period is over
 
     def __init__(self) -> None:
         self.requested = False
         self.grace_period: float | None = None
         self._events: list[Any] = []
 
-    def interrupt(self, grace_period: float | None = None) -> None:
-        """Ask the run to pause (idempotent; the first grace period given wins)."""
+    def request(self, grace_period: float | None = None) -> None:
+        """Ask the run to stop (idempotent; the first grace period given wins)."""
         if not self.requested:
             self.requested = True
             self.grace_period = grace_period
         for event in self._events:
             event.set()
+
+    interrupt = request
+
+    def stops_here(self, last_nodes: list[str], next_nodes: list[str]) -> bool:
+        """At a step boundary (the nodes of the step before, empty before the first; the nodes about to run):
+        whether the run pauses here, its waiting inputs kept for the checkpoint (END reached first wins)."""
+        return self.requested
 
     def _event(self) -> Any:
         import anyio
@@ -128,7 +144,10 @@ class ExternalInterrupt:
         return event
 
     def __repr__(self) -> str:
-        return f"ExternalInterrupt(requested={self.requested}, grace_period={self.grace_period})"
+        return f"{type(self).__name__}(requested={self.requested}, grace_period={self.grace_period})"
+
+
+ExternalInterrupt = StopRequest
 
 
 def interrupt(info: Any = None) -> InterruptSignal:

@@ -57,7 +57,7 @@ class Runnable(Generic[I, O]):
       data}``, ``state_modifier``, ``force_new_run``, ``claim_stale_after`` (seconds: a resume takes over a claim
       on the checkpoint not renewed for that long, left by a worker that died mid-resume; default: the store's
       ``claim_ttl``, after which an unrenewed claim of the SQL stores expires anyway);
-    * ``external_interrupt``: an ``ExternalInterrupt`` to pause the run from outside;
+    * ``external_interrupt``: a ``StopRequest`` (``ExternalInterrupt``) to stop the run from outside;
     * ``resume_all``: answer every open interrupt of the checkpoint with this one value ("approve all");
     * history (``compile(keep_history=...)``): ``from_step=k`` continues from snapshot ``k`` of ``branch``
       (``"main"`` when None) as a new branch of the same history, the input ignored (pass None); ``fork_id``
@@ -395,10 +395,6 @@ class RunHandle(Protocol):
         """Run one superstep (or, with ``to_end``, all of them; with ``until``, as many as it takes for it to
         return True after one); True once ``result`` is set (await it)."""
 
-    def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
-        """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` whether the run pauses there
-        (see ``GraphRun.set_pause_check``)."""
-
     async def aclose(self) -> None:
         """Abandon the run: close every stream it holds (and release a claimed checkpoint); what can suspend is
         shielded where it runs, so a caller in a cancelled scope closes everything."""
@@ -427,11 +423,6 @@ class CheckpointedRun:
     def result(self) -> Any:
         """END's value once ``step()`` returned True."""
         return self._run.result
-
-    def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
-        """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` whether the run pauses there (see
-        ``GraphRun.set_pause_check``)."""
-        self._run.set_pause_check(check)
 
     async def begin(self, x: Any) -> None:
         await self._guard(self._run.begin(x))

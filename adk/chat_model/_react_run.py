@@ -35,8 +35,6 @@ from adk._run import RunContext, current_run
 from adk.checkpointing import agent_contexts
 from adk.errors import AgentError, AgentTimeoutError
 from adk.events import AgentAction, AgentEvent, AgentInterruptInfo
-from compose._engine.scheduler import GraphRun
-from compose._engine.tables import CALLING, NOTHING
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.errors import CheckpointError, GraphInterrupt
 from compose.runnable import RunHandle, Runnable
@@ -44,8 +42,7 @@ from compose.schema import Message
 from compose.stream import concat, one_chunk
 
 if TYPE_CHECKING:
-    from adk.agent import AgentContext
-    from adk.agent_run import AgentRun
+    from adk.agent import AgentContext, RunRoot
     from adk.cancel import CancelLink
 
 __all__ = ["ReactResumeState", "ReactRun"]
@@ -99,9 +96,9 @@ def load_resume_state(state: Any, agent_name: str) -> ReactResumeState:
 class ReactRun:
     """One ``ChatModelAgent`` run (see the module docstring); an async iterator of its events.
 
-    ``root``: the Runner's run (``adk.agent_run.AgentRun``) when this is its root agent's run: the events are
-    handed out here, through its ``_handle`` (those with an error or an action) and ``_end``, so that the
-    consumer's ``__anext__`` is this one's (one frame of the agent layer per parked run).
+    ``root``: the Runner's run (``adk.agent.RunRoot``) when this is its root agent's run (``adk.agent.DirectEvents``):
+    the events are handed out here, through its ``hand_out`` (those with an error or an action) and
+    ``end_events``, so that the consumer's ``__anext__`` is this one's (one frame of the agent layer per parked run).
     """
 
     __slots__ = (
@@ -111,7 +108,6 @@ class ReactRun:
         "_closed",
         "_counted",
         "_ctx",
-        "_driven",
         "_finished",
         "_graph_id",
         "_input",
@@ -148,7 +144,6 @@ class ReactRun:
         address = self._address = agent_ctx.addresses
         self._streaming = streaming
         self._timeout = timeout
-        self._driven: GraphRun | None = None  # its graph run when driven here, superstep by superstep (__anext__)
         self._output_key = output_key
         self._resume = resume
         # the graph checkpoints into the bridge, under a key of this run's, only when the run can be resumed
@@ -159,7 +154,7 @@ class ReactRun:
         self._callbacks = agent_callbacks(ctx.agent_name, agent_type, session.callbacks)
         self._run: RunHandle | None = None
         self.final_message: Message | None = None
-        self.root: AgentRun | None = None
+        self.root: RunRoot | None = None  # the Runner's run it hands its events out through (``bind_root``)
         cancel = session.cancel
         if cancel is not None:  # a cancellable run: its view of the cancel (adk.cancel), ``ctx.cancel``
             ctx.cancel = cancel.for_agent(address)
@@ -170,6 +165,10 @@ class ReactRun:
             f"ReactRun({self._ctx.agent_name!r}, {state}, model_calls={self._ctx.model_calls}, "
             f"queued={len(self._ctx.events)}, reason={self._ctx.termination_reason!r})"
         )
+
+    def bind_root(self, root: RunRoot) -> None:
+        """Hand the events out through ``root`` (``adk.agent.DirectEvents``)."""
+        self.root = root
 
     @property
     def started(self) -> bool:
@@ -199,35 +198,8 @@ class ReactRun:
                         if self._timeout is not None:
                             done = await self._timed_steps()
                         else:
-                            if self._run is None:
-                                await self._start()
-                            graph = self._driven
-                            if graph is not None:
-                                # a Pregel run without a checkpoint id, driven here (GraphRun's driver API): a
-                                # run parked in a node holds no frame of the engine's (a split superstep)
-                                done = False
-                                entered = graph.enter()
-                                try:
-                                    while True:
-                                        out = await graph.superstep(split=True)
-                                        if out is CALLING:  # the step's node, called from this frame
-                                            try:
-                                                graph.called = await graph.calling
-                                            except BaseException as exc:
-                                                await graph.call_failed(exc)
-                                        elif out is not NOTHING:
-                                            await graph.finish(out)
-                                            done = True
-                                            break
-                                        if events or ctx.held is not None:
-                                            break
-                                except BaseException as exc:
-                                    await graph.fail(exc)
-                                    raise
-                                finally:
-                                    graph.leave(entered)
-                            else:
-                                done = await self._run.step(until=self._has_events)  # type: ignore[union-attr]
+                            run = self._run if self._run is not None else await self._start()
+                            done = await run.step(until=self._has_events)
                         if ctx.held is not None:
                             self._flush_held()
                         if done:
@@ -253,9 +225,9 @@ class ReactRun:
             event = events.pop(0)
             if (event.error is None and event.action is None) or self.root is None:
                 return event
-            return await self.root._handle(event)
+            return await self.root.hand_out(event)
         if self.root is not None:
-            return await self.root._end()
+            return await self.root.end_events()
         raise StopAsyncIteration
 
     def _capture_state(self, path: list[str], state: Any) -> None:
@@ -288,8 +260,11 @@ class ReactRun:
         if callbacks.handlers:
             await callbacks.start(messages)
         resume = self._resume
-        if callbacks.given or self._graph_id:
+        cancel: CancelLink | None = self._ctx.cancel
+        if callbacks.given or self._graph_id or cancel is not None:
             opts: dict[str, Any] = callbacks.graph_options() if callbacks.given else {}
+            if cancel is not None:  # a cancellable run stops where its cancel says, before a node runs
+                opts["external_interrupt"] = cancel
             if self._graph_id:
                 opts["checkpoint_id"] = self._graph_id
             if resume is not None:
@@ -301,13 +276,9 @@ class ReactRun:
             # bridge was written
             checked = not callbacks.handlers and resume is None
             run = await self._runnable.start_run(x, streaming=streaming, cancel_checked=checked, **opts)
-        else:  # no option to give (no handler given, not resumable, so not a resume)
+        else:  # no option to give (no handler given, not resumable, so not a resume, not cancellable)
             run = await self._runnable.start_run(x, streaming=streaming, cancel_checked=not callbacks.handlers)
         self._run = run
-        self._driven = run if type(run) is GraphRun and run.pregel else None
-        cancel: CancelLink | None = self._ctx.cancel
-        if cancel is not None:  # a cancellable run stops where its cancel says, before a node runs
-            run.set_pause_check(cancel.pause_here)
         return run
 
     def _has_events(self) -> bool:

@@ -19,8 +19,9 @@ spelling):
   as AG-UI's ``Interrupt``: ``id``, ``reason``, ``message``, ``toolCallId``, ``responseSchema``). The next
   message on the task (``taskId`` set) resumes it: see :func:`resume_entries` for how it answers them.
 
-``tasks/cancel`` stops a running run (the task is ``canceled``); a checkpoint the task had (it was paused, or
-a resume was running) is kept, under the task id.
+``tasks/cancel`` cancels a running run (``run.cancel("immediate", recursive=True)``, as an AG-UI hang-up does:
+it pauses at once, what finished kept) and the task is ``canceled``; the run's checkpoint (or the one a paused
+task had) is kept, under the task id.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from a2a.types import Message as A2AMessage
 from a2a.types import Part, TaskState
 from ag_ui.core import Interrupt, ResumeEntry
 
-from adk.errors import InterruptPendingError, WillRetryError
+from adk.errors import AgentCancelledError, InterruptPendingError, WillRetryError
 from adk.events import AgentEvent, AgentInterruptInfo
 from adk.serve._run import ServedAgent, run_error
 from adk.serve._threads import (
@@ -143,8 +144,13 @@ def _data_message(updater: TaskUpdater, data: Mapping[str, Any], text: str | Non
     return updater.new_agent_message(parts)
 
 
+# seconds a cancelled run may take to pause (an agent that does not stop at a cancel: its run is cut off then)
+_CANCEL_GRACE = 10.0
+
+
 @dataclass(slots=True, eq=False)
 class _Running:
+    run: Any
     scope: anyio.CancelScope
     done: anyio.Event
 
@@ -209,7 +215,7 @@ class RunnerExecutor(AgentExecutor):
             edits = edited_calls(pending, targets)
             await store_edits(served.sessions, session_id, task_id, edits, wait=runner.session_wait)
             await updater.start_work()
-            run: Any = runner.resume(task_id, targets)
+            run: Any = runner.resume(task_id, targets, cancellable=True)
         elif task is not None and task.status.state not in (TaskState.TASK_STATE_SUBMITTED, 0):
             await updater.failed(
                 updater.new_agent_message([new_text_part(f"task {task_id!r} is {TaskState.Name(task.status.state)}")])
@@ -225,8 +231,8 @@ class RunnerExecutor(AgentExecutor):
                 return
             await updater.start_work()
             turn = [user_message(user_text(message))]
-            run = runner.run(turn, session_id=context_id, checkpoint_id=task_id)
-        running = _Running(anyio.CancelScope(), anyio.Event())
+            run = runner.run(turn, session_id=context_id, checkpoint_id=task_id, cancellable=True)
+        running = _Running(run, anyio.CancelScope(), anyio.Event())
         self._running[task_id] = running
         try:
             with running.scope:
@@ -240,6 +246,8 @@ class RunnerExecutor(AgentExecutor):
         paused: AgentInterruptInfo | None = None
         async with run:  # an error fails the task (``execute``)
             async for event in run:
+                if isinstance(event.error, AgentCancelledError):
+                    return  # ``cancel`` marks the task canceled
                 if event.error is not None:
                     raise event.error
                 await self._tell(event, updater)
@@ -319,7 +327,11 @@ class RunnerExecutor(AgentExecutor):
         task_id = context.task_id or ""
         running = self._running.get(task_id)
         if running is not None:
-            running.scope.cancel()
-            await running.done.wait()
+            running.run.cancel("immediate", recursive=True)
+            with anyio.move_on_after(_CANCEL_GRACE):
+                await running.done.wait()
+            if not running.done.is_set():
+                running.scope.cancel()
+                await running.done.wait()
         updater = TaskUpdater(event_queue, task_id, context.context_id or "")
         await updater.cancel(updater.new_agent_message([new_text_part("canceled")]))

@@ -19,7 +19,7 @@ from compose._engine.resume import RERUN_SOURCE, pause
 from compose._engine.tables import NOTHING as _NOTHING
 from compose._types import zero_value
 from compose.errors import GraphInterrupt
-from compose.interrupt import ExternalInterrupt
+from compose.interrupt import StopRequest
 from compose.merge import merge_stream_values, merge_values
 from compose.stream import close_if_stream as _close
 from compose.stream import one_chunk as _one
@@ -43,7 +43,8 @@ async def run_dag(self: GraphRun) -> Any:
     self.skip_before = False
     # an external interrupt pauses the run once the running tasks finish or, with a grace period, once that is
     # over: the tasks still running then are cancelled and re-run on resume with their kept input
-    external = self.options.external_interrupt
+    stop = self.options.external_interrupt
+    external = stop if stop is not None and stop.cuts_nodes else None  # cuts off running nodes (grace period)
     done_by_external = False
     finished: list[int] = []
     send, recv = anyio.create_memory_object_stream[tuple[int, Any, BaseException | None]](math.inf)
@@ -69,7 +70,7 @@ async def run_dag(self: GraphRun) -> Any:
             return
         send.send_nowait((j, _ABANDONED, None))  # cut off when the grace period was over
 
-    async def watch(ext: ExternalInterrupt) -> None:
+    async def watch(ext: StopRequest) -> None:
         await ext._event().wait()
         if ext.grace_period is None:
             return
@@ -111,7 +112,7 @@ async def run_dag(self: GraphRun) -> Any:
                 tg.start_soon(watch, external)
             try:
                 while result is _NOTHING and error is None:
-                    if external is not None and external.requested and not done_by_external:
+                    if stop is not None and not done_by_external and stop.stops_here(self.last_nodes, []):
                         done_by_external = True
                     pausing = bool(before or after or signals or done_by_external)
                     while ready and result is _NOTHING and not pausing:

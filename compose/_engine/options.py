@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from compose._engine.tables import NOTHING
 from compose.callbacks import CallbackHandler
 from compose.errors import GraphRunError
-from compose.interrupt import ExternalInterrupt
+from compose.interrupt import StopRequest
 
 if TYPE_CHECKING:
     from compose._engine.tables import NodeRT, Tables
@@ -34,7 +34,7 @@ class CallOptions:
     resume: Mapping[str, Any] = field(default_factory=dict)
     state_modifier: Callable[[list[str], Any], Any] | None = None
     force_new_run: bool = False
-    external_interrupt: ExternalInterrupt | None = None
+    external_interrupt: StopRequest | None = None  # the one way to stop a run from outside
     # resuming: take over a claim on the checkpoint older than this many seconds (its worker died mid-resume)
     claim_stale_after: float | None = None
     # history (compile(keep_history=...)): continue from this step of the history, of this branch ("main" when
@@ -44,8 +44,6 @@ class CallOptions:
     fork_id: str | None = None
     # answer every open interrupt of the checkpoint with this value
     resume_all: Any = _UNSET
-    # not a call option: set by GraphRun.set_pause_check for a driver deciding where its run may pause
-    pause_check: Callable[[list[str], list[str]], bool] | None = None
     # not a call option: told each time a step of the top graph is over, its post handlers run (a stream_mode
     # reader's snapshots); the run is then a ``stepped.SteppedRun``
     step_watch: Callable[[Any], None] | None = None
@@ -113,4 +111,4 @@ def _check_path(tables: Tables, path: tuple[str, ...], full: list[str]) -> None:
 
 
 _DEFAULT_OPTIONS = CallOptions()
-_OPTION_NAMES = frozenset(CallOptions.__dataclass_fields__) - {"pause_check", "step_watch"}
+_OPTION_NAMES = frozenset(CallOptions.__dataclass_fields__) - {"step_watch"}

@@ -35,7 +35,7 @@ from compose.errors import (
     NodeOutputTypeError,
     NodeRunError,
 )
-from compose.interrupt import ExternalInterrupt
+from compose.interrupt import StopRequest
 from compose.stream import close_if_stream as _close
 from compose.stream import concat
 from compose.stream import one_chunk as _one
@@ -55,23 +55,10 @@ async def pregel_step(self: GraphRun, fuse: bool = False, split: bool = False) -
     A run parked in a node holds this frame: the hot path (one node, no interrupt) keeps its locals few; a step
     of several nodes, a resumed step and a run with an external interrupt go on in ``_step_batch``.
 
-    With ``split`` (``GraphRun.superstep``'s driver), the hot path stops at its node's call: it returns
-    ``CALLING`` with the call in ``self.calling``, for the driver to await in its own frame, putting what it
-    returns in ``self.called`` (or handing its failure to ``call_failed``): a run parked in that node holds no
-    frame of this function's. The next split step (or ``aclose``) finishes that step first: the node's output
-    checked and pending, the step counted, an interrupt after the node raised."""
+    With ``split`` (``GraphRun.step``, the one driver), the hot path stops at its node's call: it returns
+    ``CALLING`` with the call in ``self.calling``, for the driver to await in its own frame and end the step with
+    ``call_done`` (or ``call_failed``): a run parked in that node holds no frame of this function's."""
     t = self.t
-    if split and self.calling is not None:  # the node the driver called has returned: its step ends here
-        j, out = self.calling_j, self.called
-        self.calling = self.calling_x = self.called = None
-        node = t.nodes[j]
-        if node.out_check is not None or node.output_key is not None or self.streaming:
-            out = await node_output(self, node, out)
-        self.pending.append((j, out))
-        self.steps += 1
-        self.last = t.alone[j]
-        if t.interrupt_after and j in t.interrupt_after:
-            raise await pause(self, after=[j])
     if not self.steps % YIELD_EVERY and self.steps:
         await anyio.lowlevel.checkpoint()  # nodes that never await must not starve other tasks or a deadline
     inbox = self.inbox
@@ -130,7 +117,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False, split: bool = False) -
         return x  # nothing else is held: the inbox was END's alone and every output is routed
     if self.gated or self.steps >= self.max_steps:
         await _gate(self, [(j, x)])
-    if deferred or (self.gated and self.options.external_interrupt is not None):  # a run with one is gated
+    if deferred or (self.gated and _cutting(self) is not None):  # a run with a stop request is gated
         return await _step_batch(self, [(j, x)], deferred)
     if (
         fuse
@@ -152,7 +139,8 @@ async def pregel_step(self: GraphRun, fuse: bool = False, split: bool = False) -
                 x = await node_input(self, node, x)
             phase = ""
             # not general: no callbacks, not streaming, no per-call node options
-            out = node_call(self, node, x) if self.general else node.paradigms.invoke(x)  # type: ignore[union-attr]
+            call = node.invoke1 or node.paradigms.invoke  # type: ignore[union-attr]
+            out = node_call(self, node, x) if self.general else call(x)
             if split:
                 self.calling, self.calling_j, self.calling_x = out, j, x
                 return CALLING
@@ -195,6 +183,21 @@ async def raised(self: GraphRun, j: int, x: Any, exc: BaseException, phase: str)
     if error is exc:
         raise exc
     raise error from exc
+
+
+async def call_done(self: GraphRun, out: Any) -> None:
+    """The split hot path's end when the node's call returned ``out``: the output checked and pending, the step
+    counted, an interrupt after the node raised."""
+    j = self.calling_j
+    self.calling = self.calling_x = self.called = None
+    node = self.t.nodes[j]
+    if node.out_check is not None or node.output_key is not None or self.streaming:
+        out = await node_output(self, node, out)
+    self.pending.append((j, out))
+    self.steps += 1
+    self.last = self.t.alone[j]
+    if self.t.interrupt_after and j in self.t.interrupt_after:
+        raise await pause(self, after=[j])
 
 
 async def call_failed(self: GraphRun, exc: BaseException) -> NoReturn:
@@ -345,11 +348,8 @@ async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
     stops the step gets the inputs back (into the inboxes for a checkpoint, else closed)."""
     t = self.t
     try:
-        external = self.options.external_interrupt
-        check = self.options.pause_check
-        if (external is not None and external.requested) or (
-            check is not None and check(self.last_nodes, [t.keys[j] for j, _ in batch])
-        ):
+        stop = self.options.external_interrupt
+        if stop is not None and stop.stops_here(self.last_nodes, [t.keys[j] for j, _ in batch]):
             ready = [j for j, _ in batch]
             _put_back(self, batch)
             if not self.last:  # before the first node: the run pauses before the nodes it was to start with
@@ -357,7 +357,7 @@ async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
             raise await pause(self, after=self.last)
         if self.skip_before:
             self.skip_before = False  # tasks restored from a checkpoint run without re-checking interrupt_before
-            self.gated = bool(t.interrupt_before or external is not None or check is not None)
+            self.gated = bool(t.interrupt_before or stop is not None)
         elif t.interrupt_before:
             hit = [j for j, _ in batch if j in t.interrupt_before]
             if hit:
@@ -369,6 +369,12 @@ async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
         for _, x in batch:
             await _close(x)
         raise
+
+
+def _cutting(self: GraphRun) -> StopRequest | None:
+    """The run's stop request when the engine cuts off its running nodes (not one that cuts off its own calls)."""
+    stop = self.options.external_interrupt
+    return stop if stop is not None and stop.cuts_nodes else None
 
 
 async def _run(
@@ -397,7 +403,7 @@ async def run_batch(
     n = len(batch)
     results: list[Any] = [_NOTHING] * n
     errors: list[BaseException | None] = [None] * n
-    external = self.options.external_interrupt
+    external = _cutting(self)
     spares: list[Any] = [None] * n
     scopes = [anyio.CancelScope() for _ in range(n)]
     if external is not None:  # keep every input: a task cut off by the grace period re-runs with it
@@ -426,7 +432,7 @@ async def run_batch(
             if external is None or not external.requested:
                 watcher.cancel()
 
-    async def watch(ext: ExternalInterrupt) -> None:
+    async def watch(ext: StopRequest) -> None:
         with watcher:
             await ext._event().wait()
         if ext.grace_period is None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
 from typing import Any
@@ -35,12 +34,12 @@ from compose._engine.blame import named_upstream
 from compose._engine.dag import run_dag
 from compose._engine.node_exec import exec_sub, node_call, node_failed, node_input, node_output
 from compose._engine.options import _DEFAULT_OPTIONS, CallOptions
-from compose._engine.pregel import call_failed, pregel_step
+from compose._engine.pregel import call_done, call_failed, pregel_step
 from compose._engine.resume import restore, resumed_for
 from compose._engine.routing import deliver, route
 from compose._engine.run_callbacks import callback_config, fail_early
+from compose._engine.tables import CALLING, NodeRT, Tables
 from compose._engine.tables import NOTHING as _NOTHING
-from compose._engine.tables import NodeRT, Tables
 from compose.callbacks import (
     CallbackConfig,
     CallbackHandler,
@@ -113,12 +112,13 @@ class GraphRun:
         "t",
         "track",
     )
-    # a split superstep's node call (``superstep(split=True)``), awaited by the driver: its node and input, and
-    # what it returned (set by the driver), until the next superstep ends that step
+    # a split superstep's node call (``pregel_step(split=True)``), awaited by ``step``: its node and input, and
+    # what it returned when ``step`` stopped before ending that step (its ``until`` met: the next ``step`` ends it)
     calling: Any  # the call's awaitable; None when no call is pending
     calling_j: int
     calling_x: Any
     called: Any
+    _split = True  # ``step`` awaits a step's node in its own frame (not a watched run: ``stepped.SteppedRun``)
 
     def __init__(
         self,
@@ -168,7 +168,7 @@ class GraphRun:
         max_steps = tables.max_steps
         if options is _DEFAULT_OPTIONS:  # the common case (a call without options): none of the checks below
             self.max_steps: int = max_steps if max_steps is not None else 0  # 0: no limit (DAG)
-            # whether a step must pass _gate (interrupts before nodes, external interrupts, a restored run)
+            # whether a step must pass _gate (interrupts before nodes, a stop request, a restored run)
             self.gated = bool(tables.interrupt_before)
             return
         if options.max_run_steps is not None:
@@ -212,26 +212,54 @@ class GraphRun:
             self._exit(tokens)
 
     async def step(self, to_end: bool = False, until: Callable[[], bool] | None = None) -> bool:
-        """Run one superstep (Pregel) or the whole run (DAG); True once ``result`` is set. With ``until``, keep
-        running supersteps until it returns True after one (the agent runner stops when there are events).
-        The run's state frame and callbacks are set for what runs now, and reset before it returns (the
-        caller's code between steps sees neither)."""
+        """The one driver of a run (``RunHandle.step``): run one superstep (Pregel) or the whole run (DAG); True
+        once ``result`` is set. With ``until``, keep running supersteps until it returns True after one (the
+        agent runner stops when there are events); with ``to_end``, all of them (``invoke``: plain stretches
+        fused). The run's state frame and callbacks are set for what runs now, and reset before it returns (the
+        caller's code between steps sees neither).
+
+        A Pregel run driven ``until`` a condition (not watched) awaits each step's node here (``pregel_step``'s
+        ``split``), so that a run parked in a node holds this frame and the node's, none of the superstep's."""
         cb = self.cb
         if cb is _NOTHING:
             cb = self._prepare()
         frame = self.frame
-        tok_frame = _current_frame.set(frame) if frame is not None else None
-        tok_cb = _current_config.set(cb) if cb is not _current_config.get() else None
+        # what it sets, reset at the end: the frame it replaced when only the frame changes (a run parked in a
+        # node holds no Token object then)
+        entered: Any = _NOTHING
+        if cb is not _current_config.get():
+            entered = (_current_frame.set(frame) if frame is not None else None, _current_config.set(cb))
+        elif frame is not None:
+            entered = _current_frame.get()
+            _current_frame.set(frame)
         try:
+            if self.calling is not None:  # the last call returned with ``until`` met: its step ends now
+                await call_done(self, self.called)
             if self.t.dag:
                 out = await run_dag(self)
-            else:
+            elif until is None or not self._split:
                 out = await self._pregel(to_end)
                 while out is _NOTHING and (to_end or (until is not None and not until())):
                     out = await self._pregel(to_end)
                 if out is _NOTHING:
                     return False
-            if cb is None:
+            else:
+                while True:
+                    out = await pregel_step(self, False, True)
+                    if out is CALLING:  # the step's node, called from this frame
+                        try:
+                            out = await self.calling
+                        except BaseException as exc:
+                            await call_failed(self, exc)
+                        if until():
+                            self.called = out  # what the call made goes out before its step ends (next call)
+                            return False
+                        await call_done(self, out)
+                    elif out is not _NOTHING:
+                        break
+                    if until():
+                        return False
+            if self.cb is None:
                 self.result = out
             else:
                 await self._end_run(out)
@@ -240,87 +268,10 @@ class GraphRun:
             await self._fail(exc)
             raise
         finally:
-            if tok_cb is not None:
-                _current_config.reset(tok_cb)
-            if tok_frame is not None:
-                _current_frame.reset(tok_frame)
-
-    # ------------------------------------------------------------------ driven from the caller's frame
-    # ``step`` is one driver of a run. A caller that hands out what the run produces between supersteps (the agent
-    # runner, ``adk.chat_model._react_run``) may drive a run without a checkpoint id (``type(run) is GraphRun``)
-    # from its own frame instead, as ``step`` does, so that a run parked in a node holds no frame of ``step``'s:
-    #
-    #     entered = run.enter()
-    #     try:
-    #         out = await run.superstep(split=True)  # a Pregel run's: NOTHING until the run is over, then END's
-    #         if out is CALLING:                     # value; or CALLING: the step's node is to be called here
-    #             try:
-    #                 run.called = await run.calling  # the next superstep ends this one
-    #             except BaseException as exc:
-    #                 await run.call_failed(exc)     # raises what the step raises
-    #         ...                          # more supersteps while the caller has nothing to hand out
-    #         if out is not NOTHING:
-    #             await run.finish(out)    # result set
-    #     except BaseException as exc:
-    #         await run.fail(exc)
-    #         raise
-    #     finally:
-    #         run.leave(entered)
-    #
-    # With ``split``, a run parked in its node holds the caller's frame and the node's, none of the engine's.
-
-    def enter(self) -> Any:
-        """Set the run's state frame and callbacks for what runs now; ``leave`` takes what this returns."""
-        cb = self.cb
-        if cb is _NOTHING:
-            cb = self._prepare()
-        if cb is not _current_config.get():
-            return self._enter()
-        frame = self.frame
-        if frame is None:
-            return _NOTHING
-        # the frame it replaces, not a token: a run parked between enter and leave holds no Token object
-        entered = _current_frame.get()
-        _current_frame.set(frame)
-        return entered
-
-    def leave(self, entered: Any) -> None:
-        """Reset what ``enter`` set (the caller's code between supersteps sees neither)."""
-        if type(entered) is tuple:
-            self._exit(entered)
-        elif entered is not _NOTHING:
-            _current_frame.set(entered)
-
-    # one superstep of a Pregel run (``pregel``), to await between ``enter`` and ``leave``: END's value once the
-    # run is over, else ``NOTHING`` (``compose._engine.tables.NOTHING``); a DAG run is driven with ``step``
-    superstep = pregel_step
-    # a split superstep's node call failed: raise what the superstep raises
-    call_failed = call_failed
-
-    @property
-    def pregel(self) -> bool:
-        """Whether the run goes by supersteps (``superstep``), not as a DAG."""
-        return not self.t.dag
-
-    async def finish(self, out: Any) -> None:
-        """The run is over with END's value ``out`` (from ``superstep``): the end callbacks, then ``result``."""
-        if self.cb is None:
-            self.result = out
-        else:
-            await self._end_run(out)
-
-    async def fail(self, exc: BaseException) -> None:
-        """A superstep raised ``exc``: close what the run holds and report the failure (the caller re-raises)."""
-        await self._fail(exc)
-
-    def set_pause_check(self, check: Callable[[list[str], list[str]], bool] | None) -> None:
-        """Before each step runs its nodes, ask ``check(last_nodes, next_nodes)`` (the nodes of the step before,
-        empty before the first; the nodes about to run): True pauses the run there, as an external interrupt
-        requested then does (the waiting inputs kept, the checkpoint saved; END reached first wins). For a driver
-        that decides where its run may stop (the agent runner's cancel at safe points, ``adk.cancel``); a run
-        without one pays nothing."""
-        self.options = replace(self.options, pause_check=check)
-        self.gated = self.gated or check is not None
+            if type(entered) is tuple:
+                self._exit(entered)
+            elif entered is not _NOTHING:
+                _current_frame.set(entered)
 
     @property
     def last_nodes(self) -> list[str]:

@@ -30,6 +30,7 @@ class SteppedRun(GraphRun):
     """A ``GraphRun`` that settles each step where it ends (see the module docstring)."""
 
     __slots__ = ()
+    _split = False
 
     async def _pregel(self, fuse: bool = False, split: bool = False) -> Any:
         """One superstep, settled: what is pending from before (START's input, a restored run's outputs) is

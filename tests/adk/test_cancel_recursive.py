@@ -12,6 +12,7 @@ import pytest
 from adk.agents.agent_tool import AgentTool
 from adk.agents.workflow import LoopAgent, SequentialAgent
 from adk.chat_model.agent import ChatModelAgent
+from adk.errors import AgentCancelledError
 from tests.adk.helpers import call, calling
 from tests.adk.test_cancel import Gated, Tools, drain, fast_call, runner
 
@@ -261,3 +262,62 @@ async def test_recursive_cancel_through_an_agent_tool_leaves_no_task(no_task_lea
     resumed = r.resume("c")
     assert await drain(resumed) is None
     assert inner_tools.ran == ["slow:s"] and inner_model.calls == 2 and outer_model.calls == 2
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# a hang-up (what the AG-UI server does when its client is gone: ``run.cancel("immediate", recursive=True)``)
+
+
+def both_tools(id_fast: str = "c1", id_slow: str = "c2") -> Any:
+    return calling(call("fast", '{"x": "a"}', id=id_fast), call("slow", '{"x": "b"}', id=id_slow))
+
+
+async def hang_up_when(run: Any, started: anyio.Event) -> AgentCancelledError | None:
+    async with anyio.create_task_group() as tg:
+
+        async def cancel() -> None:
+            await started.wait()
+            assert await run.cancel("immediate", recursive=True).wait() == "cancelled"
+
+        tg.start_soon(cancel)
+        return await drain(run)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_hang_up_of_a_sequential_agent_leaves_a_resumable_checkpoint(streaming: bool) -> None:
+    tools = Tools()
+    first = Gated([both_tools(), "a done"])
+    second = Gated(["b done"])
+    r = runner(sequence(first, second, tools), streaming=streaming)
+    error = await hang_up_when(r.query("go", checkpoint_id="c", cancellable=True), tools.slow_started)
+    assert error is not None and error.checkpoint_id == "c"
+    assert tools.ran == ["fast:a"] and tools.slow_cut_off == 1 and second.calls == 0
+    tools.slow_gate.set()
+    resumed = r.resume("c")
+    assert await drain(resumed) is None
+    # the child continued in its tool round: the finished tool did not run again, nor the model call before it
+    assert tools.ran == ["fast:a", "slow:b"] and first.calls == 2 and second.calls == 1
+    assert resumed.final_message is not None and resumed.final_message.content == "b done"
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_hang_up_of_an_agent_tool_tree_leaves_a_resumable_checkpoint(streaming: bool) -> None:
+    inner_tools = Tools()
+    inner_model = Gated([both_tools("i1", "i2"), "inner done"])
+    outer_tools = Tools()
+    outer_model = Gated(
+        [calling(call("inner", '{"request": "sub"}', id="o1"), call("fast", '{"x": "o"}', id="o2")), "outer done"]
+    )
+    inner = inner_agent(inner_model, inner_tools)
+    outer = ChatModelAgent("outer", "top", model=outer_model, tools=[AgentTool(inner), *outer_tools.all()[:1]])
+    r = runner(outer, streaming=streaming)
+    error = await hang_up_when(r.query("go", checkpoint_id="c", cancellable=True), inner_tools.slow_started)
+    assert error is not None and error.checkpoint_id == "c"
+    assert inner_tools.ran == ["fast:a"] and inner_tools.slow_cut_off == 1 and outer_tools.ran == ["fast:o"]
+    inner_tools.slow_gate.set()
+    resumed = r.resume("c")
+    assert await drain(resumed) is None
+    # finished tools (the outer's and the inner's) did not run again, nor any model call that had answered
+    assert inner_tools.ran == ["fast:a", "slow:b"] and outer_tools.ran == ["fast:o"]
+    assert inner_model.calls == 2 and outer_model.calls == 2
+    assert resumed.final_message is not None and resumed.final_message.content == "outer done"

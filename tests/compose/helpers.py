@@ -30,27 +30,9 @@ def line(*nodes: tuple[str, Any], state: Any = None) -> Graph[str, str]:
 
 
 async def drive(r: Any, x: Any, *, streaming: bool = False, **opts: Any) -> Any:
-    """Run ``r`` as the agent runner does, from this frame, by GraphRun's driver API with split supersteps: each
-    step's node is awaited here (``adk.chat_model._react_run``). END's value, or what the run raised."""
-    from compose._engine.scheduler import GraphRun
-    from compose._engine.tables import CALLING, NOTHING
-
+    """Run ``r`` as the agent runner does: ``start_run``, then ``step(until=...)`` (the one driver, each step's
+    node awaited in its frame) until the run is over. END's value, or what the run raised."""
     run = await r.start_run(x, streaming=streaming, **opts)
-    assert type(run) is GraphRun and run.pregel
-    entered = run.enter()
-    try:
-        while True:
-            out = await run.superstep(split=True)
-            if out is CALLING:
-                try:
-                    run.called = await run.calling
-                except BaseException as exc:
-                    await run.call_failed(exc)
-            elif out is not NOTHING:
-                await run.finish(out)
-                return run.result
-    except BaseException as exc:
-        await run.fail(exc)
-        raise
-    finally:
-        run.leave(entered)
+    while not await run.step(until=lambda: True):
+        pass
+    return run.result

@@ -75,8 +75,6 @@ async def _read(opening: Any) -> Any:
 @pytest.mark.parametrize("dag", [False, True], ids=["pregel", "dag"])
 @pytest.mark.parametrize("how", list(RUNS))
 async def test_a_wrong_output_names_its_node_and_stops_the_run(anyio_backend: Any, how: str, dag: bool) -> None:
-    if dag and how.startswith("driven"):
-        pytest.skip("the driver API drives Pregel runs (a DAG run is driven with step())")
     seen: list[Any] = []
 
     async def spy(x: int) -> int:

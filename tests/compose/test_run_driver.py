@@ -1,9 +1,9 @@
-"""GraphRun's driver API with split supersteps (``superstep(split=True)``, ``calling``/``called``,
-``call_failed``): the agent runner's way of driving a Pregel run, each node awaited in the driver's frame.
+"""The one driver of a run, ``RunHandle.step()``: a Pregel run driven ``until`` a condition awaits each step's
+node in ``step``'s own frame (``pregel_step``'s split hot path), as the agent runner drives its graph.
 
-The same results and errors as ``invoke``, steps counted and limited the same, interrupts after a node raised
-at the next superstep, a node's output closed when the run is abandoned before that superstep, and no frame of
-the engine's under a node while it runs.
+The same results and errors as ``invoke``, steps counted and limited the same, an interrupt after a node raised
+by its step, a node's output closed when the run is abandoned before it is routed, and no frame of the
+superstep's under a node while it runs.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from compose._engine.scheduler import GraphRun
-from compose._engine.tables import CALLING, NOTHING
+from compose._engine.tables import NOTHING
 from compose.errors import GraphInterrupt, MaxStepsExceededError, NodeRunError
 from compose.graph import END, START, Graph
 from compose.interrupt import interrupt
@@ -94,20 +94,12 @@ async def test_a_failing_pre_handler_is_named_with_its_phase(anyio_backend: Any)
     assert driven.value.node_path == ["a"] and driven.value.phase == "pre handler"
 
 
-async def test_an_interrupt_after_a_node_is_raised_at_the_next_superstep(anyio_backend: Any) -> None:
+async def test_an_interrupt_after_a_node_is_raised_by_its_step(anyio_backend: Any) -> None:
     ran: list[str] = []
     r = line(*((k, recording(ran, k)) for k in "abc")).compile(interrupt_after=["a"])
     run = await r.start_run(">", streaming=False)
-    assert type(run) is GraphRun
-    entered = run.enter()
-    try:
-        assert await run.superstep(split=True) is CALLING
-        run.called = await run.calling
-        assert ran == ["a"] and run.steps == 0  # the step ends at the next superstep
-        with pytest.raises(GraphInterrupt) as info:
-            await run.superstep(split=True)
-    finally:
-        run.leave(entered)
+    with pytest.raises(GraphInterrupt) as info:
+        await run.step()
     assert info.value.info.after_nodes == ["a"] and ran == ["a"]
     with pytest.raises(GraphInterrupt) as invoked:
         await r.invoke(">")
@@ -121,17 +113,13 @@ async def test_an_output_not_yet_routed_is_closed_when_the_run_is_abandoned(anyi
 
     r = line(("a", words), ("z", appender("z"))).compile()
     run = await r.start_run(StreamReader.from_iterable([">"]), streaming=True)
-    assert type(run) is GraphRun
-    entered = run.enter()
-    try:
-        assert await run.superstep(split=True) is CALLING
-        run.called = await run.calling
-        out = run.called
-        assert isinstance(out, StreamReader) and "open" in repr(out)
-    finally:
-        run.leave(entered)
+    assert isinstance(run, GraphRun)
+    # node a ran; with its ``until`` met at once, the step ends (the output pending) at the next ``step``
+    assert not await run.step(until=lambda: True)
+    out = run.called
+    assert isinstance(out, StreamReader) and "open" in repr(out)
     await run.aclose()
-    assert run.calling is None and run.called is None
+    assert run.calling is None and run.called is None and not run.pending
     assert "closed" in repr(out)
 
 
@@ -149,12 +137,12 @@ async def test_a_node_runs_under_the_drivers_frame_alone(anyio_backend: Any) -> 
 
     r = line(("a", look), ("b", appender("b"))).compile()
     assert await drive(r, ">") == ">b"
+    (stack,) = stacks
+    assert "step" in stack and "pregel_step" not in stack
     handle = await r.start_run(">", streaming=False)
-    while not await handle.step():
+    while not await handle.step():  # one superstep per call: the node runs inside the superstep
         pass
-    split, stepped = stacks
-    assert "drive" in split and "pregel_step" not in split
-    assert "pregel_step" in stepped  # the same node under step(): the engine's frame is there
+    assert "pregel_step" in stacks[1]
 
 
 async def test_a_cancelled_node_call_ends_the_run(anyio_backend: Any) -> None:
@@ -167,23 +155,12 @@ async def test_a_cancelled_node_call_ends_the_run(anyio_backend: Any) -> None:
 
     r = line(("a", hang), ("b", appender("b"))).compile()
     run = await r.start_run(">", streaming=False)
-    assert type(run) is GraphRun
+    assert isinstance(run, GraphRun)
     reached: list[str] = []
 
     async def driver() -> None:
-        entered = run.enter()
-        try:
-            assert await run.superstep(split=True) is CALLING
-            try:
-                run.called = await run.calling
-            except BaseException as exc:
-                await run.call_failed(exc)
-            reached.append("after the call")
-        except BaseException as exc:
-            await run.fail(exc)
-            raise
-        finally:
-            run.leave(entered)
+        await run.step(until=lambda: True)
+        reached.append("after the call")
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(driver)

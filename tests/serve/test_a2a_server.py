@@ -360,6 +360,8 @@ async def test_cancel_a_running_task(server: tuple[Live, MethodLog], http: httpx
     assert log.methods[-1] == "CancelTask"
     assert (await client.get_task(GetTaskRequest(id=task_id))).status.state == TaskState.TASK_STATE_CANCELED
     assert live.app.state.tracker.wait_idle(10)
+    # the cancel is the run's (``run.cancel``, as a hang-up): it paused, leaving its checkpoint under the task id
+    assert await live.app.state.server.agents["travel"].checkpoints.get(task_id)
 
 
 @pytest.mark.parametrize("version", ["1.0", "0.3"])

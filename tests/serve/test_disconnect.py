@@ -209,3 +209,60 @@ async def test_hang_up_mid_answer_keeps_the_turn_and_the_finished_tool(anyio_bac
     assert again[-1]["result"] == "The answer is 42."
     assert tool_runs == ["Hangzhou"]  # the finished tool did not run again
     assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "tool", "assistant"]
+
+
+def steps_agent() -> tuple[ChatModelAgent, PolicyModel]:
+    model = PolicyModel(policy)
+    return ChatModelAgent("steps", "two steps", model=model, tools=[first, second]), model
+
+
+def sequential_tree() -> Any:
+    from adk.agents.workflow import SequentialAgent
+
+    steps, _ = steps_agent()
+    closer = ChatModelAgent("closer", "closes", model=PolicyModel(lambda messages: "Closed."))
+    return SequentialAgent("flow", "steps then closer", [steps, closer]), "Closed."
+
+
+def agent_tool_tree() -> Any:
+    from adk.agents.agent_tool import AgentTool
+
+    steps, _ = steps_agent()
+
+    def boss(messages: list[Message]) -> Message | str:
+        if not tool_results(messages):
+            return calling(("o1", "steps", '{"request": "go"}'))
+        return "Boss done."
+
+    return ChatModelAgent("flow", "asks steps", model=PolicyModel(boss), tools=[AgentTool(steps)]), "Boss done."
+
+
+@pytest.mark.parametrize("tree", [sequential_tree, agent_tool_tree])
+async def test_hang_up_inside_a_workflow_or_an_agent_tool_then_the_same_input_continues(
+    anyio_backend: str, tree: Any
+) -> None:
+    """A hang-up while an agent deep in the tree runs a tool (a Sequential's child, an agent tool's agent): the
+    run pauses with its checkpoint, and the same input again continues it; the finished tool does not run again."""
+    ran.clear()
+    gate.clear()
+    holding.clear()
+    agent, answer = tree()
+    body = run_input("t4", "r1", [user("u1", "Go")])
+    with live_server(create_app(agent)) as server:
+        host, port = server.url.removeprefix("http://").split(":")
+        data = json.dumps(body).encode()
+        head = (
+            f"POST /agents/flow/agui HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Accept: text/event-stream\r\nContent-Length: {len(data)}\r\n\r\n"
+        ).encode()
+        async with await anyio.connect_tcp(host, int(port)) as sock:
+            await sock.send(head + data)
+            await anyio.to_thread.run_sync(holding.wait)
+        assert await anyio.to_thread.run_sync(server.app.state.tracker.wait_idle, 10)
+        assert ran == ["first"]
+        gate.set()
+        async with httpx.AsyncClient(timeout=30) as client:
+            again = await post_run(client, server.agui("flow"), {**body, "runId": "r2"})
+    assert_valid_agui(again, max_warnings=0)
+    assert again[-1]["type"] == "RUN_FINISHED" and again[-1]["result"] == answer
+    assert ran == ["first", "second"]  # the finished step did not run again
