@@ -165,18 +165,23 @@ class Projection:
     def __repr__(self) -> str:
         return f"Projection(step={self.step!r}, subagents={len(self.subagents)}, calls={len(self.tool_calls)})"
 
-    async def project(self, event: AgentEvent) -> AsyncGenerator[list[Record], None]:
-        """The records of ``event``, in batches (a streamed answer yields one batch per chunk)."""
-        out: list[Record] = []
+    async def project(
+        self, event: AgentEvent, convert: Callable[[list[Record]], list[Any]] | None = None
+    ) -> AsyncGenerator[list[Any], None]:
+        """The records of ``event``, in batches (a streamed answer yields one batch per chunk); with ``convert``,
+        each batch converted (a consumer's own events; an empty conversion is not yielded)."""
+        out: list[Any] = []
         sub = self.attribute(event.agent_name, event.run_path, event.internal, out)
         variant = event.message
         if variant is None:
+            if convert is not None:
+                out = convert(out)
             if out:
                 yield out
             return
         if variant.role == "tool":
             self.result(event.run_path, variant.tool_name, await variant.get_message(), sub, out)
-            yield out
+            yield out if convert is None else convert(out)
             return
         answer = self.open_answer(event.agent_name, sub, out)
         ended = "answer_ended"
@@ -193,6 +198,8 @@ class Projection:
                             stamp(chunk, answer.message_id)  # the recorded copy concatenates this chunk first
                             first = False
                         answer.chunk(chunk, out)
+                        if convert is not None:
+                            out = convert(out)
                         if out:
                             yield out
                             out = []
@@ -207,6 +214,8 @@ class Projection:
             self._answer = None
         if event.output is not None and event.output.structured is not None:
             self.structured = jsonable(event.output.structured)
+        if convert is not None:
+            out = convert(out)
         if out:
             yield out
 

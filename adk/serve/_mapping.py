@@ -13,7 +13,7 @@ read by every consumer of the server's stream, in-process and durable runs alike
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from ag_ui.core import (
@@ -40,18 +40,7 @@ __all__ = ["EventMapper", "agui_events"]
 
 _SUCCESS, _SUSPENDED = SubagentFinishedSuccessOutcome(), SubagentFinishedSuspendedOutcome()
 
-_MAP: dict[str, Callable[[Record], BaseEvent]] = {
-    "message_started": lambda r: TextMessageStartEvent(message_id=r["id"], role=r["role"], subagent_run_id=r["sub"]),
-    "message_delta": lambda r: TextMessageContentEvent(message_id=r["id"], delta=r["delta"], subagent_run_id=r["sub"]),
-    "message_ended": lambda r: TextMessageEndEvent(message_id=r["id"], subagent_run_id=r["sub"]),
-    "tool_call_started": lambda r: ToolCallStartEvent(
-        tool_call_id=r["id"], tool_call_name=r["name"], parent_message_id=r["message"], subagent_run_id=r["sub"]
-    ),
-    "tool_call_args": lambda r: ToolCallArgsEvent(tool_call_id=r["id"], delta=r["delta"], subagent_run_id=r["sub"]),
-    "tool_call_ended": lambda r: ToolCallEndEvent(tool_call_id=r["id"], subagent_run_id=r["sub"]),
-    "tool_result": lambda r: ToolCallResultEvent(
-        message_id=r["message"], tool_call_id=r["call"], content=r["content"], subagent_run_id=r["sub"]
-    ),
+_STEPS: dict[str, Callable[[Record], BaseEvent]] = {
     "step_started": lambda r: StepStartedEvent(step_name=r["name"], subagent_run_id=r["sub"]),
     "step_finished": lambda r: StepFinishedEvent(step_name=r["name"], subagent_run_id=r["sub"]),
     "subagent_started": lambda r: SubagentStartedEvent(
@@ -63,14 +52,39 @@ _MAP: dict[str, Callable[[Record], BaseEvent]] = {
 }
 
 
-def agui_events(records: Iterable[Record]) -> list[BaseEvent]:
+def agui_events(records: list[Record]) -> list[BaseEvent]:
     """The AG-UI events of ``records`` (the answer records, which AG-UI has no event for, left out)."""
-    get = _MAP.get
-    out = []
-    for record in records:
-        make = get(record["kind"])
-        if make is not None:
-            out.append(make(record))
+    out: list[BaseEvent] = []
+    add = out.append
+    for r in records:
+        kind = r["kind"]
+        if kind == "message_delta":
+            add(TextMessageContentEvent(message_id=r["id"], delta=r["delta"], subagent_run_id=r["sub"]))
+        elif kind == "tool_call_args":
+            add(ToolCallArgsEvent(tool_call_id=r["id"], delta=r["delta"], subagent_run_id=r["sub"]))
+        elif kind == "message_started":
+            add(TextMessageStartEvent(message_id=r["id"], role=r["role"], subagent_run_id=r["sub"]))
+        elif kind == "message_ended":
+            add(TextMessageEndEvent(message_id=r["id"], subagent_run_id=r["sub"]))
+        elif kind == "tool_call_started":
+            add(
+                ToolCallStartEvent(
+                    tool_call_id=r["id"],
+                    tool_call_name=r["name"],
+                    parent_message_id=r["message"],
+                    subagent_run_id=r["sub"],
+                )
+            )
+        elif kind == "tool_call_ended":
+            add(ToolCallEndEvent(tool_call_id=r["id"], subagent_run_id=r["sub"]))
+        elif kind == "tool_result":
+            add(
+                ToolCallResultEvent(
+                    message_id=r["message"], tool_call_id=r["call"], content=r["content"], subagent_run_id=r["sub"]
+                )
+            )
+        elif kind in _STEPS:
+            add(_STEPS[kind](r))
     return out
 
 
@@ -102,16 +116,9 @@ class EventMapper:
     def tool_calls(self) -> dict[str, str]:
         return self.projection.tool_calls
 
-    async def map(self, event: AgentEvent) -> AsyncGenerator[list[BaseEvent], None]:
+    def map(self, event: AgentEvent) -> AsyncGenerator[list[BaseEvent], None]:
         """The AG-UI events for ``event``, in batches (a streamed answer yields one batch per chunk)."""
-        batches = self.projection.project(event)
-        try:
-            async for records in batches:
-                out = agui_events(records)
-                if out:
-                    yield out
-        finally:
-            await batches.aclose()
+        return self.projection.project(event, agui_events)
 
     def abort(self) -> list[BaseEvent]:
         """Close what an answer interrupted by an error left open (before ``RUN_ERROR``)."""
