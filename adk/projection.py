@@ -159,7 +159,7 @@ class Projection:
         self.sub_steps: dict[str, str] = {}  # subagent run id -> the step open in it (its agent's name)
         self.tool_calls: dict[str, str] = {}
         self._last_call: dict[str, str] = {}  # tool name -> its latest call id (an agent tool's parent call)
-        self._answer: _Answer | None = None
+        self.answer: _Answer | None = None  # the one being projected
         self.structured: Any = None
 
     def __repr__(self) -> str:
@@ -211,7 +211,7 @@ class Projection:
                         await variant.message_stream.aclose()
             self.close_answer(out, ended)
         finally:
-            self._answer = None
+            self.answer = None
         if event.output is not None and event.output.structured is not None:
             self.structured = jsonable(event.output.structured)
         if convert is not None:
@@ -254,25 +254,20 @@ class Projection:
     def open_answer(self, agent_name: str, sub: str | None, out: list[Record], attempt: Any = None) -> _Answer:
         """Start a model answer (its chunks go to ``answer.chunk``), after :meth:`attribute`."""
         answer = _Answer(self.new_id("msg"), sub, self.new_id, attempt)
-        self._answer = answer
+        self.answer = answer
         out.append({"kind": "answer_started", "id": answer.message_id, "agent": agent_name, "sub": sub})
         return answer
 
     def close_answer(self, out: list[Record], kind: str = "answer_ended") -> None:
         """End the open answer (``answer_retried``: a failed attempt that is retried)."""
-        answer = self._answer
+        answer = self.answer
         if answer is None:
             return
-        self._answer = None
+        self.answer = None
         answer.close(out, kind)
         for call_id, name in answer.calls.values():
             self.tool_calls[call_id] = name
             self._last_call[name] = call_id
-
-    @property
-    def answer(self) -> _Answer | None:
-        """The answer being projected, if any."""
-        return self._answer
 
     def result(
         self, run_path: tuple[str, ...], tool_name: str | None, message: Message, sub: str | None, out: list[Record]
