@@ -17,7 +17,7 @@ the Runner's checkpoint and its resume ``runner.resume``, a ``parentRunId`` bran
 adds transport, identity and limits. With ``durable=DurableClient(dsn)`` the runs go to ``adk.durable`` workers
 and stream back from their durable event streams (``adk.serve._durable``: reconnect by runId). The
 routes are assembled in one place (``adk.serve._app.routes``); the AG-UI mapping of a run's events is
-:class:`EventMapper`.
+:class:`EventMapper` (over the run's projection, ``adk.projection``, which the A2A executor reads too).
 
 Example::
 

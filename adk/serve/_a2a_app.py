@@ -39,7 +39,7 @@ from adk.serve._a2a_card import agent_card
 from adk.serve._a2a_executor import RunnerExecutor
 from adk.serve._access import RequestGuard, principal
 from adk.serve._limits import BodyLimit
-from adk.serve._run import ServedAgent
+from adk.serve._run import ServedAgent, served_agent
 from adk.sessions import SessionStore
 from compose.checkpoint import CheckPointStore
 
@@ -139,12 +139,11 @@ def a2a_app(
         app = a2a_app(agent, url="http://127.0.0.1:8000/")   # uvicorn.run(app, port=8000)
         # another process: RemoteA2AAgent("http://127.0.0.1:8000/")
     """
-    from adk.serve._app import _served
     from adk.sessions import InMemorySessionStore
     from compose.checkpoint import InMemoryCheckPointStore
 
     root = agent.agent if isinstance(agent, Runner) else agent
-    served = _served(
+    served = served_agent(
         name or root.name,
         agent,
         session_store if session_store is not None else InMemorySessionStore(),

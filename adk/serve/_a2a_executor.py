@@ -43,8 +43,9 @@ from a2a.types import Message as A2AMessage
 from a2a.types import Part, TaskState
 from ag_ui.core import Interrupt, ResumeEntry
 
-from adk.errors import AgentCancelledError, InterruptPendingError, WillRetryError
-from adk.events import AgentEvent, AgentInterruptInfo
+from adk.errors import AgentCancelledError, InterruptPendingError
+from adk.events import AgentInterruptInfo
+from adk.projection import Projection, Record
 from adk.serve._run import ServedAgent, run_error
 from adk.serve._threads import (
     APPROVAL_SCHEMA,
@@ -56,7 +57,7 @@ from adk.serve._threads import (
     resume_targets,
     store_edits,
 )
-from compose.schema import Message, concat_messages, user_message
+from compose.schema import user_message
 
 __all__ = ["RunnerExecutor", "resume_entries", "user_text"]
 
@@ -146,6 +147,60 @@ def _data_message(updater: TaskUpdater, data: Mapping[str, Any], text: str | Non
 
 # seconds a cancelled run may take to pause (an agent that does not stop at a cancel: its run is cut off then)
 _CANCEL_GRACE = 10.0
+
+
+class _Teller:
+    """A task's artifacts and status messages from its run's projection records (see the module docstring)."""
+
+    __slots__ = ("artifact", "calls", "held", "name", "sent", "size", "text", "updater")
+
+    def __init__(self, updater: TaskUpdater) -> None:
+        self.updater = updater
+        self.artifact = ""  # the open answer's artifact ("": none)
+        self.name = ""
+        self.text: list[str] = []  # the answer's text
+        self.held: list[str] = []  # deltas not appended yet, ``size`` characters
+        self.size = 0
+        self.sent = 0  # characters appended to the artifact
+        self.calls: dict[str, dict[str, str]] = {}
+
+    async def records(self, records: list[Record]) -> None:
+        updater = self.updater
+        for record in records:
+            kind = record["kind"]
+            if kind == "message_delta":
+                self.text.append(record["delta"])
+                self.held.append(record["delta"])
+                self.size += len(record["delta"])
+            elif kind == "tool_call_args":
+                self.calls[record["id"]]["arguments"] += record["delta"]
+            elif kind == "tool_call_started":
+                self.calls[record["id"]] = {"id": record["id"], "name": record["name"], "arguments": ""}
+            elif kind == "answer_started":
+                self.artifact, self.name = uuid.uuid4().hex, record["agent"]
+                self.text, self.held, self.size, self.sent, self.calls = [], [], 0, 0, {}
+            elif kind == "answer_ended":
+                artifact, self.artifact = self.artifact, ""
+                if self.text:
+                    part = [new_text_part("".join(self.text))]
+                    await updater.add_artifact(part, artifact, self.name, append=False, last_chunk=True)
+                if self.calls:
+                    data = {"toolCalls": list(self.calls.values())}
+                    await updater.update_status(TaskState.TASK_STATE_WORKING, _data_message(updater, data))
+            elif kind == "answer_retried":  # a failed model attempt that is retried: take back what it streamed
+                artifact, self.artifact = self.artifact, ""
+                if self.sent:
+                    part = [new_text_part("")]
+                    await updater.add_artifact(part, artifact, self.name, append=False, last_chunk=True)
+            elif kind == "tool_result":
+                result = {"toolResult": {"id": record["call"], "name": record["name"], "content": record["content"]}}
+                await updater.update_status(TaskState.TASK_STATE_WORKING, _data_message(updater, result))
+        if self.artifact and self.size and self.size * 8 >= self.sent:  # a streamed answer's text, coalesced
+            part = [new_text_part("".join(self.held))]
+            await updater.add_artifact(part, self.artifact, self.name, append=self.sent > 0)
+            self.sent += self.size
+            self.held.clear()
+            self.size = 0
 
 
 @dataclass(slots=True, eq=False)
@@ -244,13 +299,15 @@ class RunnerExecutor(AgentExecutor):
     async def _drive(self, run: Any, updater: TaskUpdater) -> None:
         """Run to its end, telling the task's events (see the module docstring)."""
         paused: AgentInterruptInfo | None = None
+        projection, tell = Projection(), _Teller(updater)
         async with run:  # an error fails the task (``execute``)
             async for event in run:
                 if isinstance(event.error, AgentCancelledError):
                     return  # ``cancel`` marks the task canceled
                 if event.error is not None:
                     raise event.error
-                await self._tell(event, updater)
+                async for records in projection.project(event):
+                    await tell.records(records)
                 if event.action is not None and event.action.interrupted is not None:
                     paused = event.action.interrupted
         if paused is None:
@@ -273,54 +330,6 @@ class RunnerExecutor(AgentExecutor):
             lines.insert(0, problem)
         data = {"interrupts": [i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in pending]}
         await updater.requires_input(_data_message(updater, data, "\n".join(lines)))
-
-    async def _tell(self, event: AgentEvent, updater: TaskUpdater) -> None:
-        variant = event.message
-        if variant is None:
-            return
-        text_out = variant.role == "assistant"
-        artifact = uuid.uuid4().hex
-        sent = 0  # characters appended to the artifact
-        if variant.message_stream is not None and variant.message is None:
-            chunks: list[Message] = []
-            held: list[str] = []  # deltas not appended yet, ``size`` characters
-            size = 0
-            async with variant.message_stream as stream:
-                try:
-                    async for chunk in stream:
-                        chunks.append(chunk)
-                        if text_out and chunk.content:
-                            held.append(chunk.content)
-                            size += len(chunk.content)
-                            if size * 8 >= sent:  # see the module docstring: chunks grow with the text
-                                part = [new_text_part("".join(held))]
-                                await updater.add_artifact(part, artifact, event.agent_name, append=sent > 0)
-                                sent += size
-                                held.clear()
-                                size = 0
-                except WillRetryError:  # a failed model attempt that is retried: take back what it streamed
-                    if sent:
-                        part = [new_text_part("")]
-                        await updater.add_artifact(part, artifact, event.agent_name, append=False, last_chunk=True)
-                    return
-            message = concat_messages(chunks) if chunks else Message(role=variant.role)
-        else:
-            message = variant.message if variant.message is not None else await variant.get_message()
-        if text_out and message.content:
-            part = [new_text_part(message.content)]
-            await updater.add_artifact(part, artifact, event.agent_name, append=False, last_chunk=True)
-        if variant.role == "assistant" and message.tool_calls:
-            calls = [
-                {"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in message.tool_calls
-            ]
-            await updater.update_status(TaskState.TASK_STATE_WORKING, _data_message(updater, {"toolCalls": calls}))
-        elif variant.role == "tool":
-            result = {
-                "id": message.tool_call_id or "",
-                "name": message.tool_name or variant.tool_name or "",
-                "content": message.content,
-            }
-            await updater.update_status(TaskState.TASK_STATE_WORKING, _data_message(updater, {"toolResult": result}))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Stop the task's run (its checkpoint, if it has one, stays) and mark it ``canceled``."""

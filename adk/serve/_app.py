@@ -18,17 +18,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from adk.agent import Agent, check_agent
-from adk.chat_model.agent import ChatModelAgent
+from adk.agent import Agent
 from adk.errors import SessionBusyError
+from adk.projection import state_of
 from adk.runner import Runner
 from adk.serve import _devui as devui
 from adk.serve._access import Auth, RequestGuard, principal
-from adk.serve._client_tools import RequestExtras
-from adk.serve._durable import catch_up, durable_client, numbered
+from adk.serve._durable import catch_up, durable_agui_run, durable_client, numbered
 from adk.serve._limits import read_body
 from adk.serve._messages import conversation
-from adk.serve._run import HangUp, ServedAgent, _state, _thread_messages, agui_run
+from adk.serve._run import HangUp, ServedAgent, _thread_messages, agui_run, served_agent
 from adk.serve._threads import (
     ResumePayloadError,
     ThreadNotFoundError,
@@ -89,28 +88,6 @@ class RunResponse(StreamingResponse):
 
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
-
-
-def _served(
-    name: str, agent: Agent | Runner, session_store: SessionStore, checkpoint_store: CheckPointStore
-) -> ServedAgent:
-    if isinstance(agent, Runner):
-        runner = agent
-        if runner.session_store is None:
-            runner.session_store = session_store
-        if runner.checkpoint_store is None:
-            runner.checkpoint_store = checkpoint_store
-    else:
-        check_agent(agent, f"create_app(agents[{name!r}])")
-        runner = Runner(agent, enable_streaming=True, session_store=session_store, checkpoint_store=checkpoint_store)
-    root = runner.agent
-    if isinstance(root, ChatModelAgent) and not any(isinstance(m, RequestExtras) for m in root.middlewares):
-        try:
-            root.add_middleware(RequestExtras())
-        except ValueError:
-            logger.warning("agent %r has run before: requests' client tools and context are not offered to it", name)
-    assert runner.session_store is not None and runner.checkpoint_store is not None
-    return ServedAgent(name, getattr(root, "description", ""), runner, runner.session_store, runner.checkpoint_store)
 
 
 class _Server:
@@ -189,7 +166,11 @@ class _Server:
         self.tracker.enter()
         try:
             event: BaseEvent
-            async for event in agui_run(served, input, record, owner, stop):
+            if served.durable is not None:  # the run is the workers': a hang-up leaves it going
+                events = durable_agui_run(served, input, record, owner)
+            else:
+                events = agui_run(served, input, record, owner, stop)
+            async for event in events:
                 if event.timestamp is None:
                     event.timestamp = int(time.time() * 1000)
                 yield encoder.encode(event)
@@ -232,7 +213,7 @@ class _Server:
             {
                 "threadId": thread_id,
                 "messages": [m.model_dump(mode="json", by_alias=True) for m in conversation(thread_id, messages)],
-                "state": _state(session.values),
+                "state": state_of(session.values),
                 "interrupts": interrupts,
             }
         )
@@ -343,7 +324,7 @@ def create_app(
     for name, agent in named.items():
         if not isinstance(name, str) or not name:
             raise ValueError(f"create_app: agent names must be non-empty strings, got {name!r}")
-        served[name] = _served(name, agent, sessions, checkpoints)
+        served[name] = served_agent(name, agent, sessions, checkpoints)
         served[name].durable = durable_client(durable, name, len(named))
     server = _Server(served, auth, max_body_bytes)
     middleware = []

@@ -16,20 +16,18 @@ The page (``adk/serve/devui/``: plain HTML, CSS and JS, no build step, no CDN) i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from adk.serve._run import _thread_messages
+from adk.serve._run import ServedAgent, _thread_messages
 from adk.serve._threads import _PREFIX as THREAD_PREFIX
 from adk.serve._threads import load_record
 from compose.graph.info import GraphInfo
-
-if TYPE_CHECKING:
-    from adk.serve._app import _Server
 
 __all__ = ["agent_tree", "graph_data", "routes"]
 
@@ -111,6 +109,15 @@ def _by_recency(threads: list[dict[str, Any]]) -> list[dict[str, Any]]:
     had one) last, in id order."""
     timed = sorted((t for t in threads if t["updated"]), key=lambda t: (t["updated"], t["created"] or ""), reverse=True)
     return timed + [t for t in threads if not t["updated"]]
+
+
+class _Server(Protocol):
+    """What the routes need of the app's server (``adk.serve._app``): its agents and its auth."""
+
+    @property
+    def agents(self) -> Mapping[str, ServedAgent]: ...
+
+    async def principal(self, request: Request) -> tuple[bool, str | None]: ...
 
 
 def _error(status: int, message: str) -> JSONResponse:

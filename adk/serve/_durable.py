@@ -3,7 +3,8 @@
 A run is not run in the server process: it is submitted to the DBOS queue of ``adk.durable`` workers (one
 workflow per thread turn, its id derived from the thread and the turn's first run id, so submitting is
 idempotent), and the server streams it back from the run's durable event stream, mapped to AG-UI by the
-server's :class:`~adk.serve.EventMapper` (the durable events are turned back into agent events on the way).
+server's :class:`~adk.serve.EventMapper` (the run's journal projected as in-process runs' events are:
+``adk.projection``)
 A worker killed mid-run has its run taken over by another (``adk.durable``); the server just goes on reading.
 
 Reconnecting. The AG-UI events of a durable run are a function of its durable events (message ids are drawn
@@ -53,18 +54,18 @@ from ag_ui.core import (
 from pydantic import TypeAdapter
 
 from adk.chat_model.approval import ApprovalRequest
-from adk.errors import DurableRunError, InterruptPendingError, SessionBusyError, WillRetryError
-from adk.events import AgentEvent, AgentOutput, MessageVariant
-from adk.serve._mapping import EventMapper
-from adk.serve._messages import conversation, message_id, new_input, stamp
+from adk.errors import DurableRunError, InterruptPendingError, SessionBusyError
+from adk.projection import Projection, Record, message_id, stamp, state_of, state_patch
+from adk.serve._mapping import EventMapper, agui_events
+from adk.serve._messages import conversation, new_input
+from adk.serve._run import branch, framed
 from adk.serve._threads import ThreadRecord, describe, load_record, resume_targets, save_record
 from adk.sessions.base import decode_messages, encode_messages
 from compose.errors import InterruptNotFoundError
 from compose.interrupt import InterruptCtx
 from compose.schema import Message
-from compose.stream import StreamReader
 
-__all__ = ["catch_up", "durable_client", "durable_run", "numbered", "stable_ids"]
+__all__ = ["catch_up", "durable_agui_run", "durable_client", "durable_run", "numbered", "stable_ids"]
 
 logger = logging.getLogger("adk.serve")
 _TERMINAL = {"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
@@ -85,93 +86,80 @@ def workflow_id(agent: str, thread_id: str, run_id: str) -> str:
     return f"pyeino.serve/{agent}/{thread_id}/{run_id}"
 
 
-class _Source:
-    """A durable run's events from an offset, as the agent events the mapper maps.
+class _Journal:
+    """A durable run's journal (its durable events) from an offset, projected (``adk.projection``).
 
-    Token events become the message stream of one answer (ended by the answer's whole ``message`` event, which
-    is not mapped again); a token of another attempt (the call ran again after its worker died) ends the answer
-    as a failed attempt (``WillRetryError``: the mapper closes it, the retry is a new answer). Tokens of models
-    inside agent tools are skipped (their whole messages follow). The stream stops at a pause or an error
-    (``end``); ``messages`` are the run's own messages in order, stamped by the mapper with the ids it streamed.
+    Token events stream an answer (its whole ``message`` event, which follows, is not projected again); a token
+    of another attempt (the call ran again after its worker died) ends the answer as a retried one, the retry
+    being a new answer. Tokens of models inside agent tools are skipped (their whole messages follow). The
+    journal stops at a pause or an error (``end``); ``messages`` are the run's own messages in order, stamped with
+    the ids they were projected under.
     """
 
-    def __init__(self, events: AsyncIterator[Any], offset: int) -> None:
+    def __init__(self, events: AsyncIterator[Any], offset: int, projection: Projection) -> None:
         self._events = events
         self.offset = offset  # of the next event to read
-        self._back: Any = None
+        self.projection = projection
         self.end: Any = None
         self.messages: list[Message] = []
 
-    async def _next(self) -> Any:
-        if self._back is not None:
-            event, self._back = self._back, None
-            return event
+    async def records(self) -> AsyncIterator[list[Record]]:
+        p = self.projection
         try:
-            event = await self._events.__anext__()
-        except StopAsyncIteration:
-            return None
-        self.offset += 1
-        return event
-
-    async def agent_events(self) -> AsyncIterator[AgentEvent]:
-        try:
-            while (event := await self._next()) is not None:
-                if event.kind in ("interrupted", "error"):
+            async for event in self._events:
+                self.offset += 1
+                kind = event.kind
+                if kind in ("interrupted", "error"):
                     self.end = event
-                    return
-                if event.kind == "token" and not event.internal:
-                    streamed = self._streamed(event)
-                    try:
-                        yield streamed
-                    finally:
-                        await streamed.aclose()  # read by the mapper; closed also when the reader stops early
-                elif event.kind == "message":
-                    yield self._whole(event)
+                    break
+                out: list[Record] = []
+                answer = p.answer
+                if kind == "token":
+                    if event.internal:
+                        continue
+                    if answer is not None and answer.attempt != event.attempt:
+                        p.close_answer(out, "answer_retried")  # its worker stopped while the model streamed
+                        answer = None
+                    if answer is None:
+                        sub = p.attribute(event.agent_name, tuple(event.run_path), False, out)
+                        answer = p.open_answer(event.agent_name, sub, out, event.attempt)
+                    answer.chunk(event.message, out)
+                elif kind == "message":
+                    if answer is not None:
+                        p.close_answer(out)
+                        if event.role == "assistant" and not event.internal:  # the streamed answer, whole
+                            stamp(event.message, answer.message_id)
+                            self.messages.append(event.message)
+                            yield out
+                            continue
+                    self._whole(event, out)
+                if out:
+                    yield out
+            out = []
+            p.close_answer(out)  # a streamed answer the journal ends in (its run paused, failed or is read so far)
+            if out:
+                yield out
         finally:
             close = getattr(self._events, "aclose", None)
             if close is not None:  # stopped at a pause or an error, the durable stream is not read to its end
                 with anyio.CancelScope(shield=True):
                     await close()
 
-    def _whole(self, event: Any) -> AgentEvent:
-        output = None
-        if event.message is not None:
-            variant = MessageVariant(False, event.message, None, event.role or "assistant", event.tool_name)
-            output = AgentOutput(message_output=variant)
-            if not event.internal:
-                self.messages.append(event.message)  # the mapper stamps its id on it in place
-        return AgentEvent(event.agent_name, tuple(event.run_path), output, internal=event.internal)
-
-    def _streamed(self, first: Any) -> AgentEvent:
-        async def tokens() -> AsyncIterator[Message]:
-            chunks: list[Message] = []
-            event = first
-            while True:
-                chunks.append(event.message)
-                yield event.message
-                while True:
-                    event = await self._next()
-                    if event is None:
-                        return
-                    if not (event.kind == "token" and event.internal):
-                        break
-                if event.kind == "token":
-                    if event.attempt != first.attempt:
-                        self._back = event
-                        raise WillRetryError("its worker stopped while the model streamed", 0)
-                    continue
-                if event.kind == "message" and event.role == "assistant" and not event.internal:
-                    whole: Message = event.message
-                    answer_id = message_id(chunks[0])
-                    if answer_id is not None:
-                        stamp(whole, answer_id)
-                    self.messages.append(whole)
-                    return
-                self._back = event
-                return
-
-        variant = MessageVariant(True, None, StreamReader.from_async_iterator(tokens()), "assistant")
-        return AgentEvent(first.agent_name, tuple(first.run_path), AgentOutput(message_output=variant))
+    def _whole(self, event: Any, out: list[Record]) -> None:
+        p, path = self.projection, tuple(event.run_path)
+        sub = p.attribute(event.agent_name, path, event.internal, out)
+        message = event.message
+        if message is None:
+            return
+        if event.role == "tool":
+            p.result(path, event.tool_name, message, sub, out)
+        else:
+            answer = p.open_answer(event.agent_name, sub, out)
+            stamp(message, answer.message_id)
+            answer.chunk(message, out)
+            p.close_answer(out)
+        if not event.internal:
+            self.messages.append(message)
 
 
 def _contexts(interrupts: Sequence[Any]) -> list[InterruptCtx]:
@@ -224,11 +212,10 @@ class _Thread:
         state = dict(run["state"])
         yield StateSnapshotEvent(snapshot=state)
         handle = self.client.handle(turn["workflow"])
-        source = _Source(handle.events(offset=run["offset"], idle=idle).__aiter__(), run["offset"])
-        async for event in source.agent_events():
-            async for batch in mapper.map(event):
-                for out in batch:
-                    yield out
+        source = _Journal(handle.events(offset=run["offset"], idle=idle).__aiter__(), run["offset"], mapper.projection)
+        async for records in source.records():
+            for out in agui_events(records):
+                yield out
         end = source.end
         if end is not None and end.kind == "error":
             for out in [*mapper.abort(), *mapper.finish()]:
@@ -265,9 +252,7 @@ class _Thread:
             await self.settle()
             yield self.failed(run_id, exc.error_type, exc.message)
             return
-        from adk.serve._run import _state, state_patch
-
-        now = _state(result.session_values)
+        now = state_of(result.session_values)
         if now != state:
             yield StateDeltaEvent.model_validate({"delta": state_patch(state, now)})
         for out in mapper.finish():
@@ -310,11 +295,10 @@ class _Thread:
             if result is not None and result.status == "completed":
                 messages = decode_messages(turn["input"])
                 for run in turn["runs"]:  # each AG-UI run mapped again: the ids its client saw
-                    mapper = EventMapper(new_id=stable_ids(thread_id, run["runId"]))
-                    source = _Source(handle.events(offset=run["offset"]).__aiter__(), run["offset"])
-                    async for event in source.agent_events():
-                        async for _ in mapper.map(event):
-                            pass
+                    projection = Projection(stable_ids(thread_id, run["runId"]))
+                    source = _Journal(handle.events(offset=run["offset"]).__aiter__(), run["offset"], projection)
+                    async for _ in source.records():
+                        pass
                     messages.extend(source.messages)
                 stored = await served.sessions.load(session_id)
                 last = message_id(stored.messages[-1]) if stored.messages else None
@@ -345,10 +329,8 @@ class _Thread:
                 self.record = record
             stored = await served.sessions.load(session_id)
             turn_input = new_input(thread_id, stored.messages, input.messages)
-            from adk.serve._run import _state
-
             values = {**stored.values, **(dict(input.state) if isinstance(input.state, Mapping) else {})}
-            run = {"runId": input.run_id, "offset": 0, "state": _state(values), "opening": None}
+            run = {"runId": input.run_id, "offset": 0, "state": state_of(values), "opening": None}
             turn = {
                 "workflow": workflow_id(served.name, thread_id, input.run_id),
                 "history": encode_messages(stored.messages),
@@ -381,6 +363,15 @@ class _Thread:
         return "running" if self.record.durable is not None else "ended"
 
 
+def durable_agui_run(
+    served: Any, input: RunAgentInput, record: ThreadRecord, owner: str | None
+) -> AsyncIterator[BaseEvent]:
+    """The AG-UI events of a run in durable mode (``adk.serve._run.agui_run``'s for an in-process one); a
+    hang-up leaves the run going (it is the workers')."""
+    mapper = EventMapper(new_id=stable_ids(input.thread_id, input.run_id))
+    return framed(served, input, mapper, durable_run(served, input, record, owner, mapper))
+
+
 async def durable_run(
     served: Any, input: RunAgentInput, record: ThreadRecord, owner: str | None, mapper: EventMapper
 ) -> AsyncIterator[BaseEvent]:
@@ -411,8 +402,6 @@ async def durable_run(
     else:
         if input.resume:
             raise InterruptNotFoundError(f"thread {thread_id!r}", [e.interrupt_id for e in input.resume], [])
-        from adk.serve._run import branch
-
         await branch(served, input, record)
         turn, run = await thread.open_turn(input)
     async for event in thread.segment(turn, run, mapper):

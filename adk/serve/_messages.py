@@ -9,7 +9,6 @@ another program) gets ``<thread id>-<position>``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,24 +22,13 @@ from ag_ui.core import (
     UserMessage,
 )
 from ag_ui.core import Message as AGUIMessage
-from pydantic import TypeAdapter
 
+from adk.projection import ID_KEY, jsonable, message_id, stamp
 from compose.schema import FunctionCall as PyFunctionCall
 from compose.schema import Message
 from compose.schema import ToolCall as PyToolCall
 
-ID_KEY = "agui_id"
-
-
-def message_id(message: Message) -> str | None:
-    """The AG-UI id stamped on ``message``, if any."""
-    value = message.extra.get(ID_KEY)
-    return value if isinstance(value, str) and value else None
-
-
-def stamp(message: Message, id: str) -> None:
-    """Give ``message`` the AG-UI id ``id`` (in place: the session's recorded copy is the same object)."""
-    message.extra[ID_KEY] = id
+__all__ = ["conversation", "from_agui", "held_ids", "jsonable", "message_id", "new_input", "stamp", "to_agui"]
 
 
 def _text(content: Any) -> str:
@@ -113,14 +101,3 @@ def new_input(thread_id: str, stored: Sequence[Message], messages: Sequence[AGUI
         if converted is not None:
             out.append(converted)
     return out
-
-
-_ANY: TypeAdapter[Any] = TypeAdapter(Any)
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` as JSON data (pydantic models and dataclasses dumped; anything else as its text)."""
-    try:
-        return _ANY.dump_python(value, mode="json")
-    except Exception:  # a value pydantic cannot serialise: show it as text rather than fail the stream
-        return json.loads(json.dumps(value, default=str))

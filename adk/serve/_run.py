@@ -29,14 +29,16 @@ from ag_ui.core import (
     StateSnapshotEvent,
 )
 
-from adk.agent import Agent
+from adk.agent import Agent, check_agent
 from adk.cancel import Cancellable
+from adk.chat_model.agent import ChatModelAgent
 from adk.errors import AgentCancelledError, RemoteAgentError, RetryExhaustedError, RunNotFoundError
 from adk.events import AgentInterruptInfo
+from adk.projection import state_of, state_patch
 from adk.runner import Runner
-from adk.serve._client_tools import ClientToolCall, Extras, request_extras
+from adk.serve._client_tools import ClientToolCall, Extras, RequestExtras, request_extras
 from adk.serve._mapping import EventMapper
-from adk.serve._messages import conversation, jsonable, new_input
+from adk.serve._messages import conversation, new_input
 from adk.serve._threads import (
     ThreadRecord,
     checkpoint_id_for,
@@ -80,6 +82,30 @@ class ServedAgent:
     @property
     def agent(self) -> Agent:
         return self.runner.agent
+
+
+def served_agent(
+    name: str, agent: Agent | Runner, session_store: SessionStore, checkpoint_store: CheckPointStore
+) -> ServedAgent:
+    """The ``ServedAgent`` for ``agent`` (a Runner gets the stores it lacks; a ``ChatModelAgent`` is offered
+    the requests' client tools and context)."""
+    if isinstance(agent, Runner):
+        runner = agent
+        if runner.session_store is None:
+            runner.session_store = session_store
+        if runner.checkpoint_store is None:
+            runner.checkpoint_store = checkpoint_store
+    else:
+        check_agent(agent, f"create_app(agents[{name!r}])")
+        runner = Runner(agent, enable_streaming=True, session_store=session_store, checkpoint_store=checkpoint_store)
+    root = runner.agent
+    if isinstance(root, ChatModelAgent) and not any(isinstance(m, RequestExtras) for m in root.middlewares):
+        try:
+            root.add_middleware(RequestExtras())
+        except ValueError:
+            logger.warning("agent %r has run before: requests' client tools and context are not offered to it", name)
+    assert runner.session_store is not None and runner.checkpoint_store is not None
+    return ServedAgent(name, getattr(root, "description", ""), runner, runner.session_store, runner.checkpoint_store)
 
 
 # pyeino errors whose text is another party's words (a model provider's answer, a remote agent's, an MCP server's)
@@ -172,29 +198,6 @@ def run_error(exc: BaseException, doing: str) -> RunErrorEvent:
     return event
 
 
-def _state(values: Mapping[str, Any]) -> dict[str, Any]:
-    state = jsonable(dict(values))
-    return state if isinstance(state, dict) else {}
-
-
-def _pointer(key: str) -> str:
-    return "/" + key.replace("~", "~0").replace("/", "~1")
-
-
-def state_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The RFC 6902 patch from ``old`` to ``new`` (top-level keys)."""
-    ops: list[dict[str, Any]] = []
-    for key in old:
-        if key not in new:
-            ops.append({"op": "remove", "path": _pointer(key)})
-    for key, value in new.items():
-        if key not in old:
-            ops.append({"op": "add", "path": _pointer(key), "value": value})
-        elif old[key] != value:
-            ops.append({"op": "replace", "path": _pointer(key), "value": value})
-    return ops
-
-
 async def _thread_messages(served: ServedAgent, session_id: str, checkpoint_id: str | None) -> list[Message]:
     """The thread's stored messages (``session_id``: its current branch), then the turn of its paused run."""
     session = await served.sessions.load(session_id)
@@ -206,7 +209,7 @@ async def _thread_messages(served: ServedAgent, session_id: str, checkpoint_id: 
     return messages
 
 
-async def agui_run(
+def agui_run(
     served: ServedAgent,
     input: RunAgentInput,
     record: ThreadRecord,
@@ -215,18 +218,19 @@ async def agui_run(
 ) -> AsyncIterator[BaseEvent]:
     """The AG-UI events of one run (see the module docstring); ``record`` is the thread's (``claim_thread``). ``stop``
     (the request's): when the client hangs up, the server calls ``stop.hang_up()`` and the run pauses at once,
-    leaving its checkpoint (the thread's next run with the same input continues it)."""
+    leaving its checkpoint (the thread's next run with the same input continues it). A durable run's events are
+    ``adk.serve._durable.durable_agui_run``'s."""
+    mapper = EventMapper()
+    return framed(served, input, mapper, _run(served, input, record, owner, mapper, stop))
+
+
+async def framed(
+    served: ServedAgent, input: RunAgentInput, mapper: EventMapper, body: AsyncIterator[BaseEvent]
+) -> AsyncIterator[BaseEvent]:
+    """``RUN_STARTED``, the events of ``body`` (the run after it, mapped by ``mapper``), and ``RUN_ERROR`` (with
+    what the mapper left open closed first) when it fails."""
     thread_id, run_id = input.thread_id, input.run_id
     yield RunStartedEvent(thread_id=thread_id, run_id=run_id, parent_run_id=input.parent_run_id, protocol_version="1.0")
-    if served.durable is not None:
-        from adk.serve._durable import durable_run, stable_ids
-
-        mapper = EventMapper(new_id=stable_ids(thread_id, run_id))
-        body = durable_run(served, input, record, owner, mapper)
-        stop = None  # the run is the workers': a hang-up leaves it going
-    else:
-        mapper = EventMapper()
-        body = _run(served, input, record, owner, mapper, stop)
     token = request_extras.set(Extras(tuple(input.tools or ()), tuple(input.context or ())))
     try:
         async for event in body:
@@ -253,7 +257,7 @@ async def _run(
     runner = served.runner
     checkpoint_id = checkpoint_id_for(thread_id)
     session_id = await branch(served, input, record)
-    state = _state((await served.sessions.load(session_id)).values)
+    state = state_of((await served.sessions.load(session_id)).values)
     if record.checkpoint_id is not None and not await served.checkpoints.get(record.checkpoint_id):
         # the paused run's checkpoint is gone (its resume completed but the process stopped before saying so
         # here, or it was deleted): the thread is not paused any more
@@ -291,7 +295,7 @@ async def _run(
         turn = new_input(thread_id, stored.messages, input.messages)
         values = dict(input.state) if isinstance(input.state, Mapping) else None
         if values:
-            state = {**state, **_state(values)}
+            state = {**state, **state_of(values)}
         cancellable = stop is not None
         run = runner.run(
             turn, session_id=session_id, checkpoint_id=checkpoint_id, session_values=values, cancellable=cancellable
@@ -340,7 +344,7 @@ async def _run(
                 event = None
                 if run.session_values != seen:  # values changed (cheap check first: most events change none)
                     seen = dict(run.session_values)
-                    now = _state(seen)
+                    now = state_of(seen)
                     if now != state:
                         ops = state_patch(state, now)
                         state = now

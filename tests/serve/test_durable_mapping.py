@@ -1,5 +1,6 @@
-"""The durable mode's mapping, in process (asyncio and trio): durable events as the agent events the server's
-EventMapper maps, a model call streamed again after its worker died, deterministic ids, numbered SSE frames."""
+"""The durable mode's mapping, in process (asyncio and trio): a durable run's journal projected and mapped as the
+server's EventMapper maps a run in process, a model call streamed again after its worker died, deterministic ids,
+numbered SSE frames."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from ag_ui_validate.pytest_plugin import assert_valid_agui
 pytest.importorskip("dbos", reason="dbos is not installed (pip install 'pyeino[dbos]')")
 
 from adk.durable import DurableEvent
-from adk.serve._durable import _Source, numbered, stable_ids
-from adk.serve._mapping import EventMapper
-from adk.serve._messages import message_id
+from adk.projection import message_id
+from adk.serve._durable import _Journal, numbered, stable_ids
+from adk.serve._mapping import EventMapper, agui_events
 from compose.schema import FunctionCall, Message, ToolCall
 
 pytestmark = pytest.mark.anyio
@@ -41,13 +42,12 @@ async def events_of(items: list[DurableEvent]) -> AsyncIterator[DurableEvent]:
         yield item
 
 
-async def mapped(items: list[DurableEvent], run_id: str = "r1") -> tuple[list[dict[str, Any]], _Source]:
+async def mapped(items: list[DurableEvent], run_id: str = "r1") -> tuple[list[dict[str, Any]], _Journal]:
     mapper = EventMapper(new_id=stable_ids("t", run_id))
-    source = _Source(events_of(items), 0)
+    source = _Journal(events_of(items), 0, mapper.projection)
     out = []
-    async for event in source.agent_events():
-        async for batch in mapper.map(event):
-            out += [e.model_dump(mode="json", by_alias=True, exclude_none=True) for e in batch]
+    async for records in source.records():
+        out += [e.model_dump(mode="json", by_alias=True, exclude_none=True) for e in agui_events(records)]
     out += [e.model_dump(mode="json", by_alias=True, exclude_none=True) for e in mapper.finish()]
     assert source._events.ag_running is False and source._events.ag_frame is None  # type: ignore[attr-defined]
     return out, source
