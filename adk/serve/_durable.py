@@ -52,9 +52,9 @@ from ag_ui.core import (
 )
 from pydantic import TypeAdapter
 
-from adk.chat_model.approval import ApprovalRequest
 from adk.errors import DurableRunError, InterruptPendingError, SessionBusyError, WillRetryError
 from adk.events import AgentEvent, AgentOutput, MessageVariant
+from adk.middlewares.approval import ApprovalRequest
 from adk.serve._mapping import EventMapper
 from adk.serve._messages import conversation, message_id, new_input, stamp
 from adk.serve._threads import ThreadRecord, describe, load_record, resume_targets, save_record
