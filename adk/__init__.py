@@ -16,14 +16,8 @@ from adk.agents import (
 from adk.agents.history import HistoryEntry, HistoryRewriter, default_history_rewriter, rewrite_message
 from adk.cancel import CancelHandle, CancelMode, CancelOutcome
 from adk.chat_model.actions import send_tool_gen_action
-from adk.chat_model.agent import ChatModelAgent, ToolExecutionMode, ToolsConfig, exit_tool
-from adk.chat_model.approval import (
-    ApprovalDecision,
-    ApprovalMiddleware,
-    ApprovalPredicate,
-    ApprovalRequest,
-    approval_middleware,
-)
+from adk.chat_model.agent import ChatModelAgent, exit_tool
+from adk.chat_model.config import Limits, ModelConfig, OutputConfig, ToolExecutionMode, ToolsConfig
 from adk.chat_model.failover import FailoverContext, ModelFailoverConfig
 from adk.chat_model.instruction import (
     TRANSFER_TO_AGENT_TOOL_DESCRIPTION,
@@ -80,6 +74,13 @@ from adk.middlewares import (
     ModelWrapper,
     PatchToolCallsMiddleware,
     send_event,
+)
+from adk.middlewares.approval import (
+    ApprovalDecision,
+    ApprovalMiddleware,
+    ApprovalPredicate,
+    ApprovalRequest,
+    approval_middleware,
 )
 from adk.runner import AgentRun, Runner
 from adk.session_values import add_session_value, add_session_values, get_session_value, get_session_values
@@ -168,11 +169,14 @@ __all__ = [
     "InstructionFormatError",
     "JSONActionChatModel",
     "JSONLTraceWriter",
+    "Limits",
     "LoopAgent",
     "MessageVariant",
+    "ModelConfig",
     "ModelFailoverConfig",
     "ModelRetryConfig",
     "ModelWrapper",
+    "OutputConfig",
     "ParallelAgent",
     "PatchToolCallsMiddleware",
     "PostgresSessionStore",

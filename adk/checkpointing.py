@@ -45,8 +45,8 @@ import anyio
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
-from adk.chat_model.approval import as_approval_request
 from adk.errors import CheckpointNotFoundError
+from adk.middlewares.approval import as_approval_request
 from compose.checkpoint import (
     CheckPointStore,
     check_store,
@@ -107,7 +107,7 @@ def agent_contexts(contexts: list[InterruptCtx], run_path: tuple[str, ...]) -> l
     root cause) as its parent, shared by every tool context of the pause, and each agent's context has the
     enclosing agent's as its parent. The graph's composite contexts without a tool segment (the ToolsNode's)
     are engine details: the agent's context stands in for the outermost one and takes its id. Infos saved as
-    JSON that are approval requests come back as :class:`~adk.chat_model.approval.ApprovalRequest`. Resume targets are
+    JSON that are approval requests come back as :class:`~adk.middlewares.approval.ApprovalRequest`. Resume targets are
     the root causes; the agent contexts are there to show where the pause sits.
     """
     prefix = [f"agent:{name}" for name in run_path]

@@ -34,9 +34,9 @@ import anyio
 
 from adk._run import RunContext
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision
 from adk.checkpointing import CheckpointBinding
 from adk.events import AgentInterruptInfo
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.runner import AgentRun, Runner
 from compose.checkpoint import (
     CheckPointStore,
@@ -87,7 +87,7 @@ def make_runner(store: CheckPointStore, rounds: int) -> Runner:
         "You run operations carefully.",
         model=model,
         tools=[lookup, pay],
-        approval=lambda name, _args: name == "pay",
+        middlewares=[ApprovalMiddleware(lambda name, _args: name == "pay")],
         max_iterations=rounds + 5,
     )
     return Runner(agent, checkpoint_store=store)

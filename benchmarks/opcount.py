@@ -24,6 +24,8 @@ from typing import Any
 
 import anyio
 
+from adk.middlewares.approval import ApprovalMiddleware
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_checkpoint
@@ -35,7 +37,7 @@ import bench_stream
 import bench_tools
 
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision
+from adk.middlewares.approval import ApprovalDecision
 from adk.runner import Runner
 from adk.sessions import InMemorySessionStore
 from compose.checkpoint import InMemoryCheckPointStore, decode_checkpoint, encode_checkpoint
@@ -141,7 +143,11 @@ def _pause_resume() -> Work:
 
     store = InMemoryCheckPointStore()
     agent = ChatModelAgent(
-        "ops", "pays", model=ScriptedChatModel([answer] * 10**6), tools=[pay], approval=lambda n, a: True
+        "ops",
+        "pays",
+        model=ScriptedChatModel([answer] * 10**6),
+        tools=[pay],
+        middlewares=[ApprovalMiddleware(lambda n, a: True)],
     )
     runner = Runner(agent, checkpoint_store=store)
 

@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 
 from adk import ApprovalDecision, ChatModelAgent
+from adk.middlewares.approval import ApprovalMiddleware
 from compose.schema import FunctionCall, Message, ToolCall, ToolInfo
 from compose.tools import tool
 from compose.tools.middleware import get_tool_call_id
@@ -93,7 +94,11 @@ def _call(call_id: str, name: str, invoice: int) -> Message:
 def build() -> ChatModelAgent:
     """What the workers serve: payments need a human's approval."""
     return ChatModelAgent(
-        "clerk", "handles invoices", model=InvoiceModel(), tools=[lookup, pay], approval=lambda n, _a: n == "pay"
+        "clerk",
+        "handles invoices",
+        model=InvoiceModel(),
+        tools=[lookup, pay],
+        middlewares=[ApprovalMiddleware(lambda n, _a: n == "pay")],
     )
 
 

@@ -22,6 +22,7 @@ from adk import (
     SummarizationMiddleware,
     Summarized,
 )
+from adk.chat_model.config import OutputConfig
 from adk.middlewares import approx_token_count
 from compose import FunctionCall, Message, ScriptedChatModel, ToolCall, tool, user_message
 
@@ -72,7 +73,7 @@ async def main(turns: int) -> Report:
         "researcher", "looks topics up", "You look topics up.", ScriptedChatModel([answer] * 1_000), tools=[lookup],
         middlewares=[PatchToolCallsMiddleware(), SummarizationMiddleware(summarizer, max_tokens=BUDGET), keep],
     )  # fmt: skip
-    typed = ChatModelAgent("reporter", "reports", model=ScriptedChatModel([answer] * 4), output_type=Report)
+    typed = ChatModelAgent("reporter", "reports", model=ScriptedChatModel([answer] * 4), output=OutputConfig(Report))
     summaries = 0
     for turn in range(turns):
         async with Runner(agent).run([*keep.messages, user_message(f"Look up topic {turn}")]) as run:

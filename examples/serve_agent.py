@@ -26,6 +26,8 @@ import anyio
 import httpx
 import uvicorn
 
+from adk.middlewares.approval import ApprovalMiddleware
+
 sys.path.insert(0, str(Path(__file__).parent))
 from travel_agent import INSTRUCTION, TASK, TOOLS, scripted_messages
 
@@ -100,7 +102,7 @@ def build() -> ChatModelAgent:
         INSTRUCTION,
         model=TurnScriptedModel(rounds()),
         tools=[*TOOLS, book_tea_tasting],
-        approval=lambda name, _args: name == "book_tea_tasting",
+        middlewares=[ApprovalMiddleware(lambda name, _args: name == "book_tea_tasting")],
         max_iterations=10,
     )
 

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 import anyio
 
 from adk import ChatModelAgent, JSONLTraceWriter, Runner, TelemetryHandler
+from adk.chat_model.config import Limits
 from compose.models import JSONActionChatModel, OpenAIChatModel, ScriptedChatModel
 from compose.models.base import ChatModel
 from compose.schema import FunctionCall, Message, ToolCall, concat_messages
@@ -150,8 +151,7 @@ async def run_demo(
         model=model,
         tools=TOOLS,
         max_iterations=10,
-        stall_window=3,
-        timeout=120,
+        limits=Limits(stall_window=3, timeout=120),
     )
     runner = Runner(agent, enable_streaming=True, telemetry=telemetry)
     result = DemoResult(answer="")

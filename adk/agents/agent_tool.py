@@ -28,9 +28,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from adk._run import current_run
 from adk.agent import Agent, RunSession, check_agent
 from adk.agents.history import chat_history_for_agent_tool
+from adk.chat_model._context import current_react
 from adk.checkpointing import CheckpointBinding
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentOutput, MessageVariant
 from compose.checkpoint import InMemoryCheckPointStore
@@ -92,7 +92,7 @@ class AgentTool:
 
     def _input(self, arguments: str) -> list[Message]:
         if self.full_chat_history_as_input:
-            parent = current_run.get()
+            parent = current_react.get()
             st = parent.state if parent is not None else None
             messages = list(st.messages) if st is not None else []
             caller = parent.agent_name if parent is not None else ""
@@ -111,7 +111,7 @@ class AgentTool:
         """Run the agent on the call's input and return the text of its last message."""
         from adk.runner import AgentRun
 
-        parent = current_run.get()
+        parent = current_react.get()
         outer = parent.session if parent is not None else None
         session = RunSession(
             values=outer.values if outer is not None else {},

@@ -52,9 +52,9 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(f'RemoteA2AAgent needs the a2a extra: pip install "pyeino[a2a]" ({exc})') from exc
 
 from adk.agent import AgentContext, ResumeInfo
-from adk.chat_model.approval import ApprovalDecision
 from adk.errors import RemoteAgentError
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentInterruptInfo, AgentOutput, MessageVariant
+from adk.middlewares.approval import ApprovalDecision
 from compose.interrupt import InterruptCtx
 from compose.schema import Message
 from compose.stream import StreamReader

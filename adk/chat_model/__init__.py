@@ -1,27 +1,22 @@
 """``ChatModelAgent``: a chat model and tools on the ReAct graph, and everything only it uses.
 
-- ``agent``: :class:`ChatModelAgent` and its :class:`ToolsConfig`;
+- ``agent``: :class:`ChatModelAgent`; ``config``: its options (:class:`ToolsConfig`, :class:`ModelConfig`,
+  :class:`Limits`, :class:`OutputConfig`);
 - ``react``: the ReAct graph (model -> tools -> model, return-directly tools, output checks) and its
   :class:`State`; ``_react_run``: one run of it, its events as they happen;
 - ``_model``: the chain around the user's model (options, ``retry``, ``failover``, the event emitter);
 - ``instruction``: the instruction's ``{key}`` placeholders and the transfer-to-agent texts;
-- ``structured_output``: ``output_type=`` answers, validated;
-- ``approval``: the approval guard (``approval=``), a tool call waiting for a decision;
+- ``structured_output``: ``output=OutputConfig(type)`` answers, validated;
 - ``actions``: :func:`send_tool_gen_action`, a tool's action on its own event.
 
-The agent protocol, the runner and events are ``adk``'s (``adk.agent``, ``adk.runner``, ``adk.events``).
+The approval guard and the limits are middlewares (``adk.middlewares.approval``, ``adk.middlewares.limits``;
+``adk.chat_model.approval`` is the approval module's old name). The agent protocol, the runner and events are
+``adk``'s (``adk.agent``, ``adk.runner``, ``adk.events``).
 """
 
 from adk.chat_model.actions import send_tool_gen_action
-from adk.chat_model.agent import ChatModelAgent, ToolExecutionMode, ToolsConfig, exit_tool
-from adk.chat_model.approval import (
-    ApprovalDecision,
-    ApprovalMiddleware,
-    ApprovalPredicate,
-    ApprovalRequest,
-    approval_middleware,
-    rejection_message,
-)
+from adk.chat_model.agent import ChatModelAgent, exit_tool
+from adk.chat_model.config import Limits, ModelConfig, OutputConfig, ToolExecutionMode, ToolsConfig
 from adk.chat_model.failover import FailoverContext, ModelFailoverConfig, default_should_failover
 from adk.chat_model.instruction import (
     TRANSFER_TO_AGENT_ARGUMENT,
@@ -61,6 +56,14 @@ from adk.chat_model.structured_output import (
     StructuredOutputCheck,
     strict_json_schema,
 )
+from adk.middlewares.approval import (
+    ApprovalDecision,
+    ApprovalMiddleware,
+    ApprovalPredicate,
+    ApprovalRequest,
+    approval_middleware,
+    rejection_message,
+)
 
 __all__ = [
     "AFTER_AGENT_NODE",
@@ -85,9 +88,12 @@ __all__ = [
     "FailoverContext",
     "FinalAnswerTool",
     "InstructionFormatError",
+    "Limits",
+    "ModelConfig",
     "ModelFailoverConfig",
     "ModelRetryConfig",
     "OutputCheck",
+    "OutputConfig",
     "OutputMode",
     "OutputSchema",
     "ReactConfig",

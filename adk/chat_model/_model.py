@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from adk._run import RunContext, current_run
+from adk.chat_model._context import ReactContext, current_react
 from adk.chat_model.failover import failover_has_more
 from adk.chat_model.retry import ModelRetryConfig, current_attempt
 from adk.errors import AgentTimeoutError, WillRetryError
@@ -89,7 +89,7 @@ class EventModel:
 
     async def generate(self, messages: Sequence[Message], **opts: Any) -> Message:
         # a run parked in its model call holds this frame: its locals are kept few (telemetry in a helper)
-        run = current_run.get()
+        run = current_react.get()
         if run is None or not (run.telemetry or run.cancel is not None):
             answer: object = await self.inner.generate(messages, **opts)
         else:
@@ -100,14 +100,14 @@ class EventModel:
             self._send(run, answer)
         return answer
 
-    def _send(self, run: RunContext, msg: Message) -> None:
+    def _send(self, run: ReactContext, msg: Message) -> None:
         """The model event of an answer ``msg`` (its structured answer parsed when the agent has an output type)."""
         output = AgentOutput(MessageVariant(False, msg))
         if self.output is not None and not msg.tool_calls:
             output.structured = self.output.try_parse(msg.content)
         run.events.append(AgentEvent(run.agent_name, run.run_path, output))
 
-    async def _observed(self, run: RunContext, messages: Sequence[Message], opts: Any) -> Message:
+    async def _observed(self, run: ReactContext, messages: Sequence[Message], opts: Any) -> Message:
         """The model's ``generate`` guarded by a cancellable run's link (``adk.cancel``) and between the
         ``model.call.*`` telemetry events (no-ops without handlers)."""
         inner = self.inner if run.cancel is None else run.cancel.model(self.inner)
@@ -122,7 +122,7 @@ class EventModel:
         return msg
 
     async def stream(self, messages: Sequence[Message], **opts: Any) -> StreamReader[Message]:
-        run = current_run.get()
+        run = current_react.get()
         if run is None:
             return checked_stream(await self.inner.stream(messages, **opts), self._stream_source)
         attempt = current_attempt.get()
@@ -169,7 +169,7 @@ class _Tap(ReaderRelay):
 
     __slots__ = ("_attempt", "_done", "_reader", "_run", "_usage")
 
-    def __init__(self, reader: StreamReader[Message], run: RunContext, attempt: int) -> None:
+    def __init__(self, reader: StreamReader[Message], run: ReactContext, attempt: int) -> None:
         self._reader = reader
         self._run = run
         self._attempt = attempt
@@ -329,7 +329,7 @@ class OptionsModel:
     def _opts(self, opts: dict[str, Any]) -> dict[str, Any]:
         merged = {**self.options, **opts} if self.options else opts
         if self.first_call:
-            run = current_run.get()
+            run = current_react.get()
             if run is not None and run.model_calls == 1:
                 return {**merged, **self.first_call}
         return merged
@@ -359,7 +359,7 @@ class ToolBinder:
         return ToolBinder(self.model, tools)
 
     def _pick(self) -> ChatModel:
-        run = current_run.get()
+        run = current_react.get()
         st = run.state if run is not None else None
         infos = st.tool_infos if st is not None else None
         if infos is None:

@@ -31,7 +31,8 @@ import anyio.lowlevel
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from adk._callbacks import agent_callbacks
-from adk._run import RunContext, current_run
+from adk._run import current_run
+from adk.chat_model._context import ReactContext
 from adk.checkpointing import agent_contexts
 from adk.errors import AgentError, AgentTimeoutError
 from adk.events import AgentAction, AgentEvent, AgentInterruptInfo
@@ -127,7 +128,7 @@ class ReactRun:
         runnable: Runnable[list[Message], Message],
         bridge: InMemoryCheckPointStore,
         messages: list[Message],
-        ctx: RunContext,
+        ctx: ReactContext,
         agent_ctx: AgentContext,
         *,
         streaming: bool,

@@ -4,14 +4,12 @@ uses (the tools its hooks chose)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from adk._run import current_run
+from adk.chat_model._context import ReactContext, current_react
 from compose.schema import Message
 from compose.tools.node import ToolsNode
-
-if TYPE_CHECKING:
-    from adk.chat_model.agent import ChatModelAgent
 
 __all__ = ["ModeToolsNode", "RunTools"]
 
@@ -43,24 +41,19 @@ class ModeToolsNode:
 
 class RunTools:
     """The tools node of an agent with ``before_agent`` middlewares: each run uses the ToolsNode its hooks chose
-    (a resumed run calls them again first: its tools are not saved, only their infos)."""
+    (``run.tools_node``). A run without one (a resumed run: its tools are not saved, only their infos) gets it
+    from ``choose(run)``, the agent calling its hooks again."""
 
-    def __init__(self, agent: ChatModelAgent, default: Any) -> None:
-        self.agent = agent
+    def __init__(self, default: Any, choose: Callable[[ReactContext], Awaitable[Any]]) -> None:
         self.default = default
-        agent._run_tools = self
-
-    @staticmethod
-    def of(agent: ChatModelAgent) -> RunTools:
-        assert agent._run_tools is not None
-        return agent._run_tools
+        self.choose = choose
 
     async def _node(self) -> Any:
-        run = current_run.get()
+        run = current_react.get()
         if run is None:
             return self.default
         if run.tools_node is None:
-            await self.agent._apply_before_agent(run, resumed=True)
+            run.tools_node = await self.choose(run)
         return run.tools_node
 
     async def invoke(self, message: Message, **opts: Any) -> list[Message]:

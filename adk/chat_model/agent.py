@@ -1,5 +1,7 @@
 """``ChatModelAgent``: a chat model and tools on the ReAct graph (eino-semantics 4.2), with the seeds'
-capabilities: token budget, first-round ``tool_choice``, tool execution mode, stall detection and timeout.
+capabilities grouped in small options (``adk.chat_model.config``): model failover and first-round
+``tool_choice`` (``ModelConfig``), tool execution mode (``ToolsConfig``), token budget, stall detection and timeout
+(``Limits``), structured output (``OutputConfig``).
 
 Example::
 
@@ -16,18 +18,17 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
-from adk._run import RunContext, current_run
 from adk.agent import AgentContext, ResumeInfo
+from adk.chat_model._context import DEFAULT_MAX_ITERATIONS, ReactContext, State, current_react
 from adk.chat_model._model import EventModel, OptionsModel, ToolBinder
 from adk.chat_model._react_run import ReactRun, load_resume_state
 from adk.chat_model._tools_nodes import ModeToolsNode, RunTools
 from adk.chat_model.actions import send_tool_gen_action
-from adk.chat_model.approval import ApprovalMiddleware, ApprovalPredicate
-from adk.chat_model.failover import FailoverChatModel, FailoverProxy, ModelFailoverConfig
+from adk.chat_model.config import Limits, ModelConfig, OutputConfig, ToolExecutionMode, ToolsConfig, grouped
+from adk.chat_model.failover import FailoverChatModel, FailoverProxy
 from adk.chat_model.instruction import (
     TRANSFER_TO_AGENT_TOOL_DESCRIPTION,
     TRANSFER_TO_AGENT_TOOL_NAME,
@@ -36,62 +37,29 @@ from adk.chat_model.instruction import (
     transfer_instruction,
     transfer_tool_result,
 )
-from adk.chat_model.react import (
-    DEFAULT_MAX_ITERATIONS,
-    ChatModelHook,
-    ChatModelHooks,
-    ReactConfig,
-    State,
-    build_react,
-    tool_result_collector,
-)
+from adk.chat_model.react import ChatModelHook, ChatModelHooks, ReactConfig, build_react, tool_result_collector
 from adk.chat_model.retry import ModelRetryConfig, RetryChatModel
 from adk.chat_model.structured_output import (
     FINAL_ANSWER_TOOL_NAME,
     FinalAnswerTool,
-    OutputMode,
     OutputSchema,
     ResponseFormatFallback,
     StructuredOutputCheck,
     pick_mode,
 )
 from adk.events import AgentAction, AgentInput, checked_messages
+from adk.middlewares.approval import ApprovalMiddleware
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext, overrides, same_items, tool_middlewares
+from adk.middlewares.limits import LimitsMiddleware
 from compose.checkpoint import InMemoryCheckPointStore
-from compose.models.base import ChatModel, ToolChoice
+from compose.models.base import ChatModel
 from compose.runnable import Runnable
 from compose.schema import Message, ToolInfo, system_message
 from compose.state import process_state
 from compose.tools.base import BaseTool, tool, tool_parallel_safe
-from compose.tools.middleware import ToolMiddleware
 from compose.tools.node import ToolsNode
 
-__all__ = ["ChatModelAgent", "ToolExecutionMode", "ToolsConfig", "exit_tool"]
-
-ToolExecutionMode = Literal["auto", "serial", "parallel"]
-
-
-@dataclass(frozen=True)
-class ToolsConfig:
-    """The agent's tools.
-
-    Args:
-        tools: the tools the model may call.
-        return_directly: names of tools whose result ends the run and becomes its output.
-        middlewares: ToolsNode middlewares (inside the agent's own event collector, which is outermost).
-        unknown_tools_handler: ``async (name, arguments) -> str`` answering calls of unknown tools.
-        tool_arguments_handler: ``async (name, arguments) -> str`` rewriting arguments first.
-        emit_internal_events: agent tools (:class:`~adk.agents.agent_tool.AgentTool`) forward their inner agent's
-            events to this agent's caller, their run path prefixed with this agent's (Eino's
-            ``EmitInternalEvents``); they are never part of this agent's history.
-    """
-
-    tools: Sequence[BaseTool] = ()
-    return_directly: Iterable[str] = field(default_factory=frozenset)
-    middlewares: Sequence[ToolMiddleware] = ()
-    unknown_tools_handler: Any = None
-    tool_arguments_handler: Any = None
-    emit_internal_events: bool = False
+__all__ = ["ChatModelAgent", "Limits", "ModelConfig", "OutputConfig", "ToolExecutionMode", "ToolsConfig", "exit_tool"]
 
 
 @tool(name=TRANSFER_TO_AGENT_TOOL_NAME, description=TRANSFER_TO_AGENT_TOOL_DESCRIPTION)
@@ -126,50 +94,31 @@ class ChatModelAgent:
         instruction: the system message put before the conversation (none when empty).
         model: the chat model; ``with_tools`` is called once with the tools' descriptions (and once per changed
             tool list when middlewares change a run's tools).
-        tools: a ``ToolsConfig`` or a plain list of tools; none makes the agent a single model call.
+        tools: a :class:`ToolsConfig` (tools, return-directly tools, ToolsNode middlewares, execution mode) or a
+            plain list of tools; none makes the agent a single model call.
+        middlewares: :class:`~adk.middlewares.AgentMiddleware` objects, the first wrapping the others
+            (``A(B(C(x)))``; see ``adk.middlewares``), the approval guard among them
+            (:class:`~adk.middlewares.approval.ApprovalMiddleware`). ``before_chat_model`` hooks run before them
+            and ``after_chat_model`` hooks after them (they are middlewares too).
         max_iterations: the most model calls per run (default 20); one more raises ``ExceedMaxIterationsError``.
         model_retry: retry failed model calls (``ModelRetryConfig``).
-        model_failover: send a failed model call (after its retries) to other models
-            (``ModelFailoverConfig``, ``adk.chat_model.failover``); each later call starts with the model that answered
-            last.
+        exit_tool: add the ``exit`` tool (argument ``final_result``; sends an exit action; return-directly).
+        output_key: after a successful run, store the final answer's content in the session values.
         before_chat_model: hooks ``(ChatModelAgentState) -> None`` run before each model call; they may change
             the messages the model sees (and keeps).
         after_chat_model: hooks run after each model call; the last message is what flows on.
-        exit_tool: add the ``exit`` tool (argument ``final_result``; sends an exit action; return-directly).
-        output_key: after a successful run, store the final answer's content in the session values.
-        max_budget_tokens: end the run with ``TokenBudgetExceededError`` before a model call once the run's total
-            token usage has reached this.
-        tool_choice: sent to the model on the first model call of a run only: ``"required"``, the name of a tool
-            (the simplest way to force one; OpenAIChatModel sends ``{"type": "function", "function": {"name":
-            ...}}``, which servers refusing ``"required"`` such as llama.cpp's accept), or a provider mapping.
-        tool_execution_mode: ``"auto"`` (parallel only when every called tool is parallel-safe), ``"serial"``,
-            or ``"parallel"``.
-        stall_window: end the run with ``StallDetectedError`` when the last this-many tool calls all called the
-            same tool.
-        timeout: end the run with ``AgentTimeoutError`` after this many seconds: a deadline on the supersteps the
-            runner drives and on every read of a model stream, so a model that stalls while the consumer reads
-            its tokens ends that event's stream with ``AgentTimeoutError`` too.
-        approval: ``(tool_name, arguments) -> bool``: calls for which it returns True need approval (seed 000's
-            guard, see ``adk.chat_model.approval``): they pause the run with an ``ApprovalRequest`` and run only when
-            resumed with ``ApprovalDecision(approved=True)``; a rejection reaches the model as a tool message.
-            Per tool: ``approval=lambda name, args: name in {"pay", "delete"}``; per call: inspect ``args``.
-            Sugar for ``ApprovalMiddleware(approval)`` as the first of ``middlewares``.
-        middlewares: :class:`~adk.middlewares.AgentMiddleware` objects, the first wrapping the others
-            (``A(B(C(x)))``; see ``adk.middlewares``). ``before_chat_model`` hooks run before them and
-            ``after_chat_model`` hooks after them (they are middlewares too).
-        output_type: answer with a validated instance of this pydantic model, dataclass or TypedDict
-            (``adk.chat_model.structured_output``); the final event carries it as ``event.output.structured``.
-        output_retries: how many times an invalid structured answer is sent back to the model with the errors
-            before the run fails with ``StructuredOutputError``.
-        output_mode: ``"native"`` (``response_format`` on every call), ``"tool"`` (a ``final_answer`` tool), or
-            ``"auto"``: native for models with ``supports_response_format = True`` (``OpenAIChatModel``), falling
-            back to the tool mode for good when the server refuses ``response_format``
-            (``ResponseFormatUnsupportedError``; see :mod:`adk.chat_model.structured_output`).
+        model_config: model failover and the first call's ``tool_choice`` (:class:`ModelConfig`).
+        limits: token budget, stall detection and timeout (:class:`Limits`).
+        output: a structured answer (:class:`OutputConfig`).
+
+    The keyword arguments ``model_failover``, ``tool_choice``, ``tool_execution_mode``, ``max_budget_tokens``,
+    ``stall_window``, ``timeout``, ``approval``, ``output_type``, ``output_retries`` and ``output_mode`` still work
+    for one release, with a ``DeprecationWarning`` naming their new spelling.
 
     Raises:
         ValueError: a required field is missing or a return-directly tool is unknown.
-        TypeError: ``output_type`` is not a pydantic model, dataclass or TypedDict, or a middleware is not an
-            ``AgentMiddleware``.
+        TypeError: ``output.type`` is not a pydantic model, dataclass or TypedDict, a middleware is not an
+            ``AgentMiddleware``, or an unknown keyword argument.
     """
 
     fills_instruction: ClassVar[bool] = True
@@ -184,23 +133,17 @@ class ChatModelAgent:
         model: ChatModel | None = None,
         tools: ToolsConfig | Sequence[BaseTool] | None = None,
         *,
+        middlewares: Sequence[AgentMiddleware] = (),
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         model_retry: ModelRetryConfig | None = None,
-        model_failover: ModelFailoverConfig | None = None,
-        before_chat_model: Sequence[ChatModelHook] = (),
-        after_chat_model: Sequence[ChatModelHook] = (),
         exit_tool: bool = False,
         output_key: str | None = None,
-        max_budget_tokens: int | None = None,
-        tool_choice: ToolChoice | None = None,
-        tool_execution_mode: ToolExecutionMode = "auto",
-        stall_window: int | None = None,
-        timeout: float | None = None,
-        approval: ApprovalPredicate | None = None,
-        middlewares: Sequence[AgentMiddleware] = (),
-        output_type: Any = None,
-        output_retries: int = 2,
-        output_mode: OutputMode = "auto",
+        before_chat_model: Sequence[ChatModelHook] = (),
+        after_chat_model: Sequence[ChatModelHook] = (),
+        model_config: ModelConfig | None = None,
+        limits: Limits | None = None,
+        output: OutputConfig | None = None,
+        **deprecated: Any,
     ) -> None:
         if not name:
             raise ValueError("agent 'Name' is required")
@@ -213,62 +156,65 @@ class ChatModelAgent:
                 f"agent '{name}': model must be a chat model (async generate() and stream()), got "
                 f"{type(model).__qualname__}"
             )
-        if tool_execution_mode not in ("auto", "serial", "parallel"):
-            raise ValueError(f"tool_execution_mode must be 'auto', 'serial' or 'parallel', got {tool_execution_mode!r}")
-        if stall_window is not None and stall_window < 1:
-            raise ValueError(f"stall_window must be at least 1, got {stall_window}")
-        self.name = name
-        self.description = description
-        self.instruction = instruction
-        self.model: ChatModel = model
         if tools is None:
             tools = ToolsConfig()
         elif not isinstance(tools, ToolsConfig):
             tools = ToolsConfig(tools=list(tools))
+        approval = None
+        if deprecated:
+            model_config, tools, limits, output, approval = grouped(deprecated, model_config, tools, limits, output)
         for i, t in enumerate(tools.tools):
             if not callable(getattr(t, "info", None)):
                 raise TypeError(
                     f"agent '{name}': tools[{i}] is not a tool: {type(t).__qualname__} (build one from a function "
                     "with @tool)"
                 )
+        for what, value, cls in (
+            ("model_config", model_config, ModelConfig),
+            ("limits", limits, Limits),
+            ("output", output, OutputConfig),
+        ):
+            if value is not None and not isinstance(value, cls):
+                raise TypeError(f"agent '{name}': {what} must be a {cls.__name__}, got {type(value).__qualname__}")
+        self.name = name
+        self.description = description
+        self.instruction = instruction
+        self.model: ChatModel = model
         self.tools_config = tools
         self.max_iterations = max_iterations if max_iterations > 0 else DEFAULT_MAX_ITERATIONS
         self.model_retry = model_retry
-        if model_failover is not None and not isinstance(model_failover, ModelFailoverConfig):
-            raise TypeError(f"agent '{name}': model_failover must be a ModelFailoverConfig")
-        self.model_failover = model_failover
+        self.model_config = model_config if model_config is not None else ModelConfig()
+        self.limits = limits if limits is not None else Limits()
+        self.output_config = output if output is not None else OutputConfig()
         self.before_chat_model = tuple(before_chat_model)
         self.after_chat_model = tuple(after_chat_model)
         self.exit_tool = exit_tool
         self.output_key = output_key
-        self.max_budget_tokens = max_budget_tokens
-        self.tool_choice = tool_choice
-        self.tool_execution_mode = tool_execution_mode
-        self.stall_window = stall_window
-        self.timeout = timeout
-        self.approval = approval
+        if approval is not None:
+            middlewares = [ApprovalMiddleware(approval), *middlewares]
         for i, mw in enumerate(middlewares):
             if not isinstance(mw, AgentMiddleware):
                 raise TypeError(
                     f"agent '{name}': middlewares[{i}] is {type(mw).__qualname__}, not an AgentMiddleware (a "
                     "ToolsNode ToolMiddleware goes in ToolsConfig(middlewares=...))"
                 )
-        # one mechanism: the hooks and the approval guard are middlewares too (Eino runs AgentMiddleware's
+        lim = self.limits
+        checks = lim.max_budget_tokens is not None or lim.stall_window is not None
+        # one mechanism: the limits' checks and the hooks are middlewares too; the limits come first (they end a
+        # run before any rewrite), the before hooks next, the after hooks last (Eino runs AgentMiddleware's
         # BeforeChatModel before the handlers' rewrites and AfterChatModel after them)
         self.middlewares: tuple[AgentMiddleware, ...] = (
+            *([LimitsMiddleware(lim.max_budget_tokens, lim.stall_window)] if checks else []),
             *([ChatModelHooks(before=before_chat_model)] if before_chat_model else []),
-            *([ApprovalMiddleware(approval)] if approval is not None else []),
             *middlewares,
             *([ChatModelHooks(after=after_chat_model)] if after_chat_model else []),
         )
         self._before_agent = tuple(m for m in self.middlewares if overrides(m, "before_agent"))
-        self.output_type = output_type
         self._output: StructuredOutputCheck | None = None
-        if output_type is not None:
-            mode = pick_mode(output_mode, model)
-            self._output = StructuredOutputCheck(
-                OutputSchema(output_type), output_retries, mode, fallback=output_mode == "auto"
-            )
+        out = self.output_config
+        if out.type is not None:
+            mode = pick_mode(out.mode, model)
+            self._output = StructuredOutputCheck(OutputSchema(out.type), out.retries, mode, fallback=out.mode == "auto")
         # the graph's own checkpoints, one per paused run, until the runner moves them to its store
         self._bridge = InMemoryCheckPointStore()
         self._runnable: Runnable[list[Message], Message] | None = None
@@ -364,9 +310,9 @@ class ChatModelAgent:
                 middlewares=middlewares,
             )
 
-        if self.tool_execution_mode == "serial":
+        if cfg.execution_mode == "serial":
             return node(True)
-        if self.tool_execution_mode == "parallel":
+        if cfg.execution_mode == "parallel":
             return node(False)
         unsafe = frozenset(t.info().name for t in tools if not tool_parallel_safe(t))
         return ModeToolsNode(node(False), node(True), unsafe) if unsafe else node(False)
@@ -392,8 +338,9 @@ class ChatModelAgent:
             for hook in ("before_agent", "before_model_rewrite_state", "after_model_rewrite_state")
         )
         output = self._output
+        failover = self.model_config.failover
         # with failover, the innermost model is a proxy calling the attempt's model
-        model: ChatModel = FailoverProxy(self.model) if self.model_failover is not None else self.model
+        model: ChatModel = FailoverProxy(self.model) if failover is not None else self.model
         if output is not None and output.fallback:
             model = ResponseFormatFallback(model, output)
         base: ChatModel = model
@@ -409,16 +356,17 @@ class ChatModelAgent:
         chain: Any = EventModel(base, retry, output.schema if output is not None else None, self.name)
         if retry is not None:
             chain = RetryChatModel(chain, retry)
-        if self.model_failover is not None:
-            chain = FailoverChatModel(chain, self.model_failover, self.model)
+        if failover is not None:
+            chain = FailoverChatModel(chain, failover, self.model)
         options = {"response_format": output.schema.response_format()} if output is not None and native else {}
-        first_call = {"tool_choice": self.tool_choice} if self.tool_choice is not None else {}
+        tool_choice = self.model_config.tool_choice
+        first_call = {"tool_choice": tool_choice} if tool_choice is not None else {}
         if options or first_call:
             chain = OptionsModel(chain, options, first_call)
         tools_node: Any = None
         if self._before_agent:
             # before_agent may add tools to an agent without any: the tools route is always built
-            tools_node = RunTools(self, self._tools_node(tools))
+            tools_node = self._run_tools = RunTools(self._tools_node(tools), self._resumed_tools)
         elif tools or (output is not None and output.fallback):
             tools_node = self._tools_node(tools)
         return build_react(
@@ -434,13 +382,11 @@ class ChatModelAgent:
                 output=output,
                 dynamic_return_directly=bool(self._before_agent)
                 or (output is not None and (not native or output.fallback)),
-                max_budget_tokens=self.max_budget_tokens,
-                stall_window=self.stall_window,
                 checkpoint_store=self._bridge,
             )
         )
 
-    async def _apply_before_agent(self, run: RunContext | None, *, resumed: bool = False) -> ChatModelAgentContext:
+    async def _apply_before_agent(self, run: ReactContext | None, *, resumed: bool = False) -> ChatModelAgentContext:
         """Run the ``before_agent`` hooks; the run's ToolsNode (and, for a fresh run, the state's tool infos and
         return-directly set) follow what they return."""
         tools = self._tools()
@@ -457,7 +403,8 @@ class ChatModelAgent:
         if run is None:
             return context
         # called from inside the built graph, so its default ToolsNode exists
-        run.tools_node = self._tools_node(context.tools) if changed else RunTools.of(self).default
+        assert self._run_tools is not None
+        run.tools_node = self._tools_node(context.tools) if changed else self._run_tools.default
         if not resumed:
             infos: list[ToolInfo] | None = [t.info() for t in context.tools] if changed else None
             rd = sorted(context.return_directly) if set(context.return_directly) != default_rd else None
@@ -466,8 +413,13 @@ class ChatModelAgent:
                 st.return_directly = rd
         return context
 
+    async def _resumed_tools(self, run: ReactContext) -> Any:
+        """The ToolsNode of a resumed run (``RunTools``'s callback): its ``before_agent`` hooks run again."""
+        await self._apply_before_agent(run, resumed=True)
+        return run.tools_node
+
     async def _before_agent_node(self, messages: list[Message]) -> list[Message]:
-        run = current_run.get()
+        run = current_react.get()
         context = await self._apply_before_agent(run)
         if not context.instruction:
             return messages
@@ -518,7 +470,7 @@ class ChatModelAgent:
             run,
             agent_ctx,
             streaming=input.enable_streaming,
-            timeout=self.timeout,
+            timeout=self.limits.timeout,
             output_key=self.output_key,
             agent_type=type(self).__name__,
         )
@@ -546,14 +498,14 @@ class ChatModelAgent:
             run,
             agent_ctx,
             streaming=info.enable_streaming,
-            timeout=self.timeout,
+            timeout=self.limits.timeout,
             output_key=self.output_key,
             resume=(saved, targets),
             agent_type=type(self).__name__,
         )
 
-    def _context(self, ctx: AgentContext) -> RunContext:
+    def _context(self, ctx: AgentContext) -> ReactContext:
         session = ctx.session
-        return RunContext(
+        return ReactContext(
             self.name, ctx.run_path, session.telemetry, session.values, session, self.tools_config.emit_internal_events
         )

@@ -1,13 +1,13 @@
 """Model failover (Eino's ``ModelFailoverConfig``, ``adk/failover_chatmodel.go``): when a model call fails, the
 same request goes to another model.
 
-``ChatModelAgent(..., model_failover=ModelFailoverConfig(models=[backup]))``. Each model call of a run first
-tries the model that last answered in this run (at first the agent's own); when that fails (after its retries,
-``model_retry``, which sit inside failover) and ``should_failover(output, error)`` says so, failover attempts
-``1..max_retries`` each ask ``get_failover_model`` for a model (and optionally other messages) and call it with
-the request; the first that answers becomes the run's model for its later calls. When every attempt failed,
-the last error is raised. ``models=[...]`` is the shorthand for a fixed list: the attempts try the agent's own
-model and then ``models`` in order, skipping the one that just failed as the run's current model.
+``ChatModelAgent(..., model_config=ModelConfig(failover=ModelFailoverConfig(models=[backup])))``. Each model call of
+a run first tries the model that last answered in this run (at first the agent's own); when that fails (after its
+retries, ``model_retry``, which sit inside failover) and ``should_failover(output, error)`` says so, failover
+attempts ``1..max_retries`` each ask ``get_failover_model`` for a model (and optionally other messages) and call it
+with the request; the first that answers becomes the run's model for its later calls. When every attempt failed, the
+last error is raised. ``models=[...]`` is the shorthand for a fixed list: the attempts try the agent's own model and
+then ``models`` in order, skipping the one that just failed as the run's current model.
 
 As in Eino: the failover wrapper is outside the retry wrapper and the event sender, so every attempt sends its
 own model event (a failed streaming attempt's event stream ends with ``WillRetryError`` when another attempt
@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from adk._run import current_run
+from adk.chat_model._context import current_react
 from adk.errors import AgentTimeoutError, FailoverError
 from compose.errors import GraphInterrupt
 from compose.models.base import ChatModel, model_identity
@@ -80,7 +80,7 @@ class ModelFailoverConfig:
 
     Example::
 
-        ChatModelAgent(..., model_failover=ModelFailoverConfig(models=[backup_model]))
+        ChatModelAgent(..., model_config=ModelConfig(failover=ModelFailoverConfig(models=[backup_model])))
     """
 
     models: Sequence[ChatModel] = ()
@@ -184,12 +184,12 @@ class FailoverChatModel:
         return f"FailoverChatModel({self.inner!r}, attempts={self.config.attempts})"
 
     def _current(self) -> ChatModel:
-        run = current_run.get()
+        run = current_react.get()
         model = run.failover_model if run is not None else None
         return model if model is not None else self.own
 
     def _succeeded(self, model: ChatModel) -> None:
-        run = current_run.get()
+        run = current_react.get()
         if run is not None:
             run.failover_model = model
 

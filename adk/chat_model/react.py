@@ -28,19 +28,19 @@
   two, one copy for the event and one for the node. The return-directly call's event is held and sent when
   the ToolsNode has finished, so it is always the last tool event.
 
-The seeds' limits are checked in the model pre handler, before each model call: stall (the same tool called
-``stall_window`` times in a row), token budget (``max_budget_tokens``), then iterations.
+The model pre handler checks ``max_iterations``; the seeds' other limits (stall, token budget) are a middleware
+(``adk.middlewares.limits``), the timeout the driver's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from adk._run import RunContext, current_run
-from adk.errors import ExceedMaxIterationsError, StallDetectedError, TokenBudgetExceededError
+from adk.chat_model._context import DEFAULT_MAX_ITERATIONS, ReactContext, State, current_react
+from adk.errors import ExceedMaxIterationsError
 from adk.events import AgentAction, AgentEvent, AgentOutput, MessageVariant
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentState, overrides, same_items
 from compose.errors import GraphInterrupt
@@ -67,6 +67,7 @@ __all__ = [
     "AFTER_AGENT_NODE",
     "BEFORE_AGENT_NODE",
     "CHAT_MODEL_NODE",
+    "DEFAULT_MAX_ITERATIONS",
     "OUTPUT_CHECK_NODE",
     "OUTPUT_RETRY_NODE",
     "TOOL_NODE",
@@ -88,31 +89,6 @@ BEFORE_AGENT_NODE = "BeforeAgent"
 AFTER_AGENT_NODE = "AfterAgent"
 OUTPUT_CHECK_NODE = "OutputCheck"
 OUTPUT_RETRY_NODE = "OutputRetry"
-
-DEFAULT_MAX_ITERATIONS = 20
-
-
-@dataclass(slots=True, eq=False)
-class State:
-    """The ReAct loop's graph-local state (Eino's ``State``), fresh for every run."""
-
-    messages: list[Message] = field(default_factory=list)
-    has_return_directly: bool = False
-    return_directly_tool_call_id: str = ""
-    tool_gen_actions: dict[str, AgentAction] = field(default_factory=dict)
-    # the action of the return-directly call, kept with the state: its event is rebuilt after a resume when the
-    # call finished before the run paused (the finished call does not run again)
-    return_directly_action: AgentAction | None = None
-    agent_name: str = ""
-    remaining_iterations: int = DEFAULT_MAX_ITERATIONS
-    # the tools offered to the model when a middleware changed them for this run (None: the agent's own)
-    tool_infos: list[ToolInfo] | None = None
-    # the return-directly tool names when a before_agent middleware changed them (None: the agent's own)
-    return_directly: list[str] | None = None
-    # structured output: invalid answers so far, and the message asking the model again after one
-    output_failures: int = 0
-    output_retry: list[Message] = field(default_factory=list)
-
 
 ChatModelHook = Callable[[ChatModelAgentState], Awaitable[None] | None]
 """A hook ``(state) -> None``, sync or async, changing ``state.messages`` in place or replacing the list; it runs
@@ -184,20 +160,7 @@ class ReactConfig:
     before_agent: BeforeAgentNode | None = None
     output: OutputCheck | None = None
     dynamic_return_directly: bool = False
-    max_budget_tokens: int | None = None
-    stall_window: int | None = None
     checkpoint_store: Any = None  # the agent's bridge store (see adk.checkpointing)
-
-
-def _check_limits(run: RunContext, config: ReactConfig) -> None:
-    window = config.stall_window
-    if window and len(run.tool_history) >= window:
-        last = run.tool_history[-window:]
-        if all(name == last[0] for name in last):
-            raise StallDetectedError(last[0], window)
-    budget = config.max_budget_tokens
-    if budget is not None and run.total_tokens >= budget:
-        raise TokenBudgetExceededError(run.total_tokens, budget)
 
 
 class _StateRewriter:
@@ -257,20 +220,16 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
     return_directly = config.return_directly
     dynamic_return_directly = config.dynamic_return_directly
     agent_name = config.agent_name
-    check_limits = config.stall_window is not None or config.max_budget_tokens is not None
     output = config.output
 
     def gen_state() -> State:
         st = State(agent_name=agent_name, remaining_iterations=max_iterations)
-        run = current_run.get()
+        run = current_react.get()
         if run is not None:
             run.state = st
         return st
 
     async def model_pre_handle(input: list[Message], st: State) -> list[Message]:
-        run = current_run.get()
-        if run is not None and check_limits:
-            _check_limits(run, config)
         if with_tools:
             if st.remaining_iterations <= 0:
                 raise ExceedMaxIterationsError(max_iterations)
@@ -279,6 +238,7 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
             await rewriter.before_model(st, [*st.messages, *input])
         else:
             st.messages.extend(input)
+        run = current_react.get()
         if run is not None:
             run.model_calls += 1
             if run.telemetry:
@@ -292,7 +252,7 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
         else:
             st.messages.append(output)
         last = st.messages[-1]
-        run = current_run.get()
+        run = current_react.get()
         if run is not None:
             meta = output.response_meta
             if meta is not None and meta.usage is not None:
@@ -357,9 +317,6 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
                 if call.function.name in names:
                     st.return_directly_tool_call_id = call.id
                     st.has_return_directly = True
-        run = current_run.get()
-        if run is not None and config.stall_window:
-            run.tool_history += tuple(call.function.name for call in calls)
         return msg
 
     g.add_tools_node(TOOL_NODE, config.tools_node, pre_handler=tool_pre_handle)
@@ -382,9 +339,7 @@ def build_react(config: ReactConfig) -> Runnable[list[Message], Message]:
     else:
         g.add_lambda_node(
             TO_END_CONVERTER_NODE,
-            Lambda(
-                invoke=_to_end_value, transform=_to_end_converter, input_type=list[Message], output_type=Message
-            ),
+            Lambda(invoke=_to_end_value, transform=_to_end_converter, input_type=list[Message], output_type=Message),
         )
         g.add_branch(
             TOOL_NODE,
@@ -460,7 +415,7 @@ async def _check_return_directly(reader: StreamReader[list[Message | None]]) -> 
 def _check_return_directly_value(_results: list[Message | None]) -> str | Awaitable[str]:
     """``_check_return_directly`` for a value (an invoke run): the run's state read at once when the run holds it
     (every tool call of the step has finished: nothing writes it now)."""
-    run = current_run.get()
+    run = current_react.get()
     st = run.state if run is not None else None
     if st is None:
         return _check_return_directly(StreamReader.from_iterable((_results,)))
@@ -485,7 +440,7 @@ async def _to_end_converter(reader: StreamReader[list[Message | None]]) -> Strea
         call_id = st.return_directly_tool_call_id
         action = st.return_directly_action
     picked = reader.map(partial(_pick, call_id))
-    run = current_run.get()
+    run = current_react.get()
     if run is None or run.held_call_id == call_id:
         return picked
     message: Message = await concat(picked)
@@ -503,7 +458,7 @@ async def _to_end_value(results: list[Message | None]) -> Message:
     if message is SKIP:
         raise ValueError(f"return-directly tool call '{call_id}' has no result among the tool results")
     assert isinstance(message, Message)
-    run = current_run.get()
+    run = current_react.get()
     if run is not None and run.held_call_id != call_id:
         variant = MessageVariant(False, message=message, role="tool", tool_name=message.tool_name)
         run.send(AgentEvent(output=AgentOutput(variant), action=action))
@@ -533,7 +488,7 @@ async def _pop_locked(inp: ToolInput) -> tuple[AgentAction | None, bool]:
         return _pop(st, inp)
 
 
-def _deliver(run: RunContext, event: AgentEvent, held: bool, call_id: str) -> None:
+def _deliver(run: ReactContext, event: AgentEvent, held: bool, call_id: str) -> None:
     if held:
         structured = run.structured
         if structured is not None and structured[0] == call_id and event.output is not None:
@@ -551,7 +506,7 @@ def _tool_chunk(call_id: str, name: str, chunk: str) -> Message:
 T = TypeVar("T")
 
 
-async def _observed(run: RunContext, inp: ToolInput, call: Awaitable[T]) -> T:
+async def _observed(run: ReactContext, inp: ToolInput, call: Awaitable[T]) -> T:
     """Await a tool call, reporting its start and failure to telemetry (an interrupt is a pause, not a failure:
     no event until the call runs on resume)."""
     if run.telemetry:
@@ -580,7 +535,7 @@ def tool_result_collector() -> ToolMiddleware:
 
     def invokable(next_: InvokableToolEndpoint) -> InvokableToolEndpoint:
         async def endpoint(inp: ToolInput) -> ToolOutput:
-            run = current_run.get()
+            run = current_react.get()
             if run is None:
                 return await next_(inp)
             if run.telemetry or run.cancel is not None:
@@ -600,7 +555,7 @@ def tool_result_collector() -> ToolMiddleware:
 
     def streamable(next_: StreamableToolEndpoint) -> StreamableToolEndpoint:
         async def endpoint(inp: ToolInput) -> StreamToolOutput:
-            run = current_run.get()
+            run = current_react.get()
             if run is None:
                 return await next_(inp)
             if run.telemetry or run.cancel is not None:

@@ -1,7 +1,7 @@
-"""Structured output: ``ChatModelAgent(..., output_type=Invoice)`` answers with a validated ``Invoice``.
+"""Structured output: ``ChatModelAgent(..., output=OutputConfig(Invoice))`` answers with a validated ``Invoice``.
 
-``output_type`` is a pydantic model, a dataclass or a TypedDict; its JSON schema (pydantic's) is what the model is
-asked for, in one of two ways (``output_mode``):
+``OutputConfig.type`` is a pydantic model, a dataclass or a TypedDict; its JSON schema (pydantic's) is what the
+model is asked for, in one of two ways (``OutputConfig.mode``):
 
 * ``"native"`` (the default for models with ``supports_response_format = True``, such as ``OpenAIChatModel``):
   every model call carries ``response_format={"type": "json_schema", "json_schema": {name, schema, strict}}``;
@@ -12,14 +12,14 @@ asked for, in one of two ways (``output_mode``):
   schema; a valid call ends the run with the tool's result (the canonical JSON) as the answer, like a
   return-directly tool. A text answer that happens to be valid JSON of the schema is accepted too.
 
-With ``output_mode="auto"`` a native agent falls back to the tool mode when the server refuses
+With ``mode="auto"`` a native agent falls back to the tool mode when the server refuses
 ``response_format`` (:class:`~compose.errors.ResponseFormatUnsupportedError`, e.g. llama.cpp's server, which takes
 only ``text`` and ``json_object``): the refused call is made again at once without it, offering ``final_answer``
 (forced with ``tool_choice="final_answer"`` when the agent has no other tools), and the agent stays in the tool
-mode from then on. An explicit ``output_mode="native"`` fails with the error instead.
+mode from then on. An explicit ``mode="native"`` fails with the error instead.
 
 Every answer is validated with pydantic. An invalid one is answered with the validation errors (a user message,
-or the ``final_answer`` call's tool result) and the model is asked again, at most ``output_retries`` times; then
+or the ``final_answer`` call's tool result) and the model is asked again, at most ``OutputConfig.retries`` times; then
 the run fails with :class:`~adk.errors.StructuredOutputError` carrying the last raw answer. The valid answer's
 event carries the parsed object as ``event.output.structured``. Streaming runs stream the JSON text as usual;
 it is parsed when the stream ends.
@@ -30,7 +30,7 @@ Example::
         city: str
         celsius: float
 
-    agent = ChatModelAgent("w", "weather", model=OpenAIChatModel("gpt-4o-mini"), output_type=Weather)
+    agent = ChatModelAgent("w", "weather", model=OpenAIChatModel("gpt-4o-mini"), output=OutputConfig(Weather))
     async for event in Runner(agent).query("Weather in Hangzhou?"):
         if event.output is not None and event.output.structured is not None:
             weather: Weather = event.output.structured
@@ -47,7 +47,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError
 from typing_extensions import is_typeddict
 
-from adk._run import current_run
+from adk.chat_model._context import current_react
 from adk.errors import StructuredOutputError
 from compose.errors import ResponseFormatUnsupportedError
 from compose.models.base import ChatModel
@@ -215,7 +215,7 @@ class StructuredOutputCheck:
     count
     of invalid answers per run (``State.output_failures``).
 
-    ``fallback``: the native mode may turn into the tool mode (``output_mode="auto"``; see the module docstring);
+    ``fallback``: the native mode may turn into the tool mode (``mode="auto"``; see the module docstring);
     ``mode`` is then changed once, for every later call of the agent.
     """
 
@@ -257,7 +257,7 @@ class StructuredOutputCheck:
                     "again with only the corrected JSON object."
                 )
             return user_message(ask)
-        run = current_run.get()
+        run = current_react.get()
         if run is not None:
             run.structured = ("", value)
         return None
@@ -278,7 +278,7 @@ class FinalAnswerTool:
         return f"FinalAnswerTool({self.check.schema.name})"
 
     async def run(self, arguments: str) -> str:
-        run = current_run.get()
+        run = current_react.get()
         st = run.state if run is not None else None
         if run is None or st is None:
             raise RuntimeError(f"the {FINAL_ANSWER_TOOL_NAME} tool runs only inside its agent's run")
@@ -299,7 +299,7 @@ class FinalAnswerTool:
 
 
 class ResponseFormatFallback:
-    """The user's model under an ``output_mode="auto"`` agent whose model takes ``response_format``: in the
+    """The user's model under a ``mode="auto"`` agent whose model takes ``response_format``: in the
     native mode calls go through as they are; a call the server refuses for its ``response_format`` switches
     the agent to the tool mode and is made again at once, and every tool-mode call drops ``response_format``
     and is offered ``final_answer`` (forced when it is the only tool and the call names no ``tool_choice``).

@@ -56,10 +56,10 @@ def resolve_model(ref: str, where: str) -> ChatModel:
 class LLMJudge(Evaluator):
     """``model`` grades the output against ``rubric``; the score is the verdict's (passes at ``threshold``, 0.5).
 
-    The judge runs as a one-shot ``ChatModelAgent`` with ``output_type=JudgeVerdict``, so the verdict is structured
-    output (a native ``response_format`` on models that support it, else a ``final_answer`` tool call). ``model``
-    is a chat model, or its name as ``module:attr`` (a model or a function returning one; how a dataset file
-    names it), resolved on first use.
+    The judge runs as a one-shot ``ChatModelAgent`` with ``output=OutputConfig(JudgeVerdict)``, so the verdict is
+    structured output (a native ``response_format`` on models that support it, else a ``final_answer`` tool call).
+    ``model`` is a chat model, or its name as ``module:attr`` (a model or a function returning one; how a dataset
+    file names it), resolved on first use.
     """
 
     rubric: str = ""
@@ -78,12 +78,17 @@ class LLMJudge(Evaluator):
 
     def _judge(self) -> Any:
         if self._agent is None:
-            from adk.chat_model.agent import ChatModelAgent
+            from adk.chat_model.agent import ChatModelAgent, OutputConfig
 
             model = resolve_model(self.model, "LLMJudge") if isinstance(self.model, str) else self.model
             assert model is not None
             self._agent = ChatModelAgent(
-                "judge", "grades answers", _JUDGE_INSTRUCTION, model, output_type=JudgeVerdict, max_iterations=4
+                "judge",
+                "grades answers",
+                _JUDGE_INSTRUCTION,
+                model,
+                output=OutputConfig(JudgeVerdict),
+                max_iterations=4,
             )
         return self._agent
 

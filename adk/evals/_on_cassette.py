@@ -107,14 +107,17 @@ class _Swaps:
         model = self._model(agent.model)
         if model is not agent.model:
             self._set(agent, "model", model)
-        failover = agent.model_failover
+        failover = agent.model_config.failover
         if failover is not None:
             if failover.get_failover_model is not None:
                 self._refuse(f"{where}: the models its get_failover_model picks")
             else:
                 models = [self._model(m) for m in failover.models]
                 if any(a is not b for a, b in zip(models, failover.models, strict=True)):
-                    self._set(agent, "model_failover", dataclasses.replace(failover, models=models))
+                    config = dataclasses.replace(
+                        agent.model_config, failover=dataclasses.replace(failover, models=models)
+                    )
+                    self._set(agent, "model_config", config)
         for i, mw in enumerate(agent.middlewares):
             held = [k for k, v in vars(mw).items() if _is_model(v) and not isinstance(v, CassetteChatModel)]
             if held:

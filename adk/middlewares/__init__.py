@@ -3,8 +3,9 @@
 ``ChatModelAgent(..., middlewares=[A, B, C])``; the first wraps the others. Built-ins: summarization
 (:class:`SummarizationMiddleware`), the dangling tool-call patch (:class:`PatchToolCallsMiddleware`) and tool-result
 reduction (:class:`ToolResultReductionMiddleware`), the filesystem (:class:`FilesystemMiddleware` over a
-:class:`Backend`: :class:`InMemoryBackend`, :class:`LocalBackend`; :class:`LocalShell`). The approval guard is
-``adk.ApprovalMiddleware``.
+:class:`Backend`: :class:`InMemoryBackend`, :class:`LocalBackend`; :class:`LocalShell`). The approval guard
+(:class:`ApprovalMiddleware`, ``adk.middlewares.approval``) and the limits (``adk.middlewares.limits``) are
+middlewares too.
 """
 
 import typing
@@ -21,6 +22,7 @@ from compose._lazy import lazy_names as _lazy_names
 
 if typing.TYPE_CHECKING:
     from adk.middlewares.agentsmd import AgentsMDMiddleware
+    from adk.middlewares.approval import ApprovalMiddleware
     from adk.middlewares.filesystem import (
         Backend,
         ExecuteResponse,
@@ -44,6 +46,7 @@ else:
         __name__,
         {
             "AgentsMDMiddleware": "adk.middlewares.agentsmd",
+            "ApprovalMiddleware": "adk.middlewares.approval",
             "Backend": "adk.middlewares.filesystem",
             "ExecuteResponse": "adk.middlewares.filesystem",
             "FileInfo": "adk.middlewares.filesystem",
@@ -69,6 +72,7 @@ else:
 __all__ = [
     "AgentMiddleware",
     "AgentsMDMiddleware",
+    "ApprovalMiddleware",
     "Backend",
     "ChatModelAgentContext",
     "ChatModelAgentState",

@@ -40,8 +40,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adk._run import RunContext, current_run
 from adk.agent import Agent, RunSession
+from adk.chat_model._context import ReactContext, current_react
 from adk.errors import SkillError
 from adk.events import AgentInput
 from adk.middlewares import _skill_prompts as prompts
@@ -243,7 +243,7 @@ class SkillMiddleware(AgentMiddleware):
         self.models = dict(models or {})
         self.tool_name = tool_name
         self.instruction = prompts.SYSTEM_PROMPT.format(tool_name=tool_name)
-        self._active: OrderedDict[int, tuple[RunContext, ChatModel]] = OrderedDict()
+        self._active: OrderedDict[int, tuple[ReactContext, ChatModel]] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"SkillMiddleware({self.backend!r}, base_dir={self.base_dir!r})"
@@ -267,7 +267,7 @@ class SkillMiddleware(AgentMiddleware):
     def activate(self, skill: Skill) -> None:
         """An inline skill with a model: the current run's later model calls go to it."""
         model = self._model(skill)
-        run = current_run.get()
+        run = current_react.get()
         if run is not None:
             self._active[id(run)] = (run, model)
             while len(self._active) > 64:
@@ -275,7 +275,7 @@ class SkillMiddleware(AgentMiddleware):
 
     def active_model(self) -> ChatModel | None:
         """The model an inline skill chose for the current run, if any."""
-        run = current_run.get()
+        run = current_react.get()
         hit = self._active.get(id(run)) if run is not None else None
         return hit[1] if hit is not None and hit[0] is run else None
 
@@ -301,7 +301,7 @@ class SkillMiddleware(AgentMiddleware):
         from adk.runner import AgentRun
 
         agent = self._agent(skill)
-        parent = current_run.get()
+        parent = current_react.get()
         if skill.context == "fork_with_context":
             history = list(parent.state.messages) if parent is not None and parent.state is not None else []
             messages: list[Message] = [*history, tool_message(text, get_tool_call_id() or "")]
@@ -345,7 +345,7 @@ class _SkillModel(ModelWrapper):
         chosen = self.owner.active_model()
         if chosen is None:
             return self.inner
-        run = current_run.get()
+        run = current_react.get()
         infos = run.state.tool_infos if run is not None and run.state is not None else None
         if not infos:
             return chosen

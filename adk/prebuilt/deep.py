@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from adk.agent import Agent
 from adk.agents.agent_tool import AgentTool
-from adk.chat_model.agent import ChatModelAgent, ToolsConfig
+from adk.chat_model.agent import ChatModelAgent, ModelConfig, ToolsConfig
 from adk.chat_model.failover import ModelFailoverConfig
 from adk.chat_model.react import DEFAULT_MAX_ITERATIONS
 from adk.chat_model.retry import ModelRetryConfig
@@ -244,7 +244,7 @@ def deep_agent(
                     tools,
                     max_iterations=max_iterations,
                     middlewares=stack,
-                    model_failover=model_failover,
+                    model_config=ModelConfig(failover=model_failover),
                 )
             )
         agents.extend(sub_agents)
@@ -267,7 +267,7 @@ def deep_agent(
         tools,
         max_iterations=max_iterations,
         model_retry=model_retry,
-        model_failover=model_failover,
+        model_config=ModelConfig(failover=model_failover),
         middlewares=stack,
         output_key=output_key,
     )

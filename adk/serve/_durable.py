@@ -53,8 +53,8 @@ from ag_ui.core import (
 )
 from pydantic import TypeAdapter
 
-from adk.chat_model.approval import ApprovalRequest
 from adk.errors import DurableRunError, InterruptPendingError, SessionBusyError
+from adk.middlewares.approval import ApprovalRequest
 from adk.projection import Projection, Record, message_id, stamp, state_of, state_patch
 from adk.serve._mapping import EventMapper, agui_events
 from adk.serve._messages import conversation, new_input

@@ -35,8 +35,8 @@ from typing import Any
 
 from ag_ui.core import Interrupt, ResumeEntry
 
-from adk.chat_model.approval import ApprovalDecision, ApprovalRequest
 from adk.errors import InterruptPendingError, SessionBusyError
+from adk.middlewares.approval import ApprovalDecision, ApprovalRequest
 from adk.serve._client_tools import ClientToolCall
 from adk.sessions import SessionStore
 from compose.checkpoint import CheckPointStore

@@ -9,8 +9,8 @@ import pytest
 
 from adk.chat_model._react_run import ReactRun
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision
 from adk.errors import CheckpointNotFoundError
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.runner import Runner
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.models import ScriptedChatModel
@@ -36,7 +36,9 @@ def paying_runner(store: InMemoryCheckPointStore, entered: anyio.Event, blocked:
         return f"paid {amount}"
 
     model = ScriptedChatModel([calling(call("pay", '{"amount": 5}', id="c1")), "All paid."] * 2)
-    agent = ChatModelAgent("ops", "pays", model=model, tools=[pay], approval=lambda name, args: name == "pay")
+    agent = ChatModelAgent(
+        "ops", "pays", model=model, tools=[pay], middlewares=[ApprovalMiddleware(lambda name, args: name == "pay")]
+    )
     return Runner(agent, checkpoint_store=store)
 
 

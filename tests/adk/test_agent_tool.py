@@ -17,8 +17,8 @@ from adk.agent import AgentContext
 from adk.agents.agent_tool import AgentTool
 from adk.chat_model.actions import send_tool_gen_action
 from adk.chat_model.agent import ChatModelAgent, ToolsConfig
-from adk.chat_model.approval import ApprovalDecision
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentOutput, MessageVariant
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.runner import Runner
 from adk.session_values import add_session_value, get_session_value
 from compose.checkpoint import CheckPointStore, InMemoryCheckPointStore, SQLiteCheckPointStore
@@ -289,7 +289,7 @@ def payment_tree(p: Payments, depth: int, *, resumed: bool = False) -> ChatModel
             [calling(call("lookup", '{"q": "invoice"}', "l1"), call("pay", '{"amount": 7}', "p1")), "payer done"][skip:]
         ),
         tools=[p.lookup, p.pay],
-        approval=approval,
+        middlewares=[ApprovalMiddleware(approval)],
     )
     agent = leaf
     for level in range(depth):
@@ -387,7 +387,7 @@ async def test_two_agent_tools_paused_in_one_round_resume_one_at_a_time(no_task_
             "pays",
             model=ScriptedChatModel([calling(call("pay", f'{{"amount": {amount}}}', f"p{amount}")), f"{name} paid"]),
             tools=[p.pay],
-            approval=approval,
+            middlewares=[ApprovalMiddleware(approval)],
         )
 
     outer = ChatModelAgent(

@@ -11,6 +11,7 @@ import pytest
 from adk import ChatModelAgent, Runner
 from adk.middlewares import AgentsMDMiddleware, InMemoryBackend
 from adk.middlewares.agentsmd import AGENTS_MD_EXTRA_KEY, format_agents_md
+from adk.middlewares.approval import ApprovalMiddleware
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentState
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.models import ScriptedChatModel
@@ -113,7 +114,9 @@ async def test_the_reminder_is_given_at_call_time_only(spy_first: bool) -> None:
 async def test_the_reminder_is_not_in_a_checkpoint() -> None:
     mw = AgentsMDMiddleware(["/home/AGENTS.md"], backend=InMemoryBackend(FILES))
     model = ScriptedChatModel([calling(call("pay", '{"amount": 3}', "p1")), "paid"])
-    agent = ChatModelAgent("a", "d", model=model, tools=[pay], middlewares=[mw], approval=lambda name, args: True)
+    agent = ChatModelAgent(
+        "a", "d", model=model, tools=[pay], middlewares=[ApprovalMiddleware(lambda name, args: True), mw]
+    )
     store = InMemoryCheckPointStore()
     _, paused = await drain(Runner(agent, checkpoint_store=store).query("pay 3", checkpoint_id="c"))
     assert paused is not None

@@ -20,6 +20,7 @@ from adk.cancel import CancelHandle
 from adk.chat_model.agent import ChatModelAgent
 from adk.errors import AgentCancelledError, StreamCancelledError
 from adk.events import AgentEvent
+from adk.middlewares.approval import ApprovalMiddleware
 from adk.runner import AgentRun, Runner
 from adk.sessions import InMemorySessionStore
 from compose.checkpoint import InMemoryCheckPointStore
@@ -519,11 +520,13 @@ async def test_a_run_on_a_session_cancels_and_its_resume_appends_the_whole_turn(
 
 
 async def test_a_business_interrupt_while_a_cancel_is_pending_is_absorbed_and_fires_again_on_resume() -> None:
-    from adk.chat_model.approval import ApprovalDecision, ApprovalRequest
+    from adk.middlewares.approval import ApprovalDecision, ApprovalRequest
 
     model = Gated([calling(call("fast", '{"x": "p"}', id="c1")), "done"], gates=[0])
     tools = Tools()
-    a = ChatModelAgent("assistant", "helps", model=model, tools=tools.all(), approval=lambda name, args: True)
+    a = ChatModelAgent(
+        "assistant", "helps", model=model, tools=tools.all(), middlewares=[ApprovalMiddleware(lambda name, args: True)]
+    )
     r = runner(a)
     run = r.query("go", checkpoint_id="c", cancellable=True)
     async with anyio.create_task_group() as tg:

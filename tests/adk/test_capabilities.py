@@ -13,6 +13,7 @@ import anyio.lowlevel
 import pytest
 
 from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.config import Limits, ModelConfig, ToolsConfig
 from adk.chat_model.retry import ModelRetryConfig
 from adk.errors import AgentTimeoutError, StallDetectedError, TokenBudgetExceededError
 from adk.runner import Runner
@@ -55,7 +56,7 @@ def ping_rounds(k: int, name: str = "ping") -> list[Any]:
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_token_budget_stops_before_the_next_model_call(streaming: bool) -> None:
     model = ScriptedChatModel(ping_rounds(5), usage=Usage(prompt_tokens=6, completion_tokens=4, total_tokens=10))
-    agent = ChatModelAgent("a", "d", model=model, tools=[ping], max_budget_tokens=25)
+    agent = ChatModelAgent("a", "d", model=model, tools=[ping], limits=Limits(max_budget_tokens=25))
     run = Runner(agent, enable_streaming=streaming).query("go")
     seen = await collect(run)
     # 10 + 10 + 10 = 30 >= 25 after three calls: the fourth never happens
@@ -70,7 +71,7 @@ async def test_token_budget_stops_before_the_next_model_call(streaming: bool) ->
 
 async def test_within_budget_the_run_completes() -> None:
     model = ScriptedChatModel(ping_rounds(1), usage=Usage(prompt_tokens=1, completion_tokens=1, total_tokens=2))
-    run = Runner(ChatModelAgent("a", "d", model=model, tools=[ping], max_budget_tokens=5)).query("go")
+    run = Runner(ChatModelAgent("a", "d", model=model, tools=[ping], limits=Limits(max_budget_tokens=5))).query("go")
     await collect(run)
     assert (run.termination_reason, run.total_tokens) == ("completed", 4)
 
@@ -78,7 +79,7 @@ async def test_within_budget_the_run_completes() -> None:
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_tool_choice_is_sent_on_the_first_model_call_only(streaming: bool) -> None:
     model = ScriptedChatModel(ping_rounds(2))
-    agent = ChatModelAgent("a", "d", model=model, tools=[ping], tool_choice="required")
+    agent = ChatModelAgent("a", "d", model=model, tools=[ping], model_config=ModelConfig(tool_choice="required"))
     await collect(Runner(agent, enable_streaming=streaming).query("go"))
     assert [c.options.tool_choice for c in model.calls] == ["required", None, None]
 
@@ -90,7 +91,7 @@ async def test_tool_choice_is_kept_on_retries_of_the_first_call() -> None:
         "d",
         model=model,
         tools=[ping],
-        tool_choice={"type": "function", "function": {"name": "ping"}},
+        model_config=ModelConfig(tool_choice={"type": "function", "function": {"name": "ping"}}),
         model_retry=ModelRetryConfig(max_retries=2, backoff=lambda a: 0.0),
     )
     run = Runner(agent).query("go")
@@ -99,7 +100,7 @@ async def test_tool_choice_is_kept_on_retries_of_the_first_call() -> None:
     assert [c.options.tool_choice for c in model.calls] == [forced, forced, None]
     # and a second run starts over with the choice
     model2 = ScriptedChatModel(ping_rounds(1))
-    agent2 = ChatModelAgent("a", "d", model=model2, tools=[ping], tool_choice="required")
+    agent2 = ChatModelAgent("a", "d", model=model2, tools=[ping], model_config=ModelConfig(tool_choice="required"))
     runner = Runner(agent2)
     await collect(runner.query("one"))
     model2._script.responses.extend(ping_rounds(1))
@@ -151,7 +152,7 @@ async def test_tool_execution_modes(streaming: bool, mode: Any, second: str, par
     log: list[str] = []
     tools = recording_tools(log)
     model = ScriptedChatModel([calling(call("a"), call(second)), "done"])
-    agent = ChatModelAgent("a", "d", model=model, tools=list(tools), tool_execution_mode=mode)
+    agent = ChatModelAgent("a", "d", model=model, tools=ToolsConfig(list(tools), execution_mode=mode))
     seen = await collect(Runner(agent, enable_streaming=streaming).query("go"))
     assert kinds(seen)[0] == "assistant" and kinds(seen)[-1] == "assistant"
     if parallel:
@@ -165,7 +166,7 @@ async def test_tool_execution_modes(streaming: bool, mode: Any, second: str, par
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_stall_detection(streaming: bool) -> None:
     model = ScriptedChatModel(ping_rounds(5))
-    agent = ChatModelAgent("a", "d", model=model, tools=[ping], stall_window=3)
+    agent = ChatModelAgent("a", "d", model=model, tools=[ping], limits=Limits(stall_window=3))
     run = Runner(agent, enable_streaming=streaming).query("go")
     seen = await collect(run)
     assert kinds(seen) == ["assistant", "tool:ping"] * 3 + ["error"]
@@ -180,7 +181,7 @@ async def test_stall_detection(streaming: bool) -> None:
 async def test_alternating_tools_do_not_stall() -> None:
     script = [calling(call("ping" if i % 2 == 0 else "pong")) for i in range(4)] + ["done"]
     model = ScriptedChatModel(script)
-    run = Runner(ChatModelAgent("a", "d", model=model, tools=[ping, pong], stall_window=2)).query("go")
+    run = Runner(ChatModelAgent("a", "d", model=model, tools=[ping, pong], limits=Limits(stall_window=2))).query("go")
     seen = await collect(run)
     assert kinds(seen)[-1] == "assistant"
     assert run.termination_reason == "completed"
@@ -195,7 +196,7 @@ async def test_timeout_ends_the_run(streaming: bool) -> None:
         return "never"
 
     model = ScriptedChatModel([calling(call("hang")), "never"])
-    agent = ChatModelAgent("a", "d", model=model, tools=[hang], timeout=0.05)
+    agent = ChatModelAgent("a", "d", model=model, tools=[hang], limits=Limits(timeout=0.05))
     run = Runner(agent, enable_streaming=streaming).query("go")
     seen = await collect(run)
     assert kinds(seen) == ["assistant", "error"]
@@ -232,7 +233,7 @@ class StallingModel:
 @pytest.mark.parametrize("telemetry", [False, True])
 async def test_timeout_fires_while_the_consumer_reads_a_stalled_model_stream(telemetry: bool) -> None:
     model = StallingModel()
-    agent = ChatModelAgent("a", "d", model=model, timeout=0.2)
+    agent = ChatModelAgent("a", "d", model=model, limits=Limits(timeout=0.2))
     events: list[TelemetryEvent] = []
     runner = Runner(agent, enable_streaming=True, telemetry=[events.append] if telemetry else [])
     async with runner.query("go") as run:
@@ -260,7 +261,7 @@ async def test_timeout_fires_while_reading_a_stalled_openai_stream() -> None:
         with OpenAIServer([stalled]) as server:
             async with OpenAIChatModel("m", base_url=server.base_url, api_key="k") as model:
                 # the server holds the stream until released: only the timeout ends it (room for a loaded machine)
-                agent = ChatModelAgent("a", "d", model=model, timeout=2.0)
+                agent = ChatModelAgent("a", "d", model=model, limits=Limits(timeout=2.0))
                 async with Runner(agent, enable_streaming=True).query("hi") as run:
                     first = await run.__anext__()
                     assert first.message is not None and first.message.message_stream is not None
@@ -280,7 +281,7 @@ async def test_timeout_fires_while_reading_a_stalled_openai_stream() -> None:
 
 async def test_a_model_stream_read_in_time_is_not_cut() -> None:
     model = ScriptedChatModel(["a whole answer"], chunk_size=3)
-    agent = ChatModelAgent("a", "d", model=model, timeout=30.0)
+    agent = ChatModelAgent("a", "d", model=model, limits=Limits(timeout=30.0))
     seen = await collect(Runner(agent, enable_streaming=True).query("go"))
     assert [(s.kind, s.content) for s in seen] == [("assistant", "a whole answer")]
 

@@ -16,7 +16,7 @@ import pytest
 
 from adk.agents.agent_tool import AgentTool
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.runner import AgentRun, Runner
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.errors import CassetteMismatchError
@@ -268,7 +268,12 @@ def approval_replies(streaming: bool) -> list[Reply]:
 async def approval_run(tape: Cassette, url: str, streaming: bool) -> Any:
     async with openai_model(url) as model:
         agent = ChatModelAgent(
-            "ops", "pays", "Pay.", tape.wrap(model), [tape.wrap_tool(pay)], approval=lambda n, a: n == "pay"
+            "ops",
+            "pays",
+            "Pay.",
+            tape.wrap(model),
+            [tape.wrap_tool(pay)],
+            middlewares=[ApprovalMiddleware(lambda n, a: n == "pay")],
         )
         runner = Runner(agent, enable_streaming=streaming, checkpoint_store=InMemoryCheckPointStore())
         first, paused = await events(runner.query("pay 5", checkpoint_id="job"))

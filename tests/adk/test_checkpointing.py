@@ -12,9 +12,9 @@ import anyio
 import pytest
 
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision
 from adk.errors import CheckpointNotFoundError
 from adk.events import AgentInterruptInfo
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.runner import AgentRun, Runner
 from compose.checkpoint import InMemoryCheckPointStore, SQLiteCheckPointStore
 from compose.errors import CheckpointClaimedError, CheckpointStoreError, GraphBuildError
@@ -44,7 +44,9 @@ def make(store: Any, on_pay: Any = None) -> tuple[Runner, list[str]]:
         return f"paid {amount}"
 
     model = ScriptedChatModel([*PAY, "All paid.", "All paid."])  # only the first answer calls the tool
-    agent = ChatModelAgent("ops", "pays", model=model, tools=[pay], approval=lambda name, args: name == "pay")
+    agent = ChatModelAgent(
+        "ops", "pays", model=model, tools=[pay], middlewares=[ApprovalMiddleware(lambda name, args: name == "pay")]
+    )
     return Runner(agent, checkpoint_store=store), ran
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from adk import ChatModelAgent, Runner, ToolsConfig
-from adk.chat_model.approval import ApprovalDecision
 from adk.middlewares import LocalBackend
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.prebuilt import SESSION_KEY_TODOS, deep_agent
 from adk.prebuilt._deep_prompts import (
     BASE_AGENT_INSTRUCTION,
@@ -198,7 +198,7 @@ async def test_a_paused_sub_agent_resumes_where_it_stopped() -> None:
         "pays",
         model=ScriptedChatModel([calling(call("pay", '{"amount": 7}', "p1")), "payer done"]),
         tools=[pay],
-        approval=lambda name, args: name == "pay",
+        middlewares=[ApprovalMiddleware(lambda name, args: name == "pay")],
     )
     model = ScriptedChatModel([calling(task("payer", "pay 7", "t1")), "all paid"])
     runner = Runner(deep_agent("deep", "d", model, sub_agents=[payer]), checkpoint_store=InMemoryCheckPointStore())

@@ -25,8 +25,8 @@ pytest.importorskip("dbos", reason="dbos is not installed (pip install 'pyeino[d
 sys.path.insert(0, str(Path(__file__).parent / "durable_workers"))
 from harness import Gate, Worker, env, fresh_pg_database, query, tool_log
 
-from adk.chat_model.approval import ApprovalDecision
 from adk.durable import DurableClient, DurableEvent
+from adk.middlewares.approval import ApprovalDecision
 
 pytestmark = pytest.mark.slow
 
@@ -261,7 +261,7 @@ def test_run_paused_for_approval_resumes_from_another_process(pg_server: Any, tm
         second = Worker(db, db, factory="build_approval", PYEINO_TEST_ROUNDS="1")
         script = (
             "import anyio, sys\n"
-            "from adk.chat_model.approval import ApprovalDecision\n"
+            "from adk.middlewares.approval import ApprovalDecision\n"
             "from adk.durable import DurableClient\n"
             "async def main():\n"
             "    async with DurableClient(sys.argv[1]) as client:\n"

@@ -16,6 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.config import ModelConfig, OutputConfig
 from adk.evals import (
     Case,
     Contains,
@@ -34,6 +35,7 @@ from adk.evals import (
     TrajectoryMatch,
 )
 from adk.evals.__main__ import main as cli
+from adk.middlewares.approval import ApprovalMiddleware
 from adk.runner import Runner
 from compose.errors import CassetteError
 from compose.models import ScriptedChatModel
@@ -526,7 +528,9 @@ async def test_what_cannot_be_put_on_the_cassette_is_refused(tmp_path: Path) -> 
     path = tmp_path / "evals.json"
     ds = Dataset("d", [Case("hz", "Weather in Hangzhou?")], [Contains("umbrella")])
     picked = ModelFailoverConfig(get_failover_model=lambda ctx: Refuses(), max_retries=1)
-    agent = ChatModelAgent("trip", "trips", "Plan.", Refuses(), [get_weather], model_failover=picked)
+    agent = ChatModelAgent(
+        "trip", "trips", "Plan.", Refuses(), [get_weather], model_config=ModelConfig(failover=picked)
+    )
     with pytest.raises(CassetteError, match=r"cannot put agent 'trip': the models its get_failover_model picks"):
         await ds.evaluate(agent, cassette=cassette(path, "all"))
     assert not isinstance(agent.model, CassetteChatModel)  # nothing was left wrapped
@@ -626,7 +630,9 @@ async def test_a_compiled_graph_and_message_inputs() -> None:
 
 
 async def test_a_run_that_pauses_fails_its_case() -> None:
-    agent = ChatModelAgent("trip", "trips", "Plan.", TripModel(), [get_weather], approval=lambda n, a: True)
+    agent = ChatModelAgent(
+        "trip", "trips", "Plan.", TripModel(), [get_weather], middlewares=[ApprovalMiddleware(lambda n, a: True)]
+    )
     report = await Dataset("p", [Case("hz", "Weather in Hangzhou?")], [Contains("rain")]).evaluate(agent)
     assert "the run paused" in (report.cases[0].error or "")
 
@@ -640,7 +646,7 @@ async def test_structured_output_is_the_output() -> None:
     args = json.dumps({"city": "Hangzhou", "rain": True})
     call = ToolCall(function=FunctionCall(name="final_answer", arguments=args))
     agent = ChatModelAgent("f", "forecasts", model=ScriptedChatModel([Message(role="assistant", tool_calls=[call])]))
-    agent = ChatModelAgent("f", "forecasts", model=agent.model, output_type=Forecast)
+    agent = ChatModelAgent("f", "forecasts", model=agent.model, output=OutputConfig(Forecast))
     case = Case("hz", "Rain?", expected_output={"city": "Hangzhou", "rain": True})
     ds = Dataset("s", [case], [ExactMatch(), MatchesSchema(Forecast)])
     report = await ds.evaluate(agent)

@@ -19,6 +19,7 @@ from adk import (
     RetryExhaustedError,
     Runner,
 )
+from adk.chat_model.config import ModelConfig
 from adk.chat_model.failover import default_should_failover
 from adk.errors import AgentTimeoutError
 from adk.middlewares import ModelWrapper
@@ -73,7 +74,7 @@ async def test_a_failed_call_goes_to_the_next_model_and_the_answer_names_it(stre
         return backup
 
     config = ModelFailoverConfig(get_failover_model=pick, should_failover=should, max_retries=1)
-    agent = ChatModelAgent("a", "d", model=primary, model_failover=config)
+    agent = ChatModelAgent("a", "d", model=primary, model_config=ModelConfig(failover=config))
     events = await events_of(Runner(agent, enable_streaming=streaming).query("hi"))
     last = events[-1].message
     assert last is not None and last.message is not None
@@ -98,9 +99,9 @@ async def test_a_stream_failing_midway_fails_over_with_its_partial_message() -> 
 
     config = ModelFailoverConfig(models=[backup], should_failover=should)
     outcomes: list[str] = []
-    async with Runner(ChatModelAgent("a", "d", model=primary, model_failover=config), enable_streaming=True).query(
-        "hi"
-    ) as run:
+    async with Runner(
+        ChatModelAgent("a", "d", model=primary, model_config=ModelConfig(failover=config)), enable_streaming=True
+    ).query("hi") as run:
         async for event in run:
             error = await _error_of(event)
             # the failed attempt's event stream ends with WillRetryError: another attempt follows
@@ -122,7 +123,7 @@ async def test_should_failover_false_raises_the_error(streaming: bool) -> None:
     primary = named("primary", ["never"], fail_at_call={0: Boom("no")})
     backup = named("backup", ["unused"])
     config = ModelFailoverConfig(models=[backup], should_failover=lambda m, e: False)
-    seen = await answers(ChatModelAgent("a", "d", model=primary, model_failover=config), streaming)
+    seen = await answers(ChatModelAgent("a", "d", model=primary, model_config=ModelConfig(failover=config)), streaming)
     error = seen[-1].error
     assert error is not None and "no" in str(error) and backup.calls == []
 
@@ -136,7 +137,10 @@ async def test_a_failing_or_empty_pick_stops_failover(streaming: bool) -> None:
 
     seen = await answers(
         ChatModelAgent(
-            "a", "d", model=primary, model_failover=ModelFailoverConfig(get_failover_model=broken, max_retries=2)
+            "a",
+            "d",
+            model=primary,
+            model_config=ModelConfig(failover=ModelFailoverConfig(get_failover_model=broken, max_retries=2)),
         ),
         streaming,
     )
@@ -146,7 +150,7 @@ async def test_a_failing_or_empty_pick_stops_failover(streaming: bool) -> None:
             "a",
             "d",
             model=primary,
-            model_failover=ModelFailoverConfig(get_failover_model=lambda ctx: None, max_retries=2),
+            model_config=ModelConfig(failover=ModelFailoverConfig(get_failover_model=lambda ctx: None, max_retries=2)),
         ),
         streaming,
     )
@@ -159,7 +163,9 @@ async def test_every_attempt_failing_raises_the_last_error() -> None:
     primary = named("primary", ["x"], fail_at_call={0: Boom("first")})
     b1 = named("b1", ["x"], fail_at_call={0: Boom("second")})
     b2 = named("b2", ["x"], fail_at_call={0: Boom("third")})
-    seen = await answers(ChatModelAgent("a", "d", model=primary, model_failover=ModelFailoverConfig(models=[b1, b2])))
+    seen = await answers(
+        ChatModelAgent("a", "d", model=primary, model_config=ModelConfig(failover=ModelFailoverConfig(models=[b1, b2])))
+    )
     assert seen[-1].error is not None and "third" in str(seen[-1].error)
     assert (len(primary.calls), len(b1.calls), len(b2.calls)) == (1, 1, 1)
 
@@ -167,13 +173,17 @@ async def test_every_attempt_failing_raises_the_last_error() -> None:
 async def test_later_calls_start_with_the_model_that_answered_last() -> None:
     primary = named("primary", ["never"], fail_at_call={0: Boom("down")})
     backup = named("backup", [calling(call("lookup", '{"q": "x"}', "l1")), "done"])
-    agent = ChatModelAgent("a", "d", model=primary, tools=[lookup], model_failover=ModelFailoverConfig(models=[backup]))
+    agent = ChatModelAgent(
+        "a", "d", model=primary, tools=[lookup], model_config=ModelConfig(failover=ModelFailoverConfig(models=[backup]))
+    )
     seen = await answers(agent)
     assert seen[-1].content == "done"
     assert len(primary.calls) == 1 and len(backup.calls) == 2  # the second call went to backup first
     # a new run starts with the agent's own model again (Eino: per run)
     again = named("primary2", ["fine"])
-    agent2 = ChatModelAgent("a", "d", model=again, model_failover=ModelFailoverConfig(models=[backup]))
+    agent2 = ChatModelAgent(
+        "a", "d", model=again, model_config=ModelConfig(failover=ModelFailoverConfig(models=[backup]))
+    )
     assert (await answers(agent2))[-1].content == "fine"
 
 
@@ -181,7 +191,9 @@ async def test_the_models_shorthand_tries_the_own_model_then_the_list_skipping_t
     primary = named("primary", ["p answer"], fail_at_call={0: Boom("p down")})
     b1 = named("b1", [calling(call("lookup", '{"q": "x"}', "l1"))], fail_at_call={1: Boom("b1 down")})
     b2 = named("b2", ["never"], fail_at_call={0: Boom("b2 down")})
-    agent = ChatModelAgent("a", "d", model=primary, tools=[lookup], model_failover=ModelFailoverConfig(models=[b1, b2]))
+    agent = ChatModelAgent(
+        "a", "d", model=primary, tools=[lookup], model_config=ModelConfig(failover=ModelFailoverConfig(models=[b1, b2]))
+    )
     events = await events_of(Runner(agent).query("hi"))
     final = events[-1].message
     assert final is not None and final.message is not None and final.message.content == "p answer"
@@ -205,7 +217,7 @@ async def test_retries_run_inside_failover(streaming: bool) -> None:
         "d",
         model=primary,
         model_retry=ModelRetryConfig(max_retries=1, backoff=lambda n: 0),
-        model_failover=ModelFailoverConfig(models=[backup], should_failover=should),
+        model_config=ModelConfig(failover=ModelFailoverConfig(models=[backup], should_failover=should)),
     )
     seen = await answers(agent, streaming)
     assert seen[-1].content == "saved"
@@ -220,7 +232,7 @@ async def test_retries_run_inside_failover(streaming: bool) -> None:
         "d",
         model=flaky,
         model_retry=ModelRetryConfig(max_retries=1, backoff=lambda n: 0),
-        model_failover=ModelFailoverConfig(models=[unused]),
+        model_config=ModelConfig(failover=ModelFailoverConfig(models=[unused])),
     )
     assert (await answers(agent, streaming))[-1].content == "ok" and unused.calls == []
 
@@ -243,7 +255,7 @@ async def test_each_attempt_is_wrapped_by_the_middlewares() -> None:
         model=primary,
         tools=[lookup],
         middlewares=[Tag()],
-        model_failover=ModelFailoverConfig(models=[backup]),
+        model_config=ModelConfig(failover=ModelFailoverConfig(models=[backup])),
     )
     seen = await answers(agent)
     assert seen[-1].content == "[tagged] done"
@@ -256,7 +268,7 @@ async def test_config_checks_and_default_policy() -> None:
     with pytest.raises(ValueError, match="needs max_retries"):
         ModelFailoverConfig(get_failover_model=lambda ctx: None)
     with pytest.raises(TypeError, match="ModelFailoverConfig"):
-        ChatModelAgent("a", "d", model=named("m", []), model_failover=[named("b", [])])  # type: ignore[arg-type]
+        ChatModelAgent("a", "d", model=named("m", []), model_config=ModelConfig(failover=[named("b", [])]))  # type: ignore[arg-type]
     assert ModelFailoverConfig(models=[named("m", [])]).attempts == 1
     assert default_should_failover(None, Boom()) and not default_should_failover(None, AgentTimeoutError(1))
 
@@ -273,7 +285,7 @@ async def test_an_async_pick_may_replace_the_messages() -> None:
         "d",
         "You are long-winded.",
         model=primary,
-        model_failover=ModelFailoverConfig(get_failover_model=pick, max_retries=1),
+        model_config=ModelConfig(failover=ModelFailoverConfig(get_failover_model=pick, max_retries=1)),
     )
     assert (await answers(agent))[-1].content == "short"
     assert [m.role for m in backup.calls[0].messages] == ["user"]
@@ -327,7 +339,7 @@ async def test_an_interrupt_is_no_failure_it_pauses_the_run(streaming: bool) -> 
         "d",
         model=named("primary", ["x"]),
         middlewares=[Gate()],
-        model_failover=ModelFailoverConfig(models=[backup]),
+        model_config=ModelConfig(failover=ModelFailoverConfig(models=[backup])),
     )
     runner = Runner(agent, enable_streaming=streaming, checkpoint_store=InMemoryCheckPointStore())
     _, paused = await drain(runner.query("hi", checkpoint_id="c"))

@@ -18,9 +18,9 @@ from adk.agents.flow import (
 )
 from adk.agents.history import HistoryEntry
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision
 from adk.chat_model.instruction import transfer_instruction
 from adk.events import AgentEvent
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.runner import Runner
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.models import ScriptedChatModel
@@ -253,7 +253,7 @@ async def test_a_paused_transfer_target_resumes_through_the_runner() -> None:
                 [calling(call("note", '{"text": "x"}', "n1"), call("pay", '{"amount": 3}', "p1")), "paid it"]
             ),
             tools=[note, pay],
-            approval=lambda name, args: name == "pay",
+            middlewares=[ApprovalMiddleware(lambda name, args: name == "pay")],
         )
         return set_sub_agents(
             ChatModelAgent("desk", "front desk", model=ScriptedChatModel([transfer("payer")])), [child]

@@ -15,8 +15,8 @@ from adk.agents.flow import agent_with_options, set_sub_agents
 from adk.agents.history import HistoryEntry, Retelling, rewrite_message
 from adk.agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision
 from adk.events import AgentEvent, AgentOutput, MessageVariant
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.runner import Runner
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.models import ScriptedChatModel
@@ -201,7 +201,7 @@ async def test_a_resumed_sequential_gives_the_later_agents_the_whole_history() -
     a_model = ScriptedChatModel(["A done"])
     b_model = ScriptedChatModel([calling(call("pay", '{"amount": 3}', "p1")), "B done"])
     c_model = ScriptedChatModel(["C done"])
-    b = agent("B", b_model, tools=[pay], approval=lambda tool_name, args: True)
+    b = agent("B", b_model, tools=[pay], middlewares=[ApprovalMiddleware(lambda tool_name, args: True)])
     seq = SequentialAgent("seq", "d", [agent("A", a_model), b, agent("C", c_model)])
     store = InMemoryCheckPointStore()
     runner = Runner(seq, checkpoint_store=store)

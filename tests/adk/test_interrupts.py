@@ -20,10 +20,11 @@ from pydantic import TypeAdapter
 
 from adk.chat_model.actions import send_tool_gen_action
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision, ApprovalRequest, rejection_message
+from adk.chat_model.config import ModelConfig
 from adk.chat_model.react import State
 from adk.errors import CheckpointNotFoundError
 from adk.events import AgentAction, AgentEvent, BreakLoopAction, TransferToAgentAction
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware, ApprovalRequest, rejection_message
 from adk.runner import Runner
 from adk.telemetry import TelemetryEvent
 from compose.checkpoint import InMemoryCheckPointStore, SQLiteCheckPointStore
@@ -84,7 +85,8 @@ def make(
 ) -> tuple[Runner, ScriptedChatModel, Ledger]:
     ledger = Ledger()
     model = script if isinstance(script, ScriptedChatModel) else ScriptedChatModel(script)
-    agent = ChatModelAgent(name, "runs operations", model=model, tools=ledger.tools, approval=needs_approval, **kw)
+    guard = ApprovalMiddleware(needs_approval)
+    agent = ChatModelAgent(name, "runs operations", model=model, tools=ledger.tools, middlewares=[guard], **kw)
     store = InMemoryCheckPointStore() if store is None else store
     return Runner(agent, enable_streaming=streaming, checkpoint_store=store), model, ledger
 
@@ -206,7 +208,8 @@ async def test_per_call_predicate_sees_the_raw_arguments() -> None:
     model = ScriptedChatModel(
         [calling(call("pay", '{"amount": 5}', id="a"), call("pay", '{"amount": 500}', id="b")), "ok"]
     )
-    agent = ChatModelAgent("ops", "runs operations", model=model, tools=ledger.tools, approval=big_payments)
+    guard = ApprovalMiddleware(big_payments)
+    agent = ChatModelAgent("ops", "runs operations", model=model, tools=ledger.tools, middlewares=[guard])
     runner = Runner(agent, checkpoint_store=InMemoryCheckPointStore())
     _, paused = await drain(runner.query("pay", checkpoint_id="j"))
     assert ("pay", '{"amount": 500}') in seen_args
@@ -227,7 +230,7 @@ async def test_untargeted_resume_pauses_again_and_keeps_the_checkpoint() -> None
 
 async def test_counters_and_session_values_survive_the_pause() -> None:
     script = [calling(call("pay", '{"amount": 5}', id="c1")), "ok"]
-    runner, model, _ = make(script, output_key="answer", tool_choice="required")
+    runner, model, _ = make(script, output_key="answer", model_config=ModelConfig(tool_choice="required"))
     runner.session_values["user"] = "alice"
     first = runner.query("pay", checkpoint_id="j")
     _, paused = await drain(first)
@@ -272,7 +275,8 @@ async def test_a_tool_calling_interrupt_itself() -> None:
 
 async def test_without_a_store_the_interrupt_event_still_arrives() -> None:
     ledger = Ledger()
-    agent = ChatModelAgent("ops", "d", model=ScriptedChatModel(PAY_ONE), tools=ledger.tools, approval=needs_approval)
+    guard = ApprovalMiddleware(needs_approval)
+    agent = ChatModelAgent("ops", "d", model=ScriptedChatModel(PAY_ONE), tools=ledger.tools, middlewares=[guard])
     runner = Runner(agent)
     _, paused = await drain(runner.query("pay"))
     assert paused is not None and paused.checkpoint_id is None and len(paused.ids) == 1
@@ -419,7 +423,7 @@ async def test_the_guard_holds_back_streaming_tools_too(approved: bool) -> None:
     script: list[ScriptedResponse] = [calling(call("transfer", '{"amount": 7}', id="t1")), "Done."]
     agent = ChatModelAgent(
         "ops", "runs operations", model=ScriptedChatModel(script), tools=[transfer],
-        approval=lambda name, args: name == "transfer",
+        middlewares=[ApprovalMiddleware(lambda name, args: name == "transfer")],
     )
     runner = Runner(agent, enable_streaming=True, checkpoint_store=InMemoryCheckPointStore())
     _, paused = await drain(runner.query("send 7", checkpoint_id="s"))
@@ -527,7 +531,8 @@ async def test_checkpoints_hold_json_not_pickle() -> None:
 async def test_interrupts_are_not_reported_as_tool_failures() -> None:
     events: list[TelemetryEvent] = []
     ledger = Ledger()
-    agent = ChatModelAgent("ops", "d", model=ScriptedChatModel(PAY_ONE), tools=ledger.tools, approval=needs_approval)
+    guard = ApprovalMiddleware(needs_approval)
+    agent = ChatModelAgent("ops", "d", model=ScriptedChatModel(PAY_ONE), tools=ledger.tools, middlewares=[guard])
     runner = Runner(agent, checkpoint_store=InMemoryCheckPointStore(), telemetry=[events.append])
     await drain(runner.query("pay", checkpoint_id="j"))
     assert [e.name for e in events if e.name.startswith("tool.")] == ["tool.call.started"]

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from adk import ChatModelAgent, Runner, ToolsConfig
-from adk.chat_model.approval import ApprovalMiddleware
 from adk.events import AgentEvent
 from adk.middlewares import (
     AgentMiddleware,
@@ -20,6 +19,7 @@ from adk.middlewares import (
     ToolResultReductionMiddleware,
     patch_dangling_tool_calls,
 )
+from adk.middlewares.approval import ApprovalMiddleware
 from adk.middlewares.reduction import CLEARED_RESULT
 from compose.models.base import ChatModel
 from compose.models.scripted import ScriptedChatModel
@@ -339,7 +339,11 @@ async def test_a_rewrite_returning_nothing_is_a_typed_error() -> None:
 
 async def test_approval_is_a_middleware() -> None:
     agent = ChatModelAgent(
-        "a", "d", model=ScriptedChatModel(["x"]), tools=[add], approval=lambda name, args: name == "add"
+        "a",
+        "d",
+        model=ScriptedChatModel(["x"]),
+        tools=[add],
+        middlewares=[ApprovalMiddleware(lambda name, args: name == "add")],
     )
     assert [type(m) for m in agent.middlewares] == [ApprovalMiddleware]
 
@@ -466,7 +470,7 @@ async def test_send_event_from_a_middleware() -> None:
 
 
 async def test_a_resumed_run_rebuilds_the_tools_its_before_agent_chose() -> None:
-    from adk.chat_model.approval import ApprovalDecision
+    from adk.middlewares.approval import ApprovalDecision
     from compose.checkpoint import InMemoryCheckPointStore
 
     class OnlyMul(AgentMiddleware):
@@ -480,7 +484,7 @@ async def test_a_resumed_run_rebuilds_the_tools_its_before_agent_chose() -> None
     mw = OnlyMul()
     model = ScriptedChatModel([calling(call("mul", '{"a": 6, "b": 7}', id="m1")), "42"])
     agent = ChatModelAgent(
-        "a", "d", model=model, tools=[add], middlewares=[mw], approval=lambda name, args: name == "mul"
+        "a", "d", model=model, tools=[add], middlewares=[ApprovalMiddleware(lambda name, args: name == "mul"), mw]
     )
     runner = Runner(agent, checkpoint_store=InMemoryCheckPointStore())
     async with runner.query("go", checkpoint_id="job") as run:

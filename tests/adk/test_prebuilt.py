@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.prebuilt import (
     EXECUTED_STEPS_SESSION_KEY,
     PLAN_SESSION_KEY,
@@ -129,7 +129,8 @@ async def test_plan_execute_paused_in_the_executor_resumes() -> None:
     replanner_model = ScriptedChatModel(
         [calls("plan", {"steps": ["two"]}, "r1"), calls("respond", {"response": "trip ready"}, "r2")]
     )
-    agent = pe_agents(executor_model, replanner_model, tools=[book], approval=lambda name, args: name == "book")
+    guard = ApprovalMiddleware(lambda name, args: name == "book")
+    agent = pe_agents(executor_model, replanner_model, tools=[book], middlewares=[guard])
     runner = Runner(agent, checkpoint_store=InMemoryCheckPointStore())
     events = await events_of(runner.query("plan my trip", checkpoint_id="pe"))
     info = events[-1].action.interrupted if events[-1].action else None

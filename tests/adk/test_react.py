@@ -11,7 +11,8 @@ import pytest
 
 from adk.agent import AgentContext, RunSession
 from adk.chat_model.actions import send_tool_gen_action
-from adk.chat_model.agent import ChatModelAgent, ToolsConfig
+from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.config import ToolsConfig
 from adk.chat_model.react import ChatModelAgentState, State
 from adk.errors import ExceedMaxIterationsError
 from adk.events import AgentAction, AgentInput
@@ -473,8 +474,8 @@ def test_configuration_errors() -> None:
         ChatModelAgent("", "d", model=model)
     with pytest.raises(ValueError, match="'Description' is required"):
         ChatModelAgent("a", "", model=model)
-    with pytest.raises(ValueError, match="tool_execution_mode"):
-        ChatModelAgent("a", "d", model=model, tool_execution_mode="fast")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="execution_mode"):
+        ChatModelAgent("a", "d", model=model, tools=ToolsConfig(execution_mode="fast"))  # type: ignore[arg-type]
     agent = ChatModelAgent("a", "d", model=model, tools=ToolsConfig([add], return_directly={"nope"}))
     with pytest.raises(ValueError, match=r"return-directly tools \['nope'\]"):
         agent.runnable  # noqa: B018

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from adk.agent import AgentContext
 from adk.chat_model.agent import ChatModelAgent
+from adk.chat_model.config import Limits, OutputConfig
 from adk.events import AgentEvent, AgentInput, AgentOutput, MessageVariant
 from adk.runner import Runner
 from adk.sessions import InMemorySessionStore
@@ -77,8 +78,8 @@ def agent(model: CleanupModel, **config: Any) -> ChatModelAgent:
 CONFIGS = {
     "plain": {},
     # each wraps the model stream in a relay of the framework's (adk.chat_model._model)
-    "timeout": {"timeout": 60.0},
-    "output type": {"output_type": Answer},
+    "timeout": {"limits": Limits(timeout=60.0)},
+    "output type": {"output": OutputConfig(Answer)},
 }
 
 

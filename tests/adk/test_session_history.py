@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision
 from adk.errors import SessionError
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.runner import Runner
 from adk.session_values import add_session_value
 from adk.sessions import InMemorySessionStore, PostgresSessionStore, SessionHistory, SessionStore, SQLiteSessionStore
@@ -116,7 +116,9 @@ async def test_a_turn_lists_the_checkpoint_ids_it_paused_under(store: SessionSto
         return Message(role="assistant", content="settled")
 
     model = ScriptedChatModel([answer] * 2)
-    helper = ChatModelAgent("helper", "helps", "", model=model, tools=[pay], approval=lambda n, _: True)
+    helper = ChatModelAgent(
+        "helper", "helps", "", model=model, tools=[pay], middlewares=[ApprovalMiddleware(lambda n, _: True)]
+    )
     runner = Runner(helper, session_store=store, checkpoint_store=InMemoryCheckPointStore())
     _, paused = await drain(runner.query("settle", session_id="s", checkpoint_id="job-7"))
     assert paused is not None and await runner.history("s") == []  # a paused turn is not a turn yet

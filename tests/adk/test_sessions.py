@@ -10,7 +10,6 @@ import anyio
 import pytest
 
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision
 from adk.chat_model.retry import ModelRetryConfig
 from adk.errors import (
     ExceedMaxIterationsError,
@@ -18,6 +17,7 @@ from adk.errors import (
     SessionError,
     SessionLeaseLostError,
 )
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.runner import Runner
 from adk.session_values import add_session_value
 from adk.sessions import HistoryLimit, InMemorySessionStore, SessionStore
@@ -233,7 +233,12 @@ async def test_interrupt_and_resume_append_the_turn_once(store: SessionStore) ->
 
     model = ScriptedChatModel([answer] * 4)
     helper = ChatModelAgent(
-        "helper", "helps", "", model=model, tools=[lookup, pay], approval=lambda name, _: name == "pay"
+        "helper",
+        "helps",
+        "",
+        model=model,
+        tools=[lookup, pay],
+        middlewares=[ApprovalMiddleware(lambda name, _: name == "pay")],
     )
     runner = Runner(helper, session_store=store, checkpoint_store=InMemoryCheckPointStore())
     seen, paused = await drain(runner.query("settle", session_id="s", checkpoint_id="job-7"))
@@ -277,7 +282,9 @@ async def test_a_resume_that_fails_appends_nothing_and_can_be_retried(store: Ses
 
     script: list[Any] = [calling(call("pay", '{"amount": 1}', id="c1")), "done"]
     model = ScriptedChatModel(script, fail_at_call={1: ModelServerError("down")})
-    helper = ChatModelAgent("helper", "helps", "", model=model, tools=[pay], approval=lambda name, _: True)
+    helper = ChatModelAgent(
+        "helper", "helps", "", model=model, tools=[pay], middlewares=[ApprovalMiddleware(lambda name, _: True)]
+    )
     runner = Runner(helper, session_store=store, checkpoint_store=InMemoryCheckPointStore())
     _, paused = await drain(runner.query("pay", session_id="s", checkpoint_id="cp"))
     assert paused is not None
@@ -308,7 +315,9 @@ async def test_a_plain_resume_with_a_session_store_records_nothing() -> None:
         return "paid"
 
     model = ScriptedChatModel([calling(call("pay", '{"amount": 1}')), "done"])
-    helper = ChatModelAgent("helper", "helps", "", model=model, tools=[pay], approval=lambda name, _: True)
+    helper = ChatModelAgent(
+        "helper", "helps", "", model=model, tools=[pay], middlewares=[ApprovalMiddleware(lambda name, _: True)]
+    )
     runner = Runner(helper, session_store=store, checkpoint_store=InMemoryCheckPointStore())
     _, paused = await drain(runner.run([user_message("pay")], checkpoint_id="cp"))  # no session
     assert paused is not None

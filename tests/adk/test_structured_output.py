@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from adk import ChatModelAgent, Runner
+from adk.chat_model.config import OutputConfig
 from adk.chat_model.structured_output import FINAL_ANSWER_TOOL_NAME, OutputSchema, strict_json_schema
 from adk.errors import StructuredOutputError
 from adk.events import AgentEvent
@@ -96,7 +97,7 @@ async def events_of(agent: ChatModelAgent, streaming: bool) -> tuple[list[AgentE
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_native_valid_answer(server: OpenAIServer, model: OpenAIChatModel, streaming: bool) -> None:
     server.push(reply(VALID, streaming))
-    agent = ChatModelAgent("w", "weather", model=model, output_type=Weather)
+    agent = ChatModelAgent("w", "weather", model=model, output=OutputConfig(Weather))
     events, texts, run = await events_of(agent, streaming)
     assert len(server.requests) == 1
     assert texts == [VALID]
@@ -109,7 +110,7 @@ async def test_native_valid_answer(server: OpenAIServer, model: OpenAIChatModel,
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_native_invalid_then_valid(server: OpenAIServer, model: OpenAIChatModel, streaming: bool) -> None:
     server.push(reply(MISSING, streaming), reply("```json\n" + VALID + "\n```", streaming))
-    agent = ChatModelAgent("w", "weather", model=model, output_type=Weather)
+    agent = ChatModelAgent("w", "weather", model=model, output=OutputConfig(Weather))
     events, _, _ = await events_of(agent, streaming)
     assert len(server.requests) == 2
     assert [e.output.structured if e.output else None for e in events] == [None, Weather(city="Hangzhou", celsius=21.5)]
@@ -122,7 +123,7 @@ async def test_native_invalid_then_valid(server: OpenAIServer, model: OpenAIChat
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_native_never_valid(server: OpenAIServer, model: OpenAIChatModel, streaming: bool) -> None:
     server.push(*(reply("not json", streaming) for _ in range(2)))
-    agent = ChatModelAgent("w", "weather", model=model, output_type=Weather, output_retries=1)
+    agent = ChatModelAgent("w", "weather", model=model, output=OutputConfig(Weather, retries=1))
     events, _, run = await events_of(agent, streaming)
     error = events[-1].error
     assert isinstance(error, StructuredOutputError)
@@ -149,7 +150,7 @@ async def thermometer(city: str) -> str:
 async def test_native_with_tools_sends_the_schema_on_every_call(server: OpenAIServer, model: OpenAIChatModel) -> None:
     tool_call = {"id": "c1", "type": "function", "function": {"name": "thermometer", "arguments": '{"city": "HZ"}'}}
     server.push(json_reply(completion(None, tool_calls=[tool_call], finish_reason="tool_calls")), reply(VALID, False))
-    agent = ChatModelAgent("w", "weather", model=model, tools=[thermometer], output_type=Weather)
+    agent = ChatModelAgent("w", "weather", model=model, tools=[thermometer], output=OutputConfig(Weather))
     events, _, _ = await events_of(agent, False)
     assert len(server.requests) == 2  # the check passed on both
     assert [e.message.role if e.message else None for e in events] == ["assistant", "tool", "assistant"]
@@ -178,7 +179,7 @@ def final(args: str, id: str) -> Any:
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_tool_mode_invalid_then_valid(streaming: bool) -> None:
     model = ScriptedChatModel([final('{"x": 1}', "f1"), final('{"x": 1, "y": 2}', "f2")])
-    agent = ChatModelAgent("p", "points", model=model, output_type=Point)
+    agent = ChatModelAgent("p", "points", model=model, output=OutputConfig(Point))
     events, texts, run = await events_of(agent, streaming)
     assert [t.name for t in model.calls[0].tools] == [FINAL_ANSWER_TOOL_NAME]
     assert model.calls[0].tools[0].parameters["required"] == ["x", "y"]
@@ -195,7 +196,7 @@ async def test_tool_mode_invalid_then_valid(streaming: bool) -> None:
 
 async def test_tool_mode_accepts_a_valid_text_answer_and_asks_for_the_tool_otherwise() -> None:
     model = ScriptedChatModel(["I think left and right", '{"left": "a", "right": "b"}'])
-    agent = ChatModelAgent("p", "pairs", model=model, output_type=Pair)
+    agent = ChatModelAgent("p", "pairs", model=model, output=OutputConfig(Pair))
     events, _, _ = await events_of(agent, False)
     assert "`final_answer` tool" in model.calls[1].messages[-1].content
     assert [e.output.structured if e.output else None for e in events] == [None, {"left": "a", "right": "b"}]
@@ -203,7 +204,7 @@ async def test_tool_mode_accepts_a_valid_text_answer_and_asks_for_the_tool_other
 
 async def test_tool_mode_never_valid() -> None:
     model = ScriptedChatModel([final("{}", f"f{i}") for i in range(3)])
-    agent = ChatModelAgent("p", "points", model=model, output_type=Point, output_retries=2)
+    agent = ChatModelAgent("p", "points", model=model, output=OutputConfig(Point, retries=2))
     events, _, run = await events_of(agent, False)
     error = events[-1].error
     assert isinstance(error, StructuredOutputError)
@@ -215,7 +216,7 @@ async def test_tool_mode_with_other_tools() -> None:
     model = ScriptedChatModel(
         [calling(call("thermometer", '{"city": "HZ"}', id="t1")), final('{"city": "HZ", "celsius": 21.5}', "f1")]
     )
-    agent = ChatModelAgent("w", "weather", model=model, tools=[thermometer], output_type=Weather, output_mode="tool")
+    agent = ChatModelAgent("w", "weather", model=model, tools=[thermometer], output=OutputConfig(Weather, mode="tool"))
     events, _, run = await events_of(agent, False)
     assert events[-1].output is not None and events[-1].output.structured == Weather(city="HZ", celsius=21.5)
     assert run.termination_reason == "completed"
@@ -246,9 +247,9 @@ def test_strict_where_the_schema_allows() -> None:
 
 def test_output_type_must_be_a_model_dataclass_or_typeddict() -> None:
     with pytest.raises(TypeError, match="pydantic model, a dataclass or a TypedDict"):
-        ChatModelAgent("a", "d", model=ScriptedChatModel([]), output_type=int)
+        ChatModelAgent("a", "d", model=ScriptedChatModel([]), output=OutputConfig(int))
     with pytest.raises(ValueError, match="output_mode"):
-        ChatModelAgent("a", "d", model=ScriptedChatModel([]), output_type=Point, output_mode="json")  # type: ignore[arg-type]
+        ChatModelAgent("a", "d", model=ScriptedChatModel([]), output=OutputConfig(Point, mode="json"))  # type: ignore[arg-type]
 
 
 async def test_a_malformed_response_format_is_refused_before_the_request(

@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from adk import ChatModelAgent, ModelRetryConfig, Runner
+from adk.chat_model.config import OutputConfig
 from adk.chat_model.structured_output import FINAL_ANSWER_TOOL_NAME
 from adk.events import AgentEvent
 from compose.errors import ResponseFormatUnsupportedError
@@ -88,7 +89,7 @@ async def test_auto_falls_back_to_the_forced_final_answer_tool(
     server: OpenAIServer, model: OpenAIChatModel, streaming: bool
 ) -> None:
     server.push(final_answer(streaming), final_answer(streaming, "c2"))
-    agent = ChatModelAgent("w", "weather", model=model, output_type=Weather, model_retry=RETRY)
+    agent = ChatModelAgent("w", "weather", model=model, output=OutputConfig(Weather), model_retry=RETRY)
     events = await run_once(agent, streaming)
     assert [e.error for e in events if e.error is not None] == []
     assert events[-1].output is not None and events[-1].output.structured == Weather(city="Oslo", celsius=3.5)
@@ -116,7 +117,9 @@ async def test_with_other_tools_the_final_answer_tool_is_offered_beside_them(
         return "cold"
 
     server.push(final_answer(False))
-    agent = ChatModelAgent("w", "weather", model=model, tools=[forecast], output_type=Weather, model_retry=RETRY)
+    agent = ChatModelAgent(
+        "w", "weather", model=model, tools=[forecast], output=OutputConfig(Weather), model_retry=RETRY
+    )
     events = await run_once(agent, False)
     assert events[-1].output is not None and events[-1].output.structured == Weather(city="Oslo", celsius=3.5)
     assert sent(server) == [
@@ -128,7 +131,7 @@ async def test_with_other_tools_the_final_answer_tool_is_offered_beside_them(
 async def test_explicit_native_mode_fails_at_once_with_the_typed_error(
     server: OpenAIServer, model: OpenAIChatModel
 ) -> None:
-    agent = ChatModelAgent("w", "weather", model=model, output_type=Weather, output_mode="native", model_retry=RETRY)
+    agent = ChatModelAgent("w", "weather", model=model, output=OutputConfig(Weather, mode="native"), model_retry=RETRY)
     events = await run_once(agent, False)
     errors = [e.error for e in events if e.error is not None]
     assert len(errors) == 1 and isinstance(errors[0].__cause__, ResponseFormatUnsupportedError)

@@ -13,8 +13,8 @@ from adk.agent import AgentContext
 from adk.agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
 from adk.chat_model.actions import send_tool_gen_action
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentOutput, MessageVariant
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.runner import Runner
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.models import ScriptedChatModel
@@ -161,7 +161,7 @@ def payer(name: str, ran: list[str], amount: int) -> ChatModelAgent:
         f"pays {amount}",
         model=ScriptedChatModel([calling(call(f"pay_{name}", "{}", f"c{name}")), f"{name} done"]),
         tools=[pay],
-        approval=lambda tool_name, args: True,
+        middlewares=[ApprovalMiddleware(lambda tool_name, args: True)],
     )
 
 

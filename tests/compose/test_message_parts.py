@@ -13,6 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from adk import ApprovalDecision, ChatModelAgent, Runner
+from adk.middlewares.approval import ApprovalMiddleware
 from adk.middlewares.summarization import approx_token_count
 from adk.sessions import SQLiteSessionStore, approximate_tokens
 from compose.checkpoint import SQLiteCheckPointStore
@@ -177,7 +178,8 @@ async def test_parts_survive_a_paused_agent_run_on_sqlite_and_a_new_store(tmp_pa
         return f"zoomed x{factor}"
 
     def agent(model: ScriptedChatModel) -> ChatModelAgent:
-        return ChatModelAgent("eye", "looks", model=model, tools=[zoom], approval=lambda name, args: True)
+        guard = ApprovalMiddleware(lambda name, args: True)
+        return ChatModelAgent("eye", "looks", model=model, tools=[zoom], middlewares=[guard])
 
     first = ScriptedChatModel([calling(call("zoom", '{"factor": 2}', id="z1"))])
     async with (

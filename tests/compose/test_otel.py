@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.runner import Runner
 from compose.callbacks import CallbackHandler, RunInfo
 from compose.checkpoint import InMemoryCheckPointStore
@@ -278,7 +278,9 @@ async def pay(amount: int) -> str:
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_an_interrupt_and_its_resume(tracing: Tracing, streaming: bool) -> None:
     model = ScriptedChatModel([calling(call("pay", '{"amount": 5}', id="c1")), "All paid."])
-    agent = ChatModelAgent("ops", "pays", model=model, tools=[pay], approval=lambda name, args: True)
+    agent = ChatModelAgent(
+        "ops", "pays", model=model, tools=[pay], middlewares=[ApprovalMiddleware(lambda name, args: True)]
+    )
     runner = Runner(
         agent, enable_streaming=streaming, checkpoint_store=InMemoryCheckPointStore(), callbacks=[tracing.handler()]
     )
@@ -494,7 +496,7 @@ async def test_an_interrupt_is_reported_as_such() -> None:
         "pays",
         model=ScriptedChatModel([calling(call("pay", '{"amount": 5}', id="c1"))]),
         tools=[pay],
-        approval=lambda name, args: True,
+        middlewares=[ApprovalMiddleware(lambda name, args: True)],
     )
     runner = Runner(agent, checkpoint_store=InMemoryCheckPointStore(), callbacks=[rec])
     await drain(runner.query("x", checkpoint_id="j"))

@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from adk.chat_model.config import Limits, ModelConfig
+
 URL = os.environ.get("PYEINO_LLAMA_URL", "")
 if not URL:
     pytest.skip(
@@ -132,9 +134,10 @@ async def test_two_round_tool_conversation_through_the_runner(model: OpenAIChatM
         "You answer questions about the weather. Use the tool, then answer in one sentence.",
         model=model,
         tools=[get_weather],
-        tool_choice="get_weather",  # llama.cpp's server refuses "required"; a named function it accepts
+        # llama.cpp's server refuses "required"; a named function it accepts
+        model_config=ModelConfig(tool_choice="get_weather"),
+        limits=Limits(timeout=120),
         max_iterations=4,
-        timeout=120,
     )
     WEATHER_CALLS.clear()
     roles: list[str] = []
@@ -207,9 +210,8 @@ async def test_a_run_recorded_on_the_server_replays_without_it(streaming: bool, 
                 "You answer questions about the weather. Use the tool, then answer in one sentence.",
                 model=tape.wrap(m),
                 tools=[tape.wrap_tool(get_weather)],
-                tool_choice="get_weather",
+                model_config=ModelConfig(tool_choice="get_weather"), limits=Limits(timeout=120),
                 max_iterations=4,
-                timeout=120,
             )
             seen = []
             async with Runner(agent, enable_streaming=streamed).query("What is the weather in Paris?") as r:

@@ -48,8 +48,8 @@ from adk.agent import Agent, AgentContext
 from adk.agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
 from adk.chat_model.actions import send_tool_gen_action
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentInterruptInfo, AgentOutput, MessageVariant
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.runner import AgentRun, Runner
 from compose import stream
 from compose.checkpoint import InMemoryCheckPointStore
@@ -580,7 +580,7 @@ class Built:
             tools=[self._tool(t, name) for t in ("tool", "approve", "break")],
             exit_tool="exit" in leaf.turns,
             output_key=leaf.output_key,
-            approval=needs_approval,
+            middlewares=[ApprovalMiddleware(needs_approval)] if needs_approval is not None else [],
         )
 
     def model_calls(self) -> Counter[str]:

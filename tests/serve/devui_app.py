@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from adk import ChatModelAgent, add_session_value
+from adk.middlewares.approval import ApprovalMiddleware
 from compose.schema import Message, ToolInfo
 from compose.stream import StreamReader
 from compose.tools import tool
@@ -101,7 +102,7 @@ def travel_agent(gate: Gate) -> ChatModelAgent:
         INSTRUCTION,
         model=GatedModel(TurnScriptedModel(rounds()), gate),
         tools=[*TOOLS, book_tea_tasting],
-        approval=lambda name, _args: name == "book_tea_tasting",
+        middlewares=[ApprovalMiddleware(lambda name, _args: name == "book_tea_tasting")],
         max_iterations=10,
     )
 

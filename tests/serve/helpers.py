@@ -16,6 +16,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from adk import ChatModelAgent
+from adk.middlewares.approval import ApprovalMiddleware
 from compose.models import ScriptedChatModel
 from compose.schema import FunctionCall, Message, ToolCall, ToolInfo
 from compose.stream import StreamReader
@@ -121,7 +122,14 @@ def payer(answer: str = "Done.", instruction: str = "") -> ChatModelAgent:
     """The agent ``payer``: it calls ``pay`` for invoice 7 (call id ``p1``), which pauses for approval, then
     answers ``answer``."""
     model = PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), answer))
-    return ChatModelAgent("payer", "pays", instruction, model, tools=[pay], approval=lambda name, _args: name == "pay")
+    return ChatModelAgent(
+        "payer",
+        "pays",
+        instruction,
+        model,
+        tools=[pay],
+        middlewares=[ApprovalMiddleware(lambda name, _args: name == "pay")],
+    )
 
 
 @dataclass

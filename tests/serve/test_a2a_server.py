@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from adk import ChatModelAgent
+from adk.middlewares.approval import ApprovalMiddleware
 from adk.serve import create_app
 from compose import get_resume_context, interrupt, tool
 from compose.schema import Message as PyMessage
@@ -157,7 +158,7 @@ def server() -> Iterator[tuple[Live, MethodLog]]:
         "You help.",
         PolicyModel(policy),
         tools=[pay, ask_date, wait_forever],
-        approval=lambda name, _args: name == "pay",
+        middlewares=[ApprovalMiddleware(lambda name, _args: name == "pay")],
     )
     app = create_app({"travel": agent}, auth=who)
     log = MethodLog(app)

@@ -16,6 +16,8 @@ from ag_ui_validate.pytest_plugin import assert_valid_agui
 from pydantic import BaseModel
 
 from adk import AgentTool, ChatModelAgent, ToolsConfig, add_session_value, set_sub_agents
+from adk.chat_model.config import OutputConfig
+from adk.middlewares.approval import ApprovalMiddleware
 from adk.serve import create_app
 from compose import get_resume_context, interrupt
 from compose.schema import Message
@@ -374,7 +376,7 @@ async def test_structured_result() -> None:
         "typed",
         "typed weather",
         model=PolicyModel(lambda m: '{"city": "Hangzhou", "celsius": 21.5}'),
-        output_type=Weather,
+        output=OutputConfig(Weather),
     )
     with live_server(create_app(agent)) as live:
         async with httpx.AsyncClient() as client:
@@ -681,7 +683,9 @@ async def test_edited_arguments_are_stored_as_run() -> None:
     """Approved with edits, the call that ran is what the thread, the resume's MESSAGES_SNAPSHOT and the model's
     next call show (not the model's original arguments)."""
     model = PolicyModel(one_round(("p1", "pay", '{"invoice": 7}'), "Done."))
-    agent = ChatModelAgent("payer", "pays", "", model, tools=[pay], approval=lambda name, _args: name == "pay")
+    agent = ChatModelAgent(
+        "payer", "pays", "", model, tools=[pay], middlewares=[ApprovalMiddleware(lambda name, _args: name == "pay")]
+    )
     transport = httpx.ASGITransport(app=create_app(agent))
     async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
         url = "/agents/payer/agui"

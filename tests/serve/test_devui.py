@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from adk import AgentTool, ChatModelAgent
+from adk.middlewares.approval import ApprovalMiddleware
 from adk.serve import _threads as threads_module
 from adk.serve import create_app
 from adk.serve.__main__ import _parser
@@ -40,7 +41,13 @@ def payer() -> ChatModelAgent:
     def policy(messages: list[Any]) -> Any:
         return "Paid." if tool_results(messages) else calling(("p1", "pay", '{"invoice": 7}'))
 
-    return ChatModelAgent("payer", "pays", model=PolicyModel(policy), tools=[pay], approval=lambda name, _args: True)
+    return ChatModelAgent(
+        "payer",
+        "pays",
+        model=PolicyModel(policy),
+        tools=[pay],
+        middlewares=[ApprovalMiddleware(lambda name, _args: True)],
+    )
 
 
 class TickingClock:

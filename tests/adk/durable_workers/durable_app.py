@@ -28,6 +28,7 @@ import sqlalchemy as sa
 
 from adk.chat_model.agent import ChatModelAgent
 from adk.durable import durable_step
+from adk.middlewares.approval import ApprovalMiddleware
 from compose import END, START, Graph
 from compose.runnable import Runnable
 from compose.schema import FunctionCall, Message, ToolCall, ToolInfo
@@ -175,7 +176,11 @@ def build_slow() -> ChatModelAgent:
 
 def build_approval() -> ChatModelAgent:
     return ChatModelAgent(
-        "payer", "pays", model=FunctionModel("pay"), tools=[pay], approval=lambda name, _args: name == "pay"
+        "payer",
+        "pays",
+        model=FunctionModel("pay"),
+        tools=[pay],
+        middlewares=[ApprovalMiddleware(lambda name, _args: name == "pay")],
     )
 
 

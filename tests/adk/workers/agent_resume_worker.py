@@ -21,8 +21,8 @@ from typing import Any
 import anyio
 
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision, ApprovalRequest
 from adk.events import AgentEvent
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware, ApprovalRequest
 from adk.runner import Runner
 from compose.checkpoint import PostgresCheckPointStore, SQLiteCheckPointStore
 from compose.models import ScriptedChatModel
@@ -73,7 +73,7 @@ def build(log: str) -> tuple[ChatModelAgent, ScriptedChatModel]:
         "You run operations.",
         model=model,
         tools=[lookup, pay],
-        approval=lambda name, _args: name == "pay",
+        middlewares=[ApprovalMiddleware(lambda name, _args: name == "pay")],
         output_key="answer",
     )
     return agent, model

@@ -20,7 +20,7 @@ import anyio
 
 from adk.agents import AgentTool
 from adk.chat_model.agent import ChatModelAgent
-from adk.chat_model.approval import ApprovalDecision
+from adk.middlewares.approval import ApprovalDecision, ApprovalMiddleware
 from adk.runner import Runner
 from compose.checkpoint import PostgresCheckPointStore, SQLiteCheckPointStore
 from compose.models import ScriptedChatModel
@@ -76,7 +76,7 @@ def build(log: str) -> ChatModelAgent:
         "pays",
         model=ScriptedChatModel([leaf_answer] * 2),
         tools=[lookup, pay],
-        approval=lambda name, args: name == "pay",
+        middlewares=[ApprovalMiddleware(lambda name, args: name == "pay")],
     )
     mid = ChatModelAgent(
         "mid", "middle", model=ScriptedChatModel([caller("payer", "t0", "mid done")] * 2), tools=[AgentTool(payer)]

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from adk.chat_model.config import ModelConfig
 from compose.errors import ModelBadRequestError, ModelResponseError
 from compose.models.openai_model import OpenAIChatModel
 from compose.schema import FunctionCall, Message, ToolCall, ToolInfo, assistant_message, tool_message, user_message
@@ -195,7 +196,7 @@ async def test_an_agent_run_passes_llama_cpps_checks(strict_server: OpenAIServer
             json_reply(completion("Sunny in Rome.")),
         )
     async with OpenAIChatModel("m", base_url=strict_server.base_url, api_key="k") as model:
-        agent = ChatModelAgent("a", "d", model=model, tools=[get_weather], tool_choice=choice)
+        agent = ChatModelAgent("a", "d", model=model, tools=[get_weather], model_config=ModelConfig(tool_choice=choice))
         run = Runner(agent, enable_streaming=streaming).query("Weather in Rome?")
         seen = await collect(run)
     assert kinds(seen) == ["assistant", "tool:get_weather", "assistant"]
