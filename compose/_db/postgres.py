@@ -29,7 +29,7 @@ __all__ = ["PostgresDialect", "require_psycopg"]
 
 T = TypeVar("T")
 
-_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+_PARAM = re.compile(r"'[^']*'|(?<![:\w]):([A-Za-z_]\w*)")  # a literal (kept), or a :name placeholder
 
 
 def require_psycopg(store: str) -> None:
@@ -87,7 +87,7 @@ class PostgresDialect(Dialect):
         self._open_lock = threading.Lock()
 
     def sql(self, query: str) -> str:
-        return _PARAM.sub(r"%(\1)s", query.replace("%", "%%"))
+        return _PARAM.sub(lambda m: f"%({m[1]})s" if m[1] else m[0], query.replace("%", "%%"))
 
     def later(self, seconds: str) -> str:
         return f"now() + {seconds} * interval '1 second'"
