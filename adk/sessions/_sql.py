@@ -65,6 +65,7 @@ class SqlSessionStore(SqlStore):
             renew=f"expires = {d.later(':ttl')}",
             renew_params={"ttl": lease_ttl},
             clear=("expires",),
+            fence=("last_commit", "next_seq", "turns"),
             every=lease_ttl / 3,
             keeper=f"pyeino-session-leases:{table}",
         )
@@ -79,7 +80,6 @@ class SqlSessionStore(SqlStore):
         self._holder_q = q(f"SELECT holder, {d.until('expires')} FROM {t} WHERE id = :id")
         self._forget_q = q(f"DELETE FROM {t} WHERE id = :id AND turns = 0 AND owner IS NULL")
         self._session_q = q(f"SELECT vals, turns FROM {t} WHERE id = :id")
-        self._fence_q = q(f"SELECT owner, last_commit, next_seq, turns FROM {t} WHERE id = :id{d.FOR_UPDATE}")
         self._newest_q = q(f"SELECT seq, role, tokens FROM {m} WHERE session_id = :id ORDER BY seq DESC LIMIT :scan")
         self._messages_q = q(f"SELECT data FROM {m} WHERE session_id = :id AND seq >= :start ORDER BY seq")
         self._append_q = q(
@@ -188,7 +188,7 @@ class SqlSessionStore(SqlStore):
 
         def op(conn: Conn) -> None:
             with self._d.transaction(conn):
-                found = self._fenced(conn, self._fence_q, sid, owner, once=True)
+                found = self._fenced(conn, sid, owner, once=True)
                 if found is None:
                     return  # appended by an earlier attempt of this very call (its reply was lost)
                 first, turn = int(found[2]), int(found[3])
@@ -218,7 +218,7 @@ class SqlSessionStore(SqlStore):
 
         def op(conn: Conn) -> None:
             with self._d.transaction(conn):
-                self._fenced(conn, self._fence_q, lease.session_id, lease.owner)
+                self._fenced(conn, lease.session_id, lease.owner)
                 conn.execute(self._hold_q, params)
                 self._drop_lease(conn, lease.session_id, lease.owner)
 

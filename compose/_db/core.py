@@ -193,8 +193,8 @@ class SqlStore(ClosingStore):
     A subclass takes its leases with its own statement and calls :meth:`_keep` when it has one; the keeper
     renews them with ``renew`` (an SQL assignment, with ``renew_params``) every ``every`` seconds;
     :meth:`_release` clears ``owner``, ``holder`` and the ``clear`` columns; :meth:`_fenced` checks a lease inside
-    a write; :meth:`_retire` hands a finished lease's deletion to the keeper when the database failed, tried once
-    more on :meth:`aclose`.
+    a write (and reads the ``fence`` columns); :meth:`_retire` hands a finished lease's deletion to the keeper
+    when the database failed, tried once more on :meth:`aclose`.
 
     Attributes:
         lost: the error a fenced write raises for a lease that is no longer its owner's (given the key).
@@ -210,6 +210,7 @@ class SqlStore(ClosingStore):
         renew: str,
         renew_params: Params | None = None,
         clear: Sequence[str],
+        fence: Sequence[str] = (),
         every: float,
         keeper: str,
     ) -> None:
@@ -220,6 +221,7 @@ class SqlStore(ClosingStore):
         nulls = "".join(f", {c} = NULL" for c in clear)
         self._release_q = d.sql(f"UPDATE {t} SET owner = NULL, holder = NULL{nulls} WHERE id = :id AND owner = :owner")
         self._delete_claimed_q = d.sql(f"DELETE FROM {t} WHERE id = :id AND owner = :owner")
+        self._fence_q = d.sql(f"SELECT {', '.join(('owner', *fence))} FROM {t} WHERE id = :id{d.FOR_UPDATE}")
         self._keeper = LeaseKeeper(self._renew, every, keeper, finish=self._delete_claimed)
 
     async def aclose(self) -> None:
@@ -282,15 +284,15 @@ class SqlStore(ClosingStore):
             return await self._d.run(lambda conn: self._unlease(conn, key, owner))
         return False
 
-    def _fenced(self, conn: Conn, query: str, key: str, owner: str, *, once: bool = False) -> tuple[Any, ...] | None:
-        """In a write transaction: lock ``key``'s row with ``query`` (``SELECT owner, last, ... WHERE id = :id``
-        ending in the dialect's ``FOR_UPDATE``) and return it if ``owner`` holds its lease. With ``once``: None
-        when the row's second column names ``owner`` (an earlier attempt of this very write committed).
+    def _fenced(self, conn: Conn, key: str, owner: str, *, once: bool = False) -> tuple[Any, ...] | None:
+        """In a write transaction: lock ``key``'s row (the dialect's row lock) and return its ``owner`` and
+        ``fence`` columns if ``owner`` holds its lease. With ``once``: None when the first ``fence`` column names
+        ``owner`` (the owner of the last fenced write: an earlier attempt of this very write committed).
 
         Raises:
             Exception: ``lost(key)``: the lease is no longer ``owner``'s; nothing may be written.
         """
-        row: tuple[Any, ...] | None = conn.execute(query, {"id": key}).fetchone()
+        row: tuple[Any, ...] | None = conn.execute(self._fence_q, {"id": key}).fetchone()
         if row is not None and row[0] == owner:
             return row
         if once and row is not None and row[1] == owner:
