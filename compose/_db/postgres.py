@@ -1,29 +1,35 @@
-"""A psycopg 3 connection pool used from async code: the plumbing of the PostgreSQL checkpoint and session stores.
+"""The PostgreSQL dialect: a psycopg 3 connection pool used from async code.
 
 psycopg's synchronous pool runs in worker threads (``anyio.to_thread``), so the stores work on asyncio and trio
 alike. Connections are autocommit and checked before use; an operation that loses its connection (the server
-restarted) is retried once on a fresh one, so an operation must be safe to run twice (idempotent, or one
-transaction that can tell it already committed). The schema is created when the pool opens, with concurrent
+restarted) is run again once on a fresh one, so an operation must be safe to run twice (idempotent, or one
+transaction that can tell it already committed). A write transaction locks the rows it reads ``FOR UPDATE``;
+times are ``timestamptz`` on the server's clock. The schema is created when the pool opens, with concurrent
 creators serialised by an advisory lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
 
+from compose._db.core import Dialect, Params, quote
+
 if TYPE_CHECKING:
-    import psycopg
     from psycopg_pool import ConnectionPool
 
-__all__ = ["PostgresDatabase", "require_psycopg"]
+__all__ = ["PostgresDialect", "require_psycopg"]
 
 T = TypeVar("T")
+
+_PARAM = re.compile(r"'[^']*'|(?<![:\w]):([A-Za-z_]\w*)")  # a literal (kept), or a :name placeholder
 
 
 def require_psycopg(store: str) -> None:
@@ -35,18 +41,28 @@ def require_psycopg(store: str) -> None:
         )
 
 
-class PostgresDatabase:
+class PostgresDialect(Dialect):
     """A lazily opened pool to ``dsn`` whose operations run in worker threads.
 
     Args:
         dsn: a libpq connection string or URL.
         min_size, max_size: connections the pool keeps open / opens at most.
         timeout: seconds to wait for a connection before failing with ``error``.
-        name: the pool's name (psycopg's logs).
-        setup: run once, in a transaction under an advisory lock keyed by ``name``, when the pool opens.
-        label: how errors name the store, e.g. ``"PostgreSQL checkpoint store (table t)"``.
-        error: the exception class database failures are raised as (cause in ``__cause__``).
+        name: the pool's name (psycopg's logs) and the key of the setup's advisory lock.
     """
+
+    KEY = 'text COLLATE "C"'
+    TEXT = "text"
+    BYTES = "bytea"
+    INT = "bigint"
+    INT32 = "integer"
+    TIME = "timestamptz"
+    FLOAT = "double precision"
+    WITHOUT_ROWID = ""
+    NOW = "now()"
+    CLOCK = "clock_timestamp()"
+    FOR_UPDATE = " FOR UPDATE"
+    NO_LIMIT = None
 
     def __init__(
         self,
@@ -56,25 +72,65 @@ class PostgresDatabase:
         max_size: int,
         timeout: float,
         name: str,
-        setup: Callable[[psycopg.Connection[Any]], None],
+        setup: Callable[[Any], None],
         label: str,
-        error: Callable[[str], Exception],
+        error: type[Exception],
     ) -> None:
+        super().__init__(setup=setup, label=label, error=error, busy_timeout=timeout)
         self.dsn = dsn
         self.min_size = min_size
         self.max_size = max_size
         self.timeout = timeout
         self.name = name
-        self._setup = setup
-        self.label = label
-        self._error = error
         self._pool: ConnectionPool[Any] | None = None
         self._closed = False
         self._open_lock = threading.Lock()
 
+    def sql(self, query: str) -> str:
+        return _PARAM.sub(lambda m: f"%({m[1]})s" if m[1] else m[0], query.replace("%", "%%"))
+
+    def later(self, seconds: str) -> str:
+        return f"now() + {seconds} * interval '1 second'"
+
+    def earlier(self, seconds: str) -> str:
+        return f"now() - {seconds}::float8 * interval '1 second'"
+
+    def ago(self, column: str) -> str:
+        return f"extract(epoch FROM now() - {column})::float8"
+
+    def until(self, column: str) -> str:
+        return f"extract(epoch FROM {column} - now())::float8"
+
+    def starts(self, column: str, param: str) -> str:
+        return f"{column} LIKE :{param} ESCAPE '\\'"
+
+    def prefix(self, prefix: str) -> str:
+        return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+    def one_of(self, column: str, values: Sequence[str]) -> tuple[str, dict[str, Any]]:
+        return f"{column} = ANY(:values)", {"values": list(values)}
+
+    def counter(self, table: str) -> tuple[list[str], str]:
+        seq = quote(f"{table}_seq")
+        return [f"CREATE SEQUENCE IF NOT EXISTS {seq}"], f"nextval('{seq}')"
+
+    def columns(self, conn: Any, table: str) -> set[str]:
+        query = "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+        return {str(r[0]) for r in conn.execute(query + "AND table_name = %s", (table,))}
+
+    @contextlib.contextmanager
+    def transaction(self, conn: Any, *, write: bool = True) -> Iterator[None]:
+        with conn.transaction():
+            if not write:
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield
+
+    def executemany(self, conn: Any, query: str, rows: Sequence[Params]) -> None:
+        with conn.cursor() as cur:
+            cur.executemany(query, rows)
+
     @property
     def state(self) -> str:
-        """``"not yet opened"``, ``"open pool_size=N available=M"`` or ``"closed"`` (for the stores' reprs)."""
         if self._closed:
             return "closed"
         if self._pool is None:
@@ -82,19 +138,7 @@ class PostgresDatabase:
         stats = self._pool.get_stats()
         return f"open pool_size={stats.get('pool_size', 0)} available={stats.get('pool_available', 0)}"
 
-    async def run(self, op: Callable[[psycopg.Connection[Any]], T], *, deliver: bool = False) -> T:
-        """Run ``op`` on a pooled connection in a worker thread.
-
-        Not abandoned on cancellation: the thread returns its connection to the pool before the call ends.
-        With ``deliver``, an operation that completed returns its result even when the call was cancelled
-        meanwhile (the caller sees the cancellation at its next await): what it took (a claim, a lease) is known.
-        """
-        with anyio.CancelScope(shield=deliver):
-            result = await anyio.to_thread.run_sync(self.run_sync, op)
-        return result
-
-    def run_sync(self, op: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """Run ``op`` in the calling thread (a worker thread), retried once if its connection died."""
+    def run_sync(self, op: Callable[[Any], T]) -> T:
         import psycopg
         from psycopg_pool import PoolTimeout
 
@@ -106,15 +150,13 @@ class PostgresDatabase:
             except PoolTimeout:
                 raise
             except psycopg.OperationalError:
-                # the connection died under us (server restart): operations are safe to retry, once
+                # the connection died under us (server restart): operations are safe to run again, once
                 with pool.connection() as conn:
                     return op(conn)
         except psycopg.Error as e:
-            raise self._error(f"{self.label}: {e}") from e
+            raise self.error(f"{self.label}: {e}") from e
 
     async def aclose(self) -> None:
-        """Close the pool; later calls raise ``anyio.ClosedResourceError``."""
-
         def close() -> None:
             with self._open_lock:
                 self._closed = True

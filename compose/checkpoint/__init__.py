@@ -40,8 +40,9 @@ old checkpoints under a prefix. A delete that fails is reported as the run's err
 and the claim is released; resume data for a checkpoint that no longer exists is
 :class:`CheckpointNotFoundError`, never a fresh run.
 
-The package's private modules: ``_protocol`` (the store protocols, claims, pruning), ``_envelope``, ``_memory``,
-``_sqlite`` and ``_postgres`` (the stores) and ``_snapshot`` (what a graph run's checkpoint holds).
+The package's private modules: ``_protocol`` (the store protocols, claims), ``_history`` (histories, pruning),
+``_envelope``, ``_memory`` and ``_sql`` (the stores; the SQL ones on ``compose._db.core``) and ``_snapshot`` (what
+a graph run's checkpoint holds).
 """
 
 from __future__ import annotations
@@ -54,9 +55,8 @@ from compose.checkpoint._envelope import (
     encode_checkpoint,
     read_checkpoint_header,
 )
-from compose.checkpoint._history import StateSnapshot
+from compose.checkpoint._history import StateSnapshot, prune
 from compose.checkpoint._memory import InMemoryCheckPointStore
-from compose.checkpoint._postgres import PostgresCheckPointStore
 from compose.checkpoint._protocol import (
     CheckpointClaim,
     CheckPointDeleter,
@@ -64,9 +64,8 @@ from compose.checkpoint._protocol import (
     ClaimableCheckPointStore,
     check_store,
     claim_checkpoint,
-    prune,
 )
-from compose.checkpoint._sqlite import SQLiteCheckPointStore
+from compose.checkpoint._sql import PostgresCheckPointStore, SQLiteCheckPointStore
 from compose.errors import (
     CheckpointClaimedError,
     CheckpointError,

@@ -1,4 +1,5 @@
-"""Checkpoint history: the snapshots of a run kept per step, under its checkpoint id, on any checkpoint store.
+"""Checkpoint history: the snapshots of a run kept per step, under its checkpoint id, on any checkpoint store; and
+:func:`prune`, which deletes old checkpoints and histories.
 
 A history record is a checkpoint envelope of kind ``"graph-history"`` (JSON, digest or HMAC as every checkpoint)
 stored under its own key beside the run's live checkpoint::
@@ -23,7 +24,7 @@ from urllib.parse import quote, unquote
 from pydantic import BaseModel, Field
 
 from compose.checkpoint._envelope import decode_checkpoint, encode_checkpoint, read_checkpoint_header
-from compose.checkpoint._protocol import HISTORY_ROOT, ClaimableCheckPointStore, _has
+from compose.checkpoint._protocol import CheckPointStore, ClaimableCheckPointStore, _has
 from compose.checkpoint._snapshot import RunSnapshot
 from compose.errors import CheckpointError, CheckpointNotFoundError
 
@@ -35,13 +36,14 @@ __all__ = [
     "history_prefix",
     "list_records",
     "load_record",
+    "prune",
     "prune_history",
     "write_record",
 ]
 
 HISTORY_KIND = "graph-history"
 MAIN_BRANCH = "main"
-_ROOT = HISTORY_ROOT
+_ROOT = "~history/"  # the keys of history records start with this
 
 
 class HistoryRecord(BaseModel):
@@ -172,13 +174,8 @@ async def prune_history(store: Any, *, older_than: dt.datetime | float, prefix: 
         if parsed is None:
             continue
         data = await full.get(key)
-        if data is None:
-            continue
-        try:
-            written = read_checkpoint_header(data).written_at
-        except CheckpointError:
-            written = 0.0  # unreadable: as old as can be
-        by_id.setdefault(parsed[0], []).append((key, written))
+        if data is not None:
+            by_id.setdefault(parsed[0], []).append((key, _written(data)))
     deleted = 0
     for records in by_id.values():
         if max(w for _, w in records) < limit:
@@ -186,6 +183,54 @@ async def prune_history(store: Any, *, older_than: dt.datetime | float, prefix: 
                 await full.delete(key)
                 deleted += 1
     return deleted
+
+
+def _written(data: bytes | None) -> float:
+    """When a checkpoint or record was written (0.0 for what is missing or not an envelope: as old as can be)."""
+    try:
+        return read_checkpoint_header(data).written_at if data is not None else 0.0
+    except CheckpointError:
+        return 0.0
+
+
+async def prune(
+    store: CheckPointStore,
+    prefix: str = "",
+    *,
+    keep_latest: int = 0,
+    older_than: dt.datetime | float | None = None,
+) -> int:
+    """Delete the checkpoints under ``prefix`` except the ``keep_latest`` most recently written.
+
+    The engine already deletes a run's checkpoint when the run completes; use this for runs that were
+    interrupted and never resumed, e.g. ``await prune(store, "session-42/", keep_latest=1)``. Relies on
+    ``store.list`` returning oldest first (true of the built-in stores). Returns how many were deleted.
+
+    With ``older_than`` (a datetime or a Unix time) only checkpoints written before it are deleted, and so
+    are the whole histories (``compile(keep_history=...)``) of ids under ``prefix`` whose newest snapshot is
+    older; without it histories are left alone.
+
+    Raises:
+        TypeError: the store lacks ``list`` or ``delete`` (a get/set-only store cannot be pruned).
+    """
+    if keep_latest < 0:
+        raise ValueError(f"keep_latest must be >= 0, got {keep_latest}")
+    missing = [m + "()" for m in ("list", "delete") if not _has(store, m)]
+    if missing:
+        raise TypeError(
+            f"prune() needs a store with list() and delete(); {type(store).__qualname__} lacks {', '.join(missing)}"
+        )
+    full = cast(ClaimableCheckPointStore, store)
+    ids = [i for i in await full.list(prefix) if not i.startswith(_ROOT)]
+    doomed = ids[: max(len(ids) - keep_latest, 0)]
+    deleted = 0
+    if older_than is not None:
+        limit = older_than.timestamp() if isinstance(older_than, dt.datetime) else float(older_than)
+        doomed = [i for i in doomed if _written(await full.get(i)) < limit]
+        deleted += await prune_history(full, older_than=limit, prefix=prefix)
+    for checkpoint_id in doomed:
+        await full.delete(checkpoint_id)
+    return deleted + len(doomed)
 
 
 def to_state(record: HistoryRecord, written_at: float) -> StateSnapshot:

@@ -1,19 +1,16 @@
 """What a checkpoint store is (Eino's ``CheckPointStore`` and its optional parts) and the calls the engine makes on
 one: :func:`check_store` at compile, :func:`claim_checkpoint` to resume, deleting a resumed run's checkpoint when
-it completes, releasing a claim on failure, and :func:`prune`."""
+it completes, releasing a claim on failure (:func:`~compose.checkpoint._history.prune` is with the histories)."""
 
 from __future__ import annotations
 
 import builtins
-import datetime
 from dataclasses import dataclass
 from typing import Protocol, cast, runtime_checkable
 
 import anyio
 
-from compose.errors import CheckpointClaimedError, CheckpointError, CheckpointStoreError, GraphBuildError
-
-HISTORY_ROOT = "~history/"  # the keys of history records (compose.checkpoint._history) start with this
+from compose.errors import CheckpointClaimedError, CheckpointStoreError, GraphBuildError
 
 __all__ = [
     "CheckPointDeleter",
@@ -22,7 +19,6 @@ __all__ = [
     "ClaimableCheckPointStore",
     "check_store",
     "claim_checkpoint",
-    "prune",
 ]
 
 
@@ -264,55 +260,3 @@ async def claim_checkpoint(
         renewed_ago=info.renewed_ago,
         expires_in=info.expires_in,
     )
-
-
-async def prune(
-    store: CheckPointStore,
-    prefix: str = "",
-    *,
-    keep_latest: int = 0,
-    older_than: datetime.datetime | float | None = None,
-) -> int:
-    """Delete the checkpoints under ``prefix`` except the ``keep_latest`` most recently written.
-
-    The engine already deletes a run's checkpoint when the run completes; use this for runs that were
-    interrupted and never resumed, e.g. ``await prune(store, "session-42/", keep_latest=1)``. Relies on
-    ``store.list`` returning oldest first (true of the built-in stores). Returns how many were deleted.
-
-    With ``older_than`` (a datetime or a Unix time) only checkpoints written before it are deleted, and so
-    are the whole histories (``compile(keep_history=...)``) of ids under ``prefix`` whose newest snapshot is
-    older; without it histories are left alone.
-
-    Raises:
-        TypeError: the store lacks ``list`` or ``delete`` (a get/set-only store cannot be pruned).
-    """
-    if keep_latest < 0:
-        raise ValueError(f"keep_latest must be >= 0, got {keep_latest}")
-    missing = [m + "()" for m in ("list", "delete") if not _has(store, m)]
-    if missing:
-        raise TypeError(
-            f"prune() needs a store with list() and delete(); {type(store).__qualname__} lacks {', '.join(missing)}"
-        )
-    full = cast(ClaimableCheckPointStore, store)
-    ids = [i for i in await full.list(prefix) if not i.startswith(HISTORY_ROOT)]
-    doomed = ids[: max(len(ids) - keep_latest, 0)]
-    deleted = 0
-    if older_than is not None:
-        from compose.checkpoint._envelope import read_checkpoint_header
-        from compose.checkpoint._history import prune_history
-
-        limit = older_than.timestamp() if isinstance(older_than, datetime.datetime) else float(older_than)
-        old = []
-        for checkpoint_id in doomed:
-            data = await full.get(checkpoint_id)
-            try:
-                written = read_checkpoint_header(data).written_at if data is not None else 0.0
-            except CheckpointError:
-                written = 0.0  # not a checkpoint envelope: as old as can be
-            if written < limit:
-                old.append(checkpoint_id)
-        doomed = old
-        deleted += await prune_history(full, older_than=limit, prefix=prefix)
-    for checkpoint_id in doomed:
-        await full.delete(checkpoint_id)
-    return deleted + len(doomed)
