@@ -41,7 +41,7 @@ from compose.errors import StreamEnd
 from compose.models.base import ChatModel, checked_chunk, checked_message, checked_stream
 from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
-from compose.stream._copy import MapReader, copies_of_own
+from compose.stream._copy import MapReader, copies_of_own, ready_mapped
 from compose.stream._core import ReaderRelay
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ class EventModel:
                 run.emit("model.call.completed", attempt=attempt, usage=None, error=repr(exc))
             raise
         # checked before the copy: the event's reader and the graph's see the same ModelResponseError
-        reader = MapReader(reader, self._check_chunk, is_async=False)
+        reader = ready_mapped(reader, self._check_chunk) or MapReader(reader, self._check_chunk, is_async=False)
         if run.deadline is not None:
             reader = StreamReader.from_async_iterator(_Deadline(reader, run.deadline, run.timeout))
         if telemetry:

@@ -81,7 +81,26 @@ def copies_of_own(reader: StreamReader[T], n: int) -> list[StreamReader[T]]:
     it, so the copies read it as it is (no husk left for a user's handle to it, as ``copy`` leaves)."""
     if reader._closed:
         raise StreamError(f"cannot copy a closed stream reader: {reader!r}")
+    if type(reader) is _IterReader:  # values: each copy a cursor of its own over them
+        items = reader.take_remaining()
+        return [_IterReader(items), _IterReader(items)] if n == 2 else [_IterReader(items) for _ in range(n)]
     return _copies(reader, n)
+
+
+def ready_mapped(src: StreamReader[Any], fn: Callable[[Any], Any]) -> StreamReader[Any] | None:
+    """``src.map(fn)`` computed now, for a pure synchronous ``fn`` that never returns ``SKIP`` (a check, a
+    conversion): when ``src`` is an open reader of values (``from_iterable``) and ``fn`` raises for none of them,
+    a reader of the results (``src`` is then finished); else None, and ``src`` is untouched (the caller maps
+    lazily: a failure becomes an error item in its place)."""
+    if type(src) is not _IterReader or src._closed:
+        return None
+    i = src._i
+    try:
+        out = tuple(map(fn, src._items if i == 0 else src._items[i:]))
+    except Exception:
+        return None
+    src.take_remaining()
+    return _IterReader(out)
 
 
 def _copies(parent: StreamReader[T], n: int) -> list[StreamReader[T]]:
