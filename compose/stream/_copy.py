@@ -28,8 +28,10 @@ from compose.stream._core import (
     _EMPTY,
     _END,
     StreamReader,
+    _finalize,
     _IterReader,
     _Signal,
+    _track,
     _Tracker,
     become_copied,
     closed_signal,
@@ -81,9 +83,9 @@ def copies_of_own(reader: StreamReader[T], n: int) -> list[StreamReader[T]]:
     it, so the copies read it as it is (no husk left for a user's handle to it, as ``copy`` leaves)."""
     if reader._closed:
         raise StreamError(f"cannot copy a closed stream reader: {reader!r}")
-    if type(reader) is _IterReader:  # values: each copy a cursor of its own over them
-        items = reader.take_remaining()
-        return [_IterReader(items), _IterReader(items)] if n == 2 else [_IterReader(items) for _ in range(n)]
+    if type(reader) is _IterReader:  # values: each copy a cursor of its own over them, the reader the first
+        items, i = reader._items, reader._i
+        return [reader, _IterReader(items, i)] if n == 2 else [reader, *(_IterReader(items, i) for _ in range(n - 1))]
     return _copies(reader, n)
 
 
@@ -115,15 +117,15 @@ def _copies(parent: StreamReader[T], n: int) -> list[StreamReader[T]]:
 class _CopyReader(StreamReader[T]):
     _kind = "copy"
     _owns = True  # the last copy closes the parent
+    __del__ = _finalize  # the hub counts its open copies: the last one collected releases the parent
 
     def __init__(
         self, hub: _CopyHub, head: _Elem, index: int, parent_poll: Callable[[], object], cancel_safe: bool
     ) -> None:
         # StreamReader.__init__ inline (n of these per copy)
         self._closed = False
-        self._gen = _Tracker.generation
         if _Tracker.enabled:
-            _Tracker.live.add(self)
+            _track(self)
         self._hub = hub
         self._cur = head
         self._index = index
@@ -230,9 +232,8 @@ class MapReader(StreamReader[Any]):
     ) -> None:
         # StreamReader.__init__ inline (every chunk check and blame of a node's stream makes one)
         self._closed = False
-        self._gen = _Tracker.generation
         if _Tracker.enabled:
-            _Tracker.live.add(self)
+            _track(self)
         self._src = src
         self._fn = fn
         self._on_error = on_error
@@ -308,9 +309,8 @@ class ConvertingReader(StreamReader[T]):
     def __init__(self, src: StreamReader[Any]) -> None:
         # StreamReader.__init__ inline (every node's output stream is wrapped in one)
         self._closed = False
-        self._gen = _Tracker.generation
         if _Tracker.enabled:
-            _Tracker.live.add(self)
+            _track(self)
         self._src = src
         self._cancel_safe = src._cancel_safe
 

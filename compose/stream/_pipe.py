@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 import anyio
 
 from compose.errors import StreamError
-from compose.stream._core import _EMPTY, _END, StreamReader, _Signal, closed_signal
+from compose.stream._core import _EMPTY, _END, StreamReader, _finalize, _Signal, closed_signal
 
 T = TypeVar("T")
 
@@ -82,6 +82,7 @@ class _Pipe:
 
 class _PipeReader(StreamReader[T]):
     _kind = "pipe"
+    __del__ = _finalize  # collected open, it drops the waiting senders' items and wakes them
 
     def __init__(self, pipe: _Pipe) -> None:
         super().__init__()

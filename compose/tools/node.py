@@ -297,7 +297,7 @@ class ToolsNode:
                     if not isinstance(started, StreamReader):
                         _raise_first_failure((call,), (started,), streaming=True)
                         _raise_interrupts(message, (call,), (started,))
-                    return _slot(0, 1, call, cast(StreamReader[str], started))
+                    return _slot(0, 1, call, cast("StreamReader[str]", started))
         message, executed, resumed = _restore_rerun(message)
         calls = await self._prepare(message)
         n = len(calls)
