@@ -30,7 +30,7 @@ from compose.errors import (
 )
 from compose.schema import Message
 from compose.stream import StreamReader
-from compose.stream._copy import MapReader, WrapErrorsReader, ready_mapped
+from compose.stream._copy import MapReader, ready_mapped
 from compose.stream._core import _IterReader
 from compose.stream._merge import SourceEOF
 
@@ -71,7 +71,7 @@ class OutputStream:
         fn = self._check_message if self.model else self._check if self.cls is not None else self._keyed
         if self.model or self.cls is not None or self.key is not None:
             return ready_mapped(out, fn) or MapReader(out, fn, self.blame, is_async=False)
-        return out if type(out) is _IterReader else WrapErrorsReader(out, self.blame)
+        return out if type(out) is _IterReader else MapReader(out, None, self.blame, is_async=False)
 
     def blame(self, exc: BaseException) -> BaseException:
         """The error item ``exc`` of the node's stream, named after the node (unless it is named already, or

@@ -74,6 +74,8 @@ def broadcast(reader: StreamReader[T], n: int) -> list[StreamReader[T]]:
     if type(reader) is _IterReader:
         items, start = reader._items, reader._i
         become_copied(reader)
+        if n == 2:
+            return [_IterReader(items, start), _IterReader(items, start)]
         return [_IterReader(items, start) for _ in range(n)]
     return _copies(detach(reader), n)
 
@@ -92,17 +94,18 @@ def copies_of_own(reader: StreamReader[T], n: int) -> list[StreamReader[T]]:
 def ready_mapped(src: StreamReader[Any], fn: Callable[[Any], Any]) -> StreamReader[Any] | None:
     """``src.map(fn)`` computed now, for a pure synchronous ``fn`` that never returns ``SKIP`` (a check, a
     conversion): when ``src`` is an open reader of values (``from_iterable``) and ``fn`` raises for none of them,
-    a reader of the results (``src`` is then finished); else None, and ``src`` is untouched (the caller maps
-    lazily: a failure becomes an error item in its place)."""
+    ``src`` itself, its values replaced by their images (the map owns ``src``: nobody else reads it); else None,
+    and ``src`` is untouched (the caller maps lazily: a failure becomes an error item in its place)."""
     if type(src) is not _IterReader or src._closed:
         return None
     i = src._i
     try:
-        out = tuple(map(fn, src._items if i == 0 else src._items[i:]))
+        src._items = tuple(map(fn, src._items if i == 0 else src._items[i:]))
     except Exception:
         return None
-    src.take_remaining()
-    return _IterReader(out)
+    src._i = 0
+    src._n = len(src._items)
+    return src
 
 
 def _copies(parent: StreamReader[T], n: int) -> list[StreamReader[T]]:
@@ -216,16 +219,18 @@ class MapReader(StreamReader[Any]):
 
     ``on_error`` (Eino's ``WithErrWrapper``) replaces each error item of the source by what it returns; errors
     raised by ``fn`` itself are not passed to it. The engine uses it to blame a node's output stream's errors
-    on that node. ``is_async`` says whether ``fn`` is async when the caller knows (saving the inspection).
+    on that node (with ``fn`` None: the values pass unchanged). ``is_async`` says whether ``fn`` is async when
+    the caller knows (saving the inspection).
     """
 
     _kind = "map"
     _owns = True  # its source
+    _on_error: Callable[[BaseException], BaseException] | None = None
 
     def __init__(
         self,
         src: StreamReader[Any],
-        fn: Callable[[Any], Any],
+        fn: Callable[[Any], Any] | None,
         on_error: Callable[[BaseException], BaseException] | None = None,
         *,
         is_async: bool | None = None,
@@ -237,7 +242,7 @@ class MapReader(StreamReader[Any]):
         self._src = src
         self._fn = fn
         self._on_error = on_error
-        self._async = _is_async_callable(fn) if is_async is None else is_async
+        self._async = fn is not None and (_is_async_callable(fn) if is_async is None else is_async)
         self._lost = False  # an async fn was cancelled while holding an item
         self._cancel_safe = src._cancel_safe and not self._async
 
@@ -254,6 +259,8 @@ class MapReader(StreamReader[Any]):
                     self._done = True
                     return x
                 return x if self._on_error is None else self._wrapped(x)
+            if fn is None:
+                return x
             try:
                 y = fn(x)
             except Exception as exc:
@@ -282,6 +289,8 @@ class MapReader(StreamReader[Any]):
                     self._done = True
                     return x
                 return x if self._on_error is None else self._wrapped(x)
+            if fn is None:
+                return x
             try:
                 y = await fn(x) if self._async else fn(x)
             except Exception as exc:
@@ -296,60 +305,7 @@ class MapReader(StreamReader[Any]):
         return self._src
 
     def __repr__(self) -> str:
+        if self._fn is None:
+            return f"<StreamReader wrap-errors {self._state()} source={self._src!r}>"
         name = getattr(self._fn, "__qualname__", None) or type(self._fn).__name__
         return f"<StreamReader map({name}) {self._state()} source={self._src!r}>"
-
-
-class ConvertingReader(StreamReader[T]):
-    """A reader that owns its source and hands on each item (value or signal) through ``_convert``, which
-    subclasses define; polling stays synchronous when the source has an item ready."""
-
-    _owns = True  # its source
-
-    def __init__(self, src: StreamReader[Any]) -> None:
-        # StreamReader.__init__ inline (every node's output stream is wrapped in one)
-        self._closed = False
-        if _Tracker.enabled:
-            _track(self)
-        self._src = src
-        self._cancel_safe = src._cancel_safe
-
-    def _convert(self, x: object) -> object:
-        raise NotImplementedError
-
-    def _poll(self) -> object:
-        x = self._src._poll()
-        return x if x is _EMPTY else self._convert(x)
-
-    async def _pull(self) -> object:
-        x = self._src._poll()
-        if x is _EMPTY:
-            x = await self._src._pull()
-        return self._convert(x)
-
-    def _release(self) -> StreamReader[Any]:
-        return self._src
-
-
-class WrapErrorsReader(ConvertingReader[Any]):
-    """Passes its source's values through and replaces each error item by ``on_error(exc)`` (a ``MapReader``
-    without a function); owns its source."""
-
-    _kind = "wrap-errors"
-
-    def __init__(self, src: StreamReader[Any], on_error: Callable[[BaseException], BaseException]) -> None:
-        super().__init__(src)
-        self._on_error = on_error
-
-    def _convert(self, x: object) -> object:
-        if type(x) is _Signal:
-            exc = x.exc
-            if exc is None:
-                self._done = True
-                return x
-            wrapped = self._on_error(exc)
-            return x if wrapped is exc else _Signal(wrapped)
-        return x
-
-    def __repr__(self) -> str:
-        return f"<StreamReader wrap-errors {self._state()} source={self._src!r}>"

@@ -57,8 +57,7 @@ from compose.errors import (
 from compose.interrupt import InterruptSignal, _Resumed, _resumed
 from compose.schema import Message, ToolInfo, tool_message
 from compose.stream import StreamReader, merge_streams
-from compose.stream._copy import ConvertingReader, ready_mapped
-from compose.stream._core import _Signal
+from compose.stream._copy import MapReader, ready_mapped
 from compose.tools.base import _TOOL_NAME_RULE, BaseTool, _valid_tool_name
 from compose.tools.middleware import (
     ToolInput,
@@ -493,55 +492,35 @@ def _child_resumed(resumed: _Resumed | None, call: _Call) -> _Resumed | None:
 
 
 def _slot(i: int, n: int, call: _Call, reader: StreamReader[str]) -> StreamReader[list[Message | None]]:
-    """Call ``i`` of ``n``'s stream as the node's chunks (see ``_SlotReader``); a stream of values (an invokable
-    tool's text) converted at once."""
-    before: list[Message | None] = [None] * i
-    after: list[Message | None] = [None] * (n - i - 1)
-    return ready_mapped(reader, partial(_slot_chunk, before, after, call)) or _SlotReader(before, after, call, reader)
+    """Call ``i`` of ``n``'s stream as the node's chunks: each string chunk in slot ``i`` of a list of ``n``
+    (``None`` elsewhere), and each error item as a :class:`ToolExecutionError` naming the tool and call id
+    (``streaming=True``, the error as its cause), so a reader far downstream (the next node's concat) still says
+    which tool failed. A chunk that is not a string (a class-based tool's stream) is such an error too.
+    Interrupts and ``StreamEnd`` items pass unchanged (cancellation is never an item). The middlewares, inside,
+    see the tool's own errors (``tool_errors_as_results`` turns them into a chunk before they get here). A
+    stream of values (an invokable tool's text) is converted at once."""
+    fn = partial(_slot_chunk, [None] * i, [None] * (n - i - 1), call)
+    return ready_mapped(reader, fn) or _SlotReader(call, reader, fn)
 
 
 def _slot_chunk(
     before: list[Message | None], after: list[Message | None], call: _Call, chunk: object
 ) -> list[Message | None]:
-    """A chunk of call ``call``'s stream in its slot (a ``ToolExecutionError`` if it is not a string)."""
     text = tool_chunk_text(call.name, call.call_id, chunk)
     return [*before, tool_message(text, call.call_id, tool_name=call.name), *after]
 
 
-class _SlotReader(ConvertingReader[list[Message | None]]):
-    """One call's tool stream as the node's chunks: each string chunk in its slot (``before`` and ``after`` the
-    empty slots of the other calls), and each error item as a :class:`ToolExecutionError` naming the tool and
-    call id (``streaming=True``, the error as its cause), so a reader far downstream (the next node's concat)
-    still says which tool failed. A chunk that is not a string (a class-based tool's stream) is such an error
-    too. Interrupts and ``StreamEnd`` items pass unchanged (cancellation is never an item). The middlewares,
-    inside, see the tool's own errors (``tool_errors_as_results`` turns them into a chunk before they get
-    here)."""
+def _slot_error(call: _Call, exc: BaseException) -> BaseException:
+    return stream_call_error(call.name, call.call_id, exc) if isinstance(exc, Exception) else exc
 
+
+class _SlotReader(MapReader):
     _kind = "tool-slot"
 
-    def __init__(
-        self, before: list[Message | None], after: list[Message | None], call: _Call, src: StreamReader[str]
-    ) -> None:
-        super().__init__(src)
+    def __init__(self, call: _Call, src: StreamReader[str], fn: Callable[[object], list[Message | None]]) -> None:
+        super().__init__(src, fn, partial(_slot_error, call), is_async=False)
         self._call = call
-        self._before = before
-        self._after = after
-
-    def _convert(self, x: object) -> object:
-        call = self._call
-        if type(x) is _Signal:
-            exc = x.exc
-            if exc is None:
-                self._done = True
-                return x
-            if not isinstance(exc, Exception):
-                return x
-            named = stream_call_error(call.name, call.call_id, exc)
-            return x if named is exc else _Signal(named)
-        try:
-            return _slot_chunk(self._before, self._after, call, x)
-        except ToolExecutionError as exc:
-            return _Signal(exc)
 
     def __repr__(self) -> str:
-        return f"<StreamReader tool-slot({self._call.name}:{self._call.call_id}) {self._state()} source={self._src!r}>"
+        call = self._call
+        return f"<StreamReader tool-slot({call.name}:{call.call_id}) {self._state()} source={self._src!r}>"
