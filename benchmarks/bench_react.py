@@ -140,20 +140,16 @@ async def hand_loop(model: BenchModel | UserModel, text: str) -> Message:
 
 
 async def hand_stream_loop(model: BenchModel | UserModel, text: str) -> Message:
-    """The streaming floor: a plain ReAct loop calling ``model.stream``, concatenating each answer's chunks and
-    reading each tool result."""
+    """The streaming floor: a plain ReAct loop calling ``model.stream``, concatenating each answer's chunks."""
     messages = [user_message(text)]
     for _ in range(100):
-        reader = await model.stream(messages)
-        async with reader:
+        async with await model.stream(messages) as reader:
             answer = concat_messages([chunk async for chunk in reader])
         messages.append(answer)
         if not answer.tool_calls:
             return answer
         for c in answer.tool_calls:
-            result = tool_message(await TOOL.run(c.function.arguments), c.id, tool_name=c.function.name)
-            messages.append(result)
-            assert result.content
+            messages.append(tool_message(await TOOL.run(c.function.arguments), c.id, tool_name=c.function.name))
     raise RuntimeError("too many rounds")
 
 
@@ -316,12 +312,8 @@ async def ratio_table(budget: float, repeats: int) -> None:
     ]
     print(f"typical usage / the bench's (pyeino best over best): {', '.join(versus)}   goal <= 1.10x")
     # issue 35: a streaming run's ratio to its (streaming) hand loop close to the non-streaming one's
-    streaming = [
-        f"{label.split()[0]} {min(times[2 * i + 3]) / min(times[2 * i + 2]) / (min(ours) / min(hand)):.2f}x"
-        for i, (label, *_) in enumerate(rows[:-1])
-        if rows[i + 1][0].endswith("typical streaming")
-        for hand, ours in [(times[2 * i], times[2 * i + 1])]
-    ]
+    best = [min(ours) / min(hand) for hand, ours in zip(times[::2], times[1::2], strict=True)]
+    streaming = [f"{r[0].split()[0]} {best[i] / best[i - 1]:.2f}x" for i, r in enumerate(rows) if "streaming" in r[0]]
     print(f"typical streaming ratio / typical ratio (best over best): {', '.join(streaming)}")
 
 
@@ -507,11 +499,7 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="shorter measurements")
     parser.add_argument("--no-langgraph", action="store_true", help="skip LangGraph")
     parser.add_argument(
-        "--profile",
-        nargs="?",
-        const="bench",
-        choices=("bench", "typical", "streaming"),
-        help="cProfile a 10-round run instead",
+        "--profile", nargs="?", const="bench", choices=("bench", "typical", "streaming"), help="cProfile instead"
     )
     args = parser.parse_args()
     if args.profile:

@@ -84,20 +84,14 @@ def _react(k: int) -> Work:
     return partial(bench_react.pyeino_run, bench_react.pyeino_runner(k), "go")
 
 
-def _hand(k: int) -> Work:
+def _hand(k: int, streaming: bool = False) -> Work:
+    if streaming:  # against the typical usage: its model
+        return partial(bench_react.hand_stream_loop, bench_react.UserModel(k), "go")
     return partial(bench_react.hand_loop, bench_react.BenchModel(k), "go")
 
 
-def _typical(k: int) -> Work:
-    return partial(bench_react.typical_run, bench_react.pyeino_runner(k, typical=True), "go")
-
-
-def _streaming(k: int) -> Work:
-    return partial(bench_react.typical_run, bench_react.pyeino_runner(k, streaming=True, typical=True), "go")
-
-
-def _hand_stream(k: int) -> Work:
-    return partial(bench_react.hand_stream_loop, bench_react.UserModel(k), "go")
+def _typical(k: int, streaming: bool = False) -> Work:
+    return partial(bench_react.typical_run, bench_react.pyeino_runner(k, streaming, typical=True), "go")
 
 
 def _multi(row: str) -> Work:
@@ -191,11 +185,11 @@ def workloads() -> list[tuple[str, Callable[[], Work]]]:
         ("react: typical K=10", lambda: _typical(10)),
         ("react: typical K=50", lambda: _typical(50)),
         ("react: typical first token", bench_react.typical_first_token),
-        ("react: hand stream loop K=1", lambda: _hand_stream(1)),
-        ("react: hand stream loop K=10", lambda: _hand_stream(10)),
-        ("react: streaming K=1", lambda: _streaming(1)),
-        ("react: streaming K=10", lambda: _streaming(10)),
-        ("react: streaming K=50", lambda: _streaming(50)),
+        ("react: hand stream loop K=1", lambda: _hand(1, True)),
+        ("react: hand stream loop K=10", lambda: _hand(10, True)),
+        ("react: streaming K=1", lambda: _typical(1, True)),
+        ("react: streaming K=10", lambda: _typical(10, True)),
+        ("react: streaming K=50", lambda: _typical(50, True)),
         ("multi: one agent", lambda: _multi("0")),
         ("multi: AgentTool", lambda: _multi("2")),
         ("multi: transfer", lambda: _multi("3")),

@@ -50,23 +50,16 @@ class _Pipe:
             self.recv_ev = None
             ev.set()
 
-    def put(self, item: object) -> bool | None:
-        """Append without waiting if the buffer has room: False; reader closed: True; must wait: None."""
+    async def send(self, item: object) -> bool:
+        """Send ``item``, waiting for room in the buffer; True if the reader has closed (``StreamWriter.send``)."""
         if self.rclosed:
             return True
         if self.wclosed:
             raise StreamError("send() on a closed stream writer")
         if not self.senders and len(self.buf) < self.capacity:
             self.buf.append(item)
-            if self.recv_ev is not None:
-                self.wake_reader()
+            self.wake_reader()
             return False
-        return None
-
-    async def send(self, item: object) -> bool:
-        done = self.put(item)
-        if done is not None:
-            return done
         sender = _Sender(item)
         self.senders.append(sender)
         self.wake_reader()
