@@ -8,10 +8,8 @@ so what is measured is the framework. Prints:
    per-iteration time (one model call + one tool call) of a K-round run, K = 1, 10, 50; the time from calling
    the runner to the first streamed token at the consumer (the hand loop calls ``model.stream``); each also
    driven the way typical user code does ("typical": ``UserModel``, ``typical_run``, ``typical_first_token``;
-   issue 35), with its cost relative to the bench's own usage; the typical usage again with
-   ``enable_streaming=True`` ("typical streaming") against a streaming hand loop (``hand_stream_loop``: calls
-   ``model.stream``, concatenates the chunks), with its ratio relative to the non-streaming one's (the first
-   token rows stream already); and the multi-agent rows of
+   issue 35), with its cost relative to the bench's own usage, and with ``enable_streaming=True`` against
+   ``hand_stream_loop`` (its ratio over the non-streaming one's); and the multi-agent rows of
    ``bench_multi_agent.py`` (an ``AgentTool`` call, a transfer to a sub-agent, a ``SequentialAgent`` of ten).
    Every contender of every row is measured in one interleaved loop of short batches; "best" is best batch over
    best batch, "median" and [p10-p90] the spread of the ratios within one repetition (both batches of a

@@ -153,12 +153,10 @@ class EventModel:
         failover = failover_has_more.get()
         if self._retries or failover:
             event_copy = StreamReader.from_async_iterator(_RetryMarker(event_copy, self.retry, attempt, failover))
-        if self.output is None:
-            output = AgentOutput(MessageVariant(True, None, event_copy))
-        else:
-            output = AgentOutput()
+        output = AgentOutput()
+        if self.output is not None:
             event_copy = StreamReader.from_async_iterator(_ParseAtEnd(event_copy, self.output, output))
-            output.message_output = MessageVariant(True, None, event_copy)
+        output.message_output = MessageVariant(True, None, event_copy)
         run.events.append(AgentEvent(run.agent_name, run.run_path, output))
         return out
 
@@ -175,9 +173,6 @@ class _Tap(ReaderRelay):
         self._attempt = attempt
         self._usage: dict[str, int] | None = None
         self._done = False
-
-    def __aiter__(self) -> _Tap:
-        return self
 
     async def __anext__(self) -> Message:
         try:
@@ -223,9 +218,6 @@ class _RetryMarker(ReaderRelay):
         self._failover = failover
         self._failed = False
 
-    def __aiter__(self) -> _RetryMarker:
-        return self
-
     async def __anext__(self) -> Message:
         if self._failed:
             raise StopAsyncIteration
@@ -255,9 +247,6 @@ class _Deadline(ReaderRelay):
         self._deadline = deadline
         self._timeout = timeout
         self._done = False
-
-    def __aiter__(self) -> _Deadline:
-        return self
 
     async def __anext__(self) -> Message:
         if self._done:
@@ -289,9 +278,6 @@ class _ParseAtEnd(ReaderRelay):
         self._schema = schema
         self._output = output
         self._chunks: list[Message] = []
-
-    def __aiter__(self) -> _ParseAtEnd:
-        return self
 
     async def __anext__(self) -> Message:
         try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Self, TypeVar, overload
 
 import anyio
 
@@ -68,10 +68,9 @@ def closed_signal() -> _Signal:
 
 # ----------------------------------------------------------------------------------------------------------
 # Leak tracking, off unless a test turns it on (tests/conftest.py, ``compose.testing.assert_no_leaks``): when on,
-# it costs one WeakSet insertion per reader, never per item, and every reader has a finalizer (``_finalize``) that
-# reports it if it is garbage-collected open; when off, nothing is recorded (a long-running service must not
-# accumulate reports of readers its clients abandoned) and only the kinds holding something shared (a pipe, a
-# copy hub) have one: a reader closed normally, or holding only its own state, is freed without running Python.
+# it costs one WeakSet insertion per reader, never per item, and every kind has a finalizer (``_finalize``); when
+# off, nothing is recorded (a long-running service must not accumulate reports of readers its clients abandoned)
+# and only the kinds sharing state (pipe, copy) have one: other readers are freed without running Python.
 
 
 class _Tracker:
@@ -177,7 +176,6 @@ class StreamReader(Generic[T]):
         """Close what else this reader owns (iterators, several sources); called once, by ``aclose()``."""
 
     def _gc_release(self) -> None:
-        """What a reader garbage-collected while open releases (by ``_finalize``, for the kinds that have it)."""
         self._release()
 
     def _state(self) -> str:
@@ -361,10 +359,8 @@ class StreamReader(Generic[T]):
         return f"<StreamReader {self._kind} {self._state()}>"
 
 
-
 def _finalize(reader: StreamReader[Any]) -> None:
-    """The ``__del__`` of the kinds holding something shared, and of every kind while leak tracking is on: a
-    reader garbage-collected while open is reported (if tracked) and released."""
+    """``__del__`` (see "Leak tracking"): a reader garbage-collected open is reported (if tracked) and released."""
     if reader._closed:
         return
     if _Tracker.enabled and not reader._done and reader._gen == _Tracker.generation:
@@ -406,9 +402,8 @@ def detach(reader: StreamReader[T]) -> StreamReader[T]:
     twin: StreamReader[T] = object.__new__(type(reader))
     twin.__dict__ = reader.__dict__
     if _Tracker.enabled:
-        _Tracker.live.add(twin)  # tracked as the reader was (``_gen`` moved along)
-    reader.__dict__ = {"_closed": True, "_done": True, "_gen": twin._gen}  # become_copied(reader), inline
-    reader.__class__ = _CopiedReader
+        _Tracker.live.add(twin)
+    become_copied(reader)
     return twin
 
 
@@ -469,6 +464,9 @@ class ReaderRelay:
     a reader over a relay closes it without a cancel scope of its own (the inner reader shields what it must)."""
 
     __slots__ = ()
+
+    def __aiter__(self) -> Self:
+        return self
 
     async def aclose(self) -> None:
         raise NotImplementedError

@@ -39,7 +39,7 @@ and passed on as it is. Middlewares see the tool's own error, before the node wr
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar, cast
@@ -76,6 +76,7 @@ __all__ = ["ToolArgumentsHandler", "ToolsNode", "UnknownToolsHandler"]
 
 T = TypeVar("T")
 _OUTPUTS = {ToolOutput, _MessageOutput}
+_Started = StreamReader[str] | Exception  # a call's started stream, or its failure
 
 # ----------------------------------------------------------------------------------------------------------
 # The node
@@ -292,7 +293,7 @@ class ToolsNode:
                 endpoints = self._endpoints.get(tc.function.name)
                 if endpoints is not None:
                     call = _Call(tc.function.name, tc.id, tc.function.arguments, endpoints)
-                    started = await self._start(call)
+                    started = await self._start(call, None, {})
                     if not isinstance(started, StreamReader):
                         _raise_first_failure((call,), (started,), streaming=True)
                         _raise_interrupts(message, (call,), (started,))
@@ -300,18 +301,10 @@ class ToolsNode:
         message, executed, resumed = _restore_rerun(message)
         calls = await self._prepare(message)
         n = len(calls)
-        readers: list[StreamReader[str] | Exception | None] = [None] * n
+        readers: list[_Started | None] = [None] * n
 
         async def start_one(i: int) -> None:
-            call = calls[i]
-            if call.call_id in executed:  # finished before the interrupt: never run twice
-                readers[i] = StreamReader.from_iterable([executed[call.call_id]])
-                return
-            rtoken = _resumed.set(_child_resumed(resumed, call))
-            try:
-                readers[i] = await self._start(call)
-            finally:
-                _resumed.reset(rtoken)
+            readers[i] = await self._start(calls[i], resumed, executed)
 
         try:
             await self._run_all(start_one, n)
@@ -327,12 +320,16 @@ class ToolsNode:
                 if isinstance(r, StreamReader):
                     await _close(r)
             raise
-        started_all = cast(list[StreamReader[str]], readers)  # no failure left: every slot holds a reader
+        started_all = cast("list[StreamReader[str]]", readers)  # no failure left: every slot holds a reader
         return merge_streams([_slot(i, n, calls[i], reader) for i, reader in enumerate(started_all)])
 
-    async def _start(self, call: _Call) -> StreamReader[str] | Exception:
-        """One call's stream, started; or its failure (a result too: the node decides)."""
+    async def _start(self, call: _Call, resumed: _Resumed | None, done: Mapping[str, str]) -> _Started:
+        """One call's stream, started (a call ``done`` before an interrupt: its saved text, never run twice); or
+        its failure (a result too: the node decides)."""
+        if call.call_id in done:
+            return StreamReader.from_iterable([done[call.call_id]])
         token = _tool_call_id.set(call.call_id)
+        rtoken = _resumed.set(_child_resumed(resumed, call))
         try:
             if call.endpoints is None:
                 return StreamReader.from_iterable([await self._unknown(call)])
@@ -340,6 +337,7 @@ class ToolsNode:
         except Exception as exc:
             return exc
         finally:
+            _resumed.reset(rtoken)
             _tool_call_id.reset(token)
 
     async def _prepare(self, message: Message) -> list[_Call]:
