@@ -309,7 +309,6 @@ async def ratio_table(budget: float, repeats: int) -> None:
         if rows[i + 1][0].endswith("typical usage")
     ]
     print(f"typical usage / the bench's (pyeino best over best): {', '.join(versus)}   goal <= 1.10x")
-    # issue 35: a streaming run's ratio to its (streaming) hand loop close to the non-streaming one's
     best = [min(ours) / min(hand) for hand, ours in zip(times[::2], times[1::2], strict=True)]
     streaming = [f"{r[0].split()[0]} {best[i] / best[i - 1]:.2f}x" for i, r in enumerate(rows) if "streaming" in r[0]]
     print(f"typical streaming ratio / typical ratio (best over best): {', '.join(streaming)}")
@@ -468,9 +467,8 @@ def counts_table() -> None:
 
 
 def profile(usage: str, rounds: int = 10, runs: int = 300) -> None:
-    typical = usage != "bench"
-    runner = pyeino_runner(rounds, streaming=usage == "streaming", typical=typical)
-    drive = typical_run if typical else pyeino_run
+    runner = pyeino_runner(rounds, streaming=usage == "streaming", typical=usage != "bench")
+    drive = pyeino_run if usage == "bench" else typical_run
 
     async def many() -> None:
         for _ in range(runs):

@@ -84,9 +84,7 @@ def _react(k: int) -> Work:
     return partial(bench_react.pyeino_run, bench_react.pyeino_runner(k), "go")
 
 
-def _hand(k: int, streaming: bool = False) -> Work:
-    if streaming:  # against the typical usage: its model
-        return partial(bench_react.hand_stream_loop, bench_react.UserModel(k), "go")
+def _hand(k: int) -> Work:
     return partial(bench_react.hand_loop, bench_react.BenchModel(k), "go")
 
 
@@ -185,8 +183,8 @@ def workloads() -> list[tuple[str, Callable[[], Work]]]:
         ("react: typical K=10", lambda: _typical(10)),
         ("react: typical K=50", lambda: _typical(50)),
         ("react: typical first token", bench_react.typical_first_token),
-        ("react: hand stream loop K=1", lambda: _hand(1, True)),
-        ("react: hand stream loop K=10", lambda: _hand(10, True)),
+        ("react: hand stream loop K=1", lambda: partial(bench_react.hand_stream_loop, bench_react.UserModel(1), "")),
+        ("react: hand stream loop K=10", lambda: partial(bench_react.hand_stream_loop, bench_react.UserModel(10), "")),
         ("react: streaming K=1", lambda: _typical(1, True)),
         ("react: streaming K=10", lambda: _typical(10, True)),
         ("react: streaming K=50", lambda: _typical(50, True)),

@@ -370,18 +370,13 @@ def _finalize(reader: StreamReader[Any]) -> None:
 
 
 class _CopiedReader(StreamReader[Any]):
-    """What a reader becomes once ``copy()`` handed its state over to a new (owned) parent object."""
+    """What a reader becomes once ``copy()`` handed its state over to a new (owned) parent object: closed, so
+    ``copy`` and ``map`` refuse it, naming it by this repr."""
 
     _kind = "copied"
 
     def _poll(self) -> object:
         return _Signal(StreamError("this stream reader was copied: read its copies instead"))
-
-    def copy(self, n: int) -> list[StreamReader[Any]]:
-        raise StreamError("this stream reader was copied: copy one of its copies instead")
-
-    def map(self, fn: Callable[[Any], Any]) -> StreamReader[Any]:
-        raise StreamError("this stream reader was copied: map one of its copies instead")
 
     def __repr__(self) -> str:
         return "<StreamReader copied (read its copies)>"

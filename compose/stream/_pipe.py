@@ -51,7 +51,6 @@ class _Pipe:
             ev.set()
 
     async def send(self, item: object) -> bool:
-        """Send ``item``, waiting for room in the buffer; True if the reader has closed (``StreamWriter.send``)."""
         if self.rclosed:
             return True
         if self.wclosed:

@@ -324,8 +324,7 @@ class ToolsNode:
         return merge_streams([_slot(i, n, calls[i], reader) for i, reader in enumerate(started_all)])
 
     async def _start(self, call: _Call, resumed: _Resumed | None, done: Mapping[str, str]) -> _Started:
-        """One call's stream, started (a call ``done`` before an interrupt: its saved text, never run twice); or
-        its failure (a result too: the node decides)."""
+        """The call's stream (a call ``done`` before an interrupt: its saved text), or its failure (a result)."""
         if call.call_id in done:
             return StreamReader.from_iterable([done[call.call_id]])
         token = _tool_call_id.set(call.call_id)
