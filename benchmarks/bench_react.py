@@ -8,7 +8,8 @@ so what is measured is the framework. Prints:
    per-iteration time (one model call + one tool call) of a K-round run, K = 1, 10, 50; the time from calling
    the runner to the first streamed token at the consumer (the hand loop calls ``model.stream``); each also
    driven the way typical user code does ("typical": ``UserModel``, ``typical_run``, ``typical_first_token``;
-   issue 35), with its cost relative to the bench's own usage; and the multi-agent rows of
+   issue 35), with its cost relative to the bench's own usage, and with ``enable_streaming=True`` against
+   ``hand_stream_loop`` (its ratio over the non-streaming one's); and the multi-agent rows of
    ``bench_multi_agent.py`` (an ``AgentTool`` call, a transfer to a sub-agent, a ``SequentialAgent`` of ten).
    Every contender of every row is measured in one interleaved loop of short batches; "best" is best batch over
    best batch, "median" and [p10-p90] the spread of the ratios within one repetition (both batches of a
@@ -18,7 +19,8 @@ so what is measured is the framework. Prints:
 4. Python calls and opcodes per run (``opcount.py``; the figures load on the machine does not move);
 5. with LangGraph installed (unless ``--no-langgraph``): the per-iteration table against its prebuilt agent.
 
-``--profile [bench|typical]`` prints a cProfile of pyeino's 10-round run, driven by ``pyeino_run`` or ``typical_run``.
+``--profile [bench|typical|streaming]`` prints a cProfile of pyeino's 10-round run, driven by ``pyeino_run`` or
+``typical_run`` (``streaming``: ``typical_run`` with ``enable_streaming=True``).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import anyio.lowlevel
 
 from adk.chat_model.agent import ChatModelAgent, ToolsConfig
 from adk.runner import Runner
-from compose.schema import FunctionCall, Message, ToolCall, ToolInfo, tool_message, user_message
+from compose.schema import FunctionCall, Message, ToolCall, ToolInfo, concat_messages, tool_message, user_message
 from compose.stream import StreamReader
 from compose.tools import FunctionTool, tool
 
@@ -127,6 +129,20 @@ async def hand_loop(model: BenchModel | UserModel, text: str) -> Message:
     messages = [user_message(text)]
     for _ in range(100):
         answer = await model.generate(messages)
+        messages.append(answer)
+        if not answer.tool_calls:
+            return answer
+        for c in answer.tool_calls:
+            messages.append(tool_message(await TOOL.run(c.function.arguments), c.id, tool_name=c.function.name))
+    raise RuntimeError("too many rounds")
+
+
+async def hand_stream_loop(model: BenchModel | UserModel, text: str) -> Message:
+    """The streaming floor: a plain ReAct loop calling ``model.stream``, concatenating each answer's chunks."""
+    messages = [user_message(text)]
+    for _ in range(100):
+        async with await model.stream(messages) as reader:
+            answer = concat_messages([chunk async for chunk in reader])
         messages.append(answer)
         if not answer.tool_calls:
             return answer
@@ -265,6 +281,8 @@ async def ratio_table(budget: float, repeats: int) -> None:
                      partial(hand_loop, BenchModel(k), "go"), partial(pyeino_run, pyeino_runner(k), "go")))
         user = partial(typical_run, pyeino_runner(k, typical=True), "go")
         rows.append((f"K={k}  typical usage", goal, partial(hand_loop, UserModel(k), "go"), user))
+        streamed = partial(typical_run, pyeino_runner(k, streaming=True, typical=True), "go")
+        rows.append((f"K={k}  typical streaming", goal, partial(hand_stream_loop, UserModel(k), "go"), streamed))
     hand_ttft, ours_ttft = first_token_pair()
     rows.append(("time to first token", 8.0, hand_ttft, ours_ttft))
     rows.append(("  typical usage", 8.0, hand_ttft, typical_first_token()))
@@ -291,6 +309,9 @@ async def ratio_table(budget: float, repeats: int) -> None:
         if rows[i + 1][0].endswith("typical usage")
     ]
     print(f"typical usage / the bench's (pyeino best over best): {', '.join(versus)}   goal <= 1.10x")
+    best = [min(ours) / min(hand) for hand, ours in zip(times[::2], times[1::2], strict=True)]
+    streaming = [f"{r[0].split()[0]} {best[i] / best[i - 1]:.2f}x" for i, r in enumerate(rows) if "streaming" in r[0]]
+    print(f"typical streaming ratio / typical ratio (best over best): {', '.join(streaming)}")
 
 
 async def iteration_table(budget: float, with_langgraph: bool) -> None:
@@ -446,7 +467,8 @@ def counts_table() -> None:
 
 
 def profile(usage: str, rounds: int = 10, runs: int = 300) -> None:
-    runner, drive = pyeino_runner(rounds, typical=usage == "typical"), typical_run if usage == "typical" else pyeino_run
+    runner = pyeino_runner(rounds, streaming=usage == "streaming", typical=usage != "bench")
+    drive = pyeino_run if usage == "bench" else typical_run
 
     async def many() -> None:
         for _ in range(runs):
@@ -473,7 +495,7 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="shorter measurements")
     parser.add_argument("--no-langgraph", action="store_true", help="skip LangGraph")
     parser.add_argument(
-        "--profile", nargs="?", const="bench", choices=("bench", "typical"), help="cProfile a 10-round run instead"
+        "--profile", nargs="?", const="bench", choices=("bench", "typical", "streaming"), help="cProfile instead"
     )
     args = parser.parse_args()
     if args.profile:

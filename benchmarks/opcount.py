@@ -4,11 +4,11 @@ load of the machine, to compare two versions of the code where timings are too n
 Run: ``python benchmarks/opcount.py [--only SUBSTRING] [--json FILE]``. Each workload runs a few times as a
 warm-up, then once under ``sys.settrace`` counting ``call`` events (Python frames entered, coroutine resumptions
 included) and ``opcode`` events (instructions executed in Python code). C functions and other threads (SQLite's
-worker thread) are not counted. Rows: the ReAct runs of ``bench_react`` (also driven as typical user code does)
-and the hand loop they are measured against, the multi-agent rows of ``bench_multi_agent``, the graphs of
-``bench_graph``, the streams of ``bench_stream``, the ToolsNode of ``bench_tools``, the envelope of
-``bench_checkpoint`` and an agent's pause and resume with a checkpoint store, and the in-memory session store of
-``bench_sessions``.
+worker thread) are not counted. Rows: the ReAct runs of ``bench_react`` (also driven as typical user code does,
+with and without ``enable_streaming=True``) and the hand loops they are measured against, the multi-agent rows of
+``bench_multi_agent``, the graphs of ``bench_graph``, the streams of ``bench_stream``, the ToolsNode of
+``bench_tools``, the envelope of ``bench_checkpoint`` and an agent's pause and resume with a checkpoint store, and
+the in-memory session store of ``bench_sessions``.
 """
 
 from __future__ import annotations
@@ -90,8 +90,8 @@ def _hand(k: int) -> Work:
     return partial(bench_react.hand_loop, bench_react.BenchModel(k), "go")
 
 
-def _typical(k: int) -> Work:
-    return partial(bench_react.typical_run, bench_react.pyeino_runner(k, typical=True), "go")
+def _typical(k: int, streaming: bool = False) -> Work:
+    return partial(bench_react.typical_run, bench_react.pyeino_runner(k, streaming, typical=True), "go")
 
 
 def _multi(row: str) -> Work:
@@ -189,6 +189,11 @@ def workloads() -> list[tuple[str, Callable[[], Work]]]:
         ("react: typical K=10", lambda: _typical(10)),
         ("react: typical K=50", lambda: _typical(50)),
         ("react: typical first token", bench_react.typical_first_token),
+        ("react: hand stream loop K=1", lambda: partial(bench_react.hand_stream_loop, bench_react.UserModel(1), "")),
+        ("react: hand stream loop K=10", lambda: partial(bench_react.hand_stream_loop, bench_react.UserModel(10), "")),
+        ("react: streaming K=1", lambda: _typical(1, True)),
+        ("react: streaming K=10", lambda: _typical(10, True)),
+        ("react: streaming K=50", lambda: _typical(50, True)),
         ("multi: one agent", lambda: _multi("0")),
         ("multi: AgentTool", lambda: _multi("2")),
         ("multi: transfer", lambda: _multi("3")),

@@ -41,7 +41,7 @@ from compose.errors import StreamEnd
 from compose.models.base import ChatModel, checked_chunk, checked_message, checked_stream
 from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
-from compose.stream._copy import MapReader, copies_of_own
+from compose.stream._copy import MapReader, copies_of_own, ready_mapped
 from compose.stream._core import ReaderRelay
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ class EventModel:
                 run.emit("model.call.completed", attempt=attempt, usage=None, error=repr(exc))
             raise
         # checked before the copy: the event's reader and the graph's see the same ModelResponseError
-        reader = MapReader(reader, self._check_chunk, is_async=False)
+        reader = ready_mapped(reader, self._check_chunk) or MapReader(reader, self._check_chunk, is_async=False)
         if run.deadline is not None:
             reader = StreamReader.from_async_iterator(_Deadline(reader, run.deadline, run.timeout))
         if telemetry:
@@ -153,12 +153,10 @@ class EventModel:
         failover = failover_has_more.get()
         if self._retries or failover:
             event_copy = StreamReader.from_async_iterator(_RetryMarker(event_copy, self.retry, attempt, failover))
-        if self.output is None:
-            output = AgentOutput(MessageVariant(True, None, event_copy))
-        else:
-            output = AgentOutput()
+        output = AgentOutput()
+        if self.output is not None:
             event_copy = StreamReader.from_async_iterator(_ParseAtEnd(event_copy, self.output, output))
-            output.message_output = MessageVariant(True, None, event_copy)
+        output.message_output = MessageVariant(True, None, event_copy)
         run.events.append(AgentEvent(run.agent_name, run.run_path, output))
         return out
 
@@ -175,9 +173,6 @@ class _Tap(ReaderRelay):
         self._attempt = attempt
         self._usage: dict[str, int] | None = None
         self._done = False
-
-    def __aiter__(self) -> _Tap:
-        return self
 
     async def __anext__(self) -> Message:
         try:
@@ -223,9 +218,6 @@ class _RetryMarker(ReaderRelay):
         self._failover = failover
         self._failed = False
 
-    def __aiter__(self) -> _RetryMarker:
-        return self
-
     async def __anext__(self) -> Message:
         if self._failed:
             raise StopAsyncIteration
@@ -255,9 +247,6 @@ class _Deadline(ReaderRelay):
         self._deadline = deadline
         self._timeout = timeout
         self._done = False
-
-    def __aiter__(self) -> _Deadline:
-        return self
 
     async def __anext__(self) -> Message:
         if self._done:
@@ -289,9 +278,6 @@ class _ParseAtEnd(ReaderRelay):
         self._schema = schema
         self._output = output
         self._chunks: list[Message] = []
-
-    def __aiter__(self) -> _ParseAtEnd:
-        return self
 
     async def __anext__(self) -> Message:
         try:

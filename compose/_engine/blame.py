@@ -30,7 +30,8 @@ from compose.errors import (
 )
 from compose.schema import Message
 from compose.stream import StreamReader
-from compose.stream._copy import MapReader, WrapErrorsReader
+from compose.stream._copy import MapReader, ready_mapped
+from compose.stream._core import _IterReader
 from compose.stream._merge import SourceEOF
 
 __all__ = ["OutputStream", "named_upstream"]
@@ -66,13 +67,11 @@ class OutputStream:
         self.model = model  # a chat model node's model type: its chunks must be Messages
 
     def wrap(self, out: StreamReader[Any]) -> StreamReader[Any]:
-        if self.model:
-            return MapReader(out, self._check_message, self.blame, is_async=False)
-        if self.cls is not None:
-            return MapReader(out, self._check, self.blame, is_async=False)
-        if self.key is not None:
-            return MapReader(out, self._keyed, self.blame, is_async=False)
-        return WrapErrorsReader(out, self.blame)
+        # a stream of values (``from_iterable``) has no error item to blame: its values are checked at once
+        fn = self._check_message if self.model else self._check if self.cls is not None else self._keyed
+        if self.model or self.cls is not None or self.key is not None:
+            return ready_mapped(out, fn) or MapReader(out, fn, self.blame, is_async=False)
+        return out if type(out) is _IterReader else MapReader(out, None, self.blame, is_async=False)
 
     def blame(self, exc: BaseException) -> BaseException:
         """The error item ``exc`` of the node's stream, named after the node (unless it is named already, or

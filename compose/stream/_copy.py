@@ -28,8 +28,10 @@ from compose.stream._core import (
     _EMPTY,
     _END,
     StreamReader,
+    _finalize,
     _IterReader,
     _Signal,
+    _track,
     _Tracker,
     become_copied,
     closed_signal,
@@ -72,6 +74,8 @@ def broadcast(reader: StreamReader[T], n: int) -> list[StreamReader[T]]:
     if type(reader) is _IterReader:
         items, start = reader._items, reader._i
         become_copied(reader)
+        if n == 2:
+            return [_IterReader(items, start), _IterReader(items, start)]
         return [_IterReader(items, start) for _ in range(n)]
     return _copies(detach(reader), n)
 
@@ -81,7 +85,27 @@ def copies_of_own(reader: StreamReader[T], n: int) -> list[StreamReader[T]]:
     it, so the copies read it as it is (no husk left for a user's handle to it, as ``copy`` leaves)."""
     if reader._closed:
         raise StreamError(f"cannot copy a closed stream reader: {reader!r}")
+    if type(reader) is _IterReader:  # values: each copy a cursor of its own over them, the reader the first
+        items, i = reader._items, reader._i
+        return [reader, _IterReader(items, i)] if n == 2 else [reader, *(_IterReader(items, i) for _ in range(n - 1))]
     return _copies(reader, n)
+
+
+def ready_mapped(src: StreamReader[Any], fn: Callable[[Any], Any]) -> StreamReader[Any] | None:
+    """``src.map(fn)`` computed now, for a pure synchronous ``fn`` that never returns ``SKIP`` (a check, a
+    conversion): when ``src`` is an open reader of values (``from_iterable``) and ``fn`` raises for none of them,
+    ``src`` itself, its values replaced by their images (the map owns ``src``: nobody else reads it); else None,
+    and ``src`` is untouched (the caller maps lazily: a failure becomes an error item in its place)."""
+    if type(src) is not _IterReader or src._closed:
+        return None
+    i = src._i
+    try:
+        src._items = tuple(map(fn, src._items if i == 0 else src._items[i:]))
+    except Exception:
+        return None
+    src._i = 0
+    src._n = len(src._items)
+    return src
 
 
 def _copies(parent: StreamReader[T], n: int) -> list[StreamReader[T]]:
@@ -96,15 +120,15 @@ def _copies(parent: StreamReader[T], n: int) -> list[StreamReader[T]]:
 class _CopyReader(StreamReader[T]):
     _kind = "copy"
     _owns = True  # the last copy closes the parent
+    __del__ = _finalize  # the hub counts its open copies: the last one collected releases the parent
 
     def __init__(
         self, hub: _CopyHub, head: _Elem, index: int, parent_poll: Callable[[], object], cancel_safe: bool
     ) -> None:
         # StreamReader.__init__ inline (n of these per copy)
         self._closed = False
-        self._gen = _Tracker.generation
         if _Tracker.enabled:
-            _Tracker.live.add(self)
+            _track(self)
         self._hub = hub
         self._cur = head
         self._index = index
@@ -195,29 +219,30 @@ class MapReader(StreamReader[Any]):
 
     ``on_error`` (Eino's ``WithErrWrapper``) replaces each error item of the source by what it returns; errors
     raised by ``fn`` itself are not passed to it. The engine uses it to blame a node's output stream's errors
-    on that node. ``is_async`` says whether ``fn`` is async when the caller knows (saving the inspection).
+    on that node (with ``fn`` None: the values pass unchanged). ``is_async`` says whether ``fn`` is async when
+    the caller knows (saving the inspection).
     """
 
     _kind = "map"
     _owns = True  # its source
+    _on_error: Callable[[BaseException], BaseException] | None = None
 
     def __init__(
         self,
         src: StreamReader[Any],
-        fn: Callable[[Any], Any],
+        fn: Callable[[Any], Any] | None,
         on_error: Callable[[BaseException], BaseException] | None = None,
         *,
         is_async: bool | None = None,
     ) -> None:
         # StreamReader.__init__ inline (every chunk check and blame of a node's stream makes one)
         self._closed = False
-        self._gen = _Tracker.generation
         if _Tracker.enabled:
-            _Tracker.live.add(self)
+            _track(self)
         self._src = src
         self._fn = fn
         self._on_error = on_error
-        self._async = _is_async_callable(fn) if is_async is None else is_async
+        self._async = fn is not None and (_is_async_callable(fn) if is_async is None else is_async)
         self._lost = False  # an async fn was cancelled while holding an item
         self._cancel_safe = src._cancel_safe and not self._async
 
@@ -234,6 +259,8 @@ class MapReader(StreamReader[Any]):
                     self._done = True
                     return x
                 return x if self._on_error is None else self._wrapped(x)
+            if fn is None:
+                return x
             try:
                 y = fn(x)
             except Exception as exc:
@@ -262,6 +289,8 @@ class MapReader(StreamReader[Any]):
                     self._done = True
                     return x
                 return x if self._on_error is None else self._wrapped(x)
+            if fn is None:
+                return x
             try:
                 y = await fn(x) if self._async else fn(x)
             except Exception as exc:
@@ -276,61 +305,7 @@ class MapReader(StreamReader[Any]):
         return self._src
 
     def __repr__(self) -> str:
+        if self._fn is None:
+            return f"<StreamReader wrap-errors {self._state()} source={self._src!r}>"
         name = getattr(self._fn, "__qualname__", None) or type(self._fn).__name__
         return f"<StreamReader map({name}) {self._state()} source={self._src!r}>"
-
-
-class ConvertingReader(StreamReader[T]):
-    """A reader that owns its source and hands on each item (value or signal) through ``_convert``, which
-    subclasses define; polling stays synchronous when the source has an item ready."""
-
-    _owns = True  # its source
-
-    def __init__(self, src: StreamReader[Any]) -> None:
-        # StreamReader.__init__ inline (every node's output stream is wrapped in one)
-        self._closed = False
-        self._gen = _Tracker.generation
-        if _Tracker.enabled:
-            _Tracker.live.add(self)
-        self._src = src
-        self._cancel_safe = src._cancel_safe
-
-    def _convert(self, x: object) -> object:
-        raise NotImplementedError
-
-    def _poll(self) -> object:
-        x = self._src._poll()
-        return x if x is _EMPTY else self._convert(x)
-
-    async def _pull(self) -> object:
-        x = self._src._poll()
-        if x is _EMPTY:
-            x = await self._src._pull()
-        return self._convert(x)
-
-    def _release(self) -> StreamReader[Any]:
-        return self._src
-
-
-class WrapErrorsReader(ConvertingReader[Any]):
-    """Passes its source's values through and replaces each error item by ``on_error(exc)`` (a ``MapReader``
-    without a function); owns its source."""
-
-    _kind = "wrap-errors"
-
-    def __init__(self, src: StreamReader[Any], on_error: Callable[[BaseException], BaseException]) -> None:
-        super().__init__(src)
-        self._on_error = on_error
-
-    def _convert(self, x: object) -> object:
-        if type(x) is _Signal:
-            exc = x.exc
-            if exc is None:
-                self._done = True
-                return x
-            wrapped = self._on_error(exc)
-            return x if wrapped is exc else _Signal(wrapped)
-        return x
-
-    def __repr__(self) -> str:
-        return f"<StreamReader wrap-errors {self._state()} source={self._src!r}>"

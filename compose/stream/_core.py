@@ -18,7 +18,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Self, TypeVar, overload
 
 import anyio
 
@@ -68,8 +68,9 @@ def closed_signal() -> _Signal:
 
 # ----------------------------------------------------------------------------------------------------------
 # Leak tracking, off unless a test turns it on (tests/conftest.py, ``compose.testing.assert_no_leaks``): when on,
-# it costs one WeakSet insertion per reader, never per item; when off, nothing is recorded (a long-running
-# service must not accumulate reports of readers its clients abandoned).
+# it costs one WeakSet insertion per reader, never per item, and every kind has a finalizer (``_finalize``); when
+# off, nothing is recorded (a long-running service must not accumulate reports of readers its clients abandoned)
+# and only the kinds sharing state (pipe, copy) have one: other readers are freed without running Python.
 
 
 class _Tracker:
@@ -81,7 +82,7 @@ class _Tracker:
 
 def _reset_leak_tracking(enabled: bool = True) -> None:
     """Forget every reader created so far; readers created from now on are tracked if ``enabled``."""
-    _Tracker.enabled = enabled
+    _set_leak_tracking(enabled)
     _Tracker.generation += 1
     _Tracker.live = weakref.WeakSet()
     _Tracker.collected.clear()
@@ -90,7 +91,16 @@ def _reset_leak_tracking(enabled: bool = True) -> None:
 def _set_leak_tracking(enabled: bool) -> bool:
     """Turn tracking of new readers on or off, keeping what was tracked; returns the previous setting."""
     previous, _Tracker.enabled = _Tracker.enabled, enabled
+    if enabled and "__del__" not in StreamReader.__dict__:
+        StreamReader.__del__ = _finalize  # type: ignore[attr-defined]  # every kind, the subclasses included
+    elif not enabled and "__del__" in StreamReader.__dict__:
+        del StreamReader.__del__  # type: ignore[attr-defined]
     return previous
+
+
+def _track(reader: StreamReader[Any]) -> None:
+    reader._gen = _Tracker.generation
+    _Tracker.live.add(reader)
 
 
 def _open_reader_report() -> list[str]:
@@ -130,6 +140,7 @@ class StreamReader(Generic[T]):
     _kind: ClassVar[str] = "reader"
     _cancel_safe: bool = True
     _closed: bool = True  # until ``__init__`` ran (``__del__`` of a reader whose construction failed does nothing)
+    _gen: int = -1  # the leak tracking generation it was created in (tracked readers only)
     # whether the kind closes something it owns: a source (``_release`` returns it; such kinds set ``_owns``) or
     # what ``_aclose_owned`` closes (``_owns_more``, set per subclass). A reader that owns nothing, like a reader
     # of values, closes with no more than its ``_release``.
@@ -145,9 +156,8 @@ class StreamReader(Generic[T]):
 
     def __init__(self) -> None:
         self._closed = False
-        self._gen = _Tracker.generation
         if _Tracker.enabled:
-            _Tracker.live.add(self)
+            _track(self)
 
     # -- internal protocol, overridden per kind
 
@@ -348,28 +358,25 @@ class StreamReader(Generic[T]):
     def __repr__(self) -> str:
         return f"<StreamReader {self._kind} {self._state()}>"
 
-    def __del__(self) -> None:
-        if self._closed:
-            return
-        if _Tracker.enabled and not self._done and self._gen == _Tracker.generation:
-            _Tracker.collected.append(f"{self!r} (garbage-collected while open)")
-        self._closed = True
-        self._gc_release()
+
+def _finalize(reader: StreamReader[Any]) -> None:
+    """``__del__`` (see "Leak tracking"): a reader garbage-collected open is reported (if tracked) and released."""
+    if reader._closed:
+        return
+    if _Tracker.enabled and not reader._done and reader._gen == _Tracker.generation:
+        _Tracker.collected.append(f"{reader!r} (garbage-collected while open)")
+    reader._closed = True
+    reader._gc_release()
 
 
 class _CopiedReader(StreamReader[Any]):
-    """What a reader becomes once ``copy()`` handed its state over to a new (owned) parent object."""
+    """What a reader becomes once ``copy()`` handed its state over to a new (owned) parent object: closed, so
+    ``copy`` and ``map`` refuse it, naming it by this repr."""
 
     _kind = "copied"
 
     def _poll(self) -> object:
         return _Signal(StreamError("this stream reader was copied: read its copies instead"))
-
-    def copy(self, n: int) -> list[StreamReader[Any]]:
-        raise StreamError("this stream reader was copied: copy one of its copies instead")
-
-    def map(self, fn: Callable[[Any], Any]) -> StreamReader[Any]:
-        raise StreamError("this stream reader was copied: map one of its copies instead")
 
     def __repr__(self) -> str:
         return "<StreamReader copied (read its copies)>"
@@ -391,8 +398,7 @@ def detach(reader: StreamReader[T]) -> StreamReader[T]:
     twin.__dict__ = reader.__dict__
     if _Tracker.enabled:
         _Tracker.live.add(twin)
-    reader.__dict__ = {"_closed": True, "_done": True, "_gen": twin._gen}  # become_copied(reader), inline
-    reader.__class__ = _CopiedReader
+    become_copied(reader)
     return twin
 
 
@@ -404,13 +410,12 @@ class _IterReader(StreamReader[T]):
     """A reader over a tuple of values: never waits; copies and merges of these stay plain tuples."""
 
     _kind = "iterable"
+    _closed = False  # its construction cannot fail
 
     def __init__(self, items: tuple[T, ...], start: int = 0) -> None:
         # StreamReader.__init__ inline: the commonest reader (every one-chunk stream) is made without a call
-        self._closed = False
-        self._gen = _Tracker.generation
         if _Tracker.enabled:
-            _Tracker.live.add(self)
+            _track(self)
         self._items = items
         self._i = start
         self._n = len(items)
@@ -454,6 +459,9 @@ class ReaderRelay:
     a reader over a relay closes it without a cancel scope of its own (the inner reader shields what it must)."""
 
     __slots__ = ()
+
+    def __aiter__(self) -> Self:
+        return self
 
     async def aclose(self) -> None:
         raise NotImplementedError

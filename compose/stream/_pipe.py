@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 import anyio
 
 from compose.errors import StreamError
-from compose.stream._core import _EMPTY, _END, StreamReader, _Signal, closed_signal
+from compose.stream._core import _EMPTY, _END, StreamReader, _finalize, _Signal, closed_signal
 
 T = TypeVar("T")
 
@@ -50,23 +50,15 @@ class _Pipe:
             self.recv_ev = None
             ev.set()
 
-    def put(self, item: object) -> bool | None:
-        """Append without waiting if the buffer has room: False; reader closed: True; must wait: None."""
+    async def send(self, item: object) -> bool:
         if self.rclosed:
             return True
         if self.wclosed:
             raise StreamError("send() on a closed stream writer")
         if not self.senders and len(self.buf) < self.capacity:
             self.buf.append(item)
-            if self.recv_ev is not None:
-                self.wake_reader()
+            self.wake_reader()
             return False
-        return None
-
-    async def send(self, item: object) -> bool:
-        done = self.put(item)
-        if done is not None:
-            return done
         sender = _Sender(item)
         self.senders.append(sender)
         self.wake_reader()
@@ -82,6 +74,7 @@ class _Pipe:
 
 class _PipeReader(StreamReader[T]):
     _kind = "pipe"
+    __del__ = _finalize  # collected open, it drops the waiting senders' items and wakes them
 
     def __init__(self, pipe: _Pipe) -> None:
         super().__init__()

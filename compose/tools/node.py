@@ -39,8 +39,9 @@ and passed on as it is. Middlewares see the tool's own error, before the node wr
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -56,8 +57,7 @@ from compose.errors import (
 from compose.interrupt import InterruptSignal, _Resumed, _resumed
 from compose.schema import Message, ToolInfo, tool_message
 from compose.stream import StreamReader, merge_streams
-from compose.stream._copy import ConvertingReader
-from compose.stream._core import _Signal
+from compose.stream._copy import MapReader, ready_mapped
 from compose.tools.base import _TOOL_NAME_RULE, BaseTool, _valid_tool_name
 from compose.tools.middleware import (
     ToolInput,
@@ -76,6 +76,7 @@ __all__ = ["ToolArgumentsHandler", "ToolsNode", "UnknownToolsHandler"]
 
 T = TypeVar("T")
 _OUTPUTS = {ToolOutput, _MessageOutput}
+_Started = StreamReader[str] | Exception  # a call's started stream, or its failure
 
 # ----------------------------------------------------------------------------------------------------------
 # The node
@@ -285,29 +286,25 @@ class ToolsNode:
                 ``ToolExecutionError`` with ``streaming=True`` naming tool and call id, the tool's error as
                 ``__cause__``, and the stream goes on with the other calls' chunks.
         """
+        if _resumed.get() is None and self._tool_arguments_handler is None and type(message) is Message:
+            tcs = message.tool_calls
+            if len(tcs) == 1 and message.role == "assistant":  # the hot path: one call of a known tool
+                tc = tcs[0]
+                endpoints = self._endpoints.get(tc.function.name)
+                if endpoints is not None:
+                    call = _Call(tc.function.name, tc.id, tc.function.arguments, endpoints)
+                    started = await self._start(call, None, {})
+                    if not isinstance(started, StreamReader):
+                        _raise_first_failure((call,), (started,), streaming=True)
+                        _raise_interrupts(message, (call,), (started,))
+                    return _slot(0, 1, call, cast("StreamReader[str]", started))
         message, executed, resumed = _restore_rerun(message)
         calls = await self._prepare(message)
         n = len(calls)
-        readers: list[StreamReader[str] | Exception | None] = [None] * n
+        readers: list[_Started | None] = [None] * n
 
         async def start_one(i: int) -> None:
-            call = calls[i]
-            if call.call_id in executed:  # finished before the interrupt: never run twice
-                readers[i] = StreamReader.from_iterable([executed[call.call_id]])
-                return
-            token = _tool_call_id.set(call.call_id)
-            rtoken = _resumed.set(_child_resumed(resumed, call))
-            try:
-                if call.endpoints is None:
-                    readers[i] = StreamReader.from_iterable([await self._unknown(call)])
-                else:
-                    inp = ToolInput(call.name, call.arguments, call.call_id)
-                    readers[i] = (await call.endpoints.stream(inp)).result
-            except Exception as exc:  # a failed call is a result; the node decides below
-                readers[i] = exc
-            finally:
-                _resumed.reset(rtoken)
-                _tool_call_id.reset(token)
+            readers[i] = await self._start(calls[i], resumed, executed)
 
         try:
             await self._run_all(start_one, n)
@@ -323,8 +320,24 @@ class ToolsNode:
                 if isinstance(r, StreamReader):
                     await _close(r)
             raise
-        started = cast(list[StreamReader[str]], readers)  # no failure left: every slot holds a reader
-        return merge_streams([_SlotReader(i, n, calls[i], reader) for i, reader in enumerate(started)])
+        started_all = cast("list[StreamReader[str]]", readers)  # no failure left: every slot holds a reader
+        return merge_streams([_slot(i, n, calls[i], reader) for i, reader in enumerate(started_all)])
+
+    async def _start(self, call: _Call, resumed: _Resumed | None, done: Mapping[str, str]) -> _Started:
+        """The call's stream (a call ``done`` before an interrupt: its saved text), or its failure (a result)."""
+        if call.call_id in done:
+            return StreamReader.from_iterable([done[call.call_id]])
+        token = _tool_call_id.set(call.call_id)
+        rtoken = _resumed.set(_child_resumed(resumed, call))
+        try:
+            if call.endpoints is None:
+                return StreamReader.from_iterable([await self._unknown(call)])
+            return (await call.endpoints.stream(ToolInput(call.name, call.arguments, call.call_id))).result
+        except Exception as exc:
+            return exc
+        finally:
+            _resumed.reset(rtoken)
+            _tool_call_id.reset(token)
 
     async def _prepare(self, message: Message) -> list[_Call]:
         if not isinstance(message, Message):
@@ -475,38 +488,36 @@ def _child_resumed(resumed: _Resumed | None, call: _Call) -> _Resumed | None:
     return None
 
 
-class _SlotReader(ConvertingReader[list[Message | None]]):
-    """One call's tool stream as the node's chunks: each string chunk in slot ``i`` of ``n``, and each error
-    item as a :class:`ToolExecutionError` naming the tool and call id (``streaming=True``, the error as its
-    cause), so a reader far downstream (the next node's concat) still says which tool failed. A chunk that is
-    not a string (a class-based tool's stream) is such an error too. Interrupts and ``StreamEnd`` items pass
-    unchanged (cancellation is never an item). The middlewares, inside, see the tool's own errors
-    (``tool_errors_as_results`` turns them into a chunk before they get here)."""
+def _slot(i: int, n: int, call: _Call, reader: StreamReader[str]) -> StreamReader[list[Message | None]]:
+    """Call ``i`` of ``n``'s stream as the node's chunks: each string chunk in slot ``i`` of a list of ``n``
+    (``None`` elsewhere), and each error item as a :class:`ToolExecutionError` naming the tool and call id
+    (``streaming=True``, the error as its cause), so a reader far downstream (the next node's concat) still says
+    which tool failed. A chunk that is not a string (a class-based tool's stream) is such an error too.
+    Interrupts and ``StreamEnd`` items pass unchanged (cancellation is never an item). The middlewares, inside,
+    see the tool's own errors (``tool_errors_as_results`` turns them into a chunk before they get here). A
+    stream of values (an invokable tool's text) is converted at once."""
+    fn = partial(_slot_chunk, [None] * i, [None] * (n - i - 1), call)
+    return ready_mapped(reader, fn) or _SlotReader(call, reader, fn)
 
+
+def _slot_chunk(
+    before: list[Message | None], after: list[Message | None], call: _Call, chunk: object
+) -> list[Message | None]:
+    text = tool_chunk_text(call.name, call.call_id, chunk)
+    return [*before, tool_message(text, call.call_id, tool_name=call.name), *after]
+
+
+def _slot_error(call: _Call, exc: BaseException) -> BaseException:
+    return stream_call_error(call.name, call.call_id, exc) if isinstance(exc, Exception) else exc
+
+
+class _SlotReader(MapReader):
     _kind = "tool-slot"
 
-    def __init__(self, i: int, n: int, call: _Call, src: StreamReader[str]) -> None:
-        super().__init__(src)
+    def __init__(self, call: _Call, src: StreamReader[str], fn: Callable[[object], list[Message | None]]) -> None:
+        super().__init__(src, fn, partial(_slot_error, call), is_async=False)
         self._call = call
-        self._before: list[Message | None] = [None] * i
-        self._after: list[Message | None] = [None] * (n - i - 1)
-
-    def _convert(self, x: object) -> object:
-        call = self._call
-        if type(x) is _Signal:
-            exc = x.exc
-            if exc is None:
-                self._done = True
-                return x
-            if not isinstance(exc, Exception):
-                return x
-            named = stream_call_error(call.name, call.call_id, exc)
-            return x if named is exc else _Signal(named)
-        try:
-            text = tool_chunk_text(call.name, call.call_id, x)
-        except ToolExecutionError as exc:
-            return _Signal(exc)
-        return [*self._before, tool_message(text, call.call_id, tool_name=call.name), *self._after]
 
     def __repr__(self) -> str:
-        return f"<StreamReader tool-slot({self._call.name}:{self._call.call_id}) {self._state()} source={self._src!r}>"
+        call = self._call
+        return f"<StreamReader tool-slot({call.name}:{call.call_id}) {self._state()} source={self._src!r}>"
