@@ -26,7 +26,7 @@ from compose.stream import one_chunk as _one
 
 if TYPE_CHECKING:
     from compose._engine.scheduler import GraphRun
-    from compose.graph._field_mapping import RunMapping
+    from compose._engine.tables import RunMapping
 
 _ABANDONED: Any = object()  # what a task cut off by an external interrupt's grace period reports
 
