@@ -102,7 +102,7 @@ class NodeRT:
     inbox_type: Any  # the type of what arrives in the node's inbox (a dict with input_key)
     output_type: Any  # the type the node emits (after output_key)
     # what the node's own output (before output_key), or each chunk of its output stream, must be an instance
-    # of, and the declared type that says so; None where nothing is checked (see ``compose.graph._compiler.output_check``)
+    # of, and the declared type that says so; None where nothing is checked (``compose.graph._compiler``)
     out_check: ClassInfo | None
     declared: Any
 
