@@ -149,15 +149,8 @@ class Runnable(Generic[I, O]):
             CheckpointExistsError: ``fork_id`` has a history or a saved checkpoint already (nothing is written).
         """
         return await update_state(
-            self._tables,
-            self._info,
-            checkpoint_id,
-            step,
-            as_node=as_node,
-            output=output,
-            state=state,
-            fork_id=fork_id,
-            branch=branch,
+            self._tables, self._info, checkpoint_id, step, as_node=as_node, output=output, state=state,
+            fork_id=fork_id, branch=branch,
         )
 
     def __repr__(self) -> str:
