@@ -114,7 +114,7 @@ class Runnable(Generic[I, O]):
             for snap in await runnable.get_state_history("run-1"):
                 print(snap.branch, snap.step, snap.next_nodes, snap.node_outputs)
         """
-        return await get_state_history(self, checkpoint_id)
+        return await get_state_history(self._tables, checkpoint_id)
 
     async def get_state(
         self, checkpoint_id: str, step: int | None = None, branch: str | None = None
@@ -122,7 +122,7 @@ class Runnable(Generic[I, O]):
         """One snapshot: at ``step`` of ``branch`` (``"main"`` by default), or the newest (of ``branch``) when
         ``step`` is None; None when the history has none. A ``step`` that is not there raises
         ``CheckpointNotFoundError``."""
-        return await get_state(self, checkpoint_id, step, branch)
+        return await get_state(self._tables, checkpoint_id, step, branch)
 
     async def update_state(
         self,
@@ -149,7 +149,8 @@ class Runnable(Generic[I, O]):
             CheckpointExistsError: ``fork_id`` has a history or a saved checkpoint already (nothing is written).
         """
         return await update_state(
-            self, checkpoint_id, step, as_node=as_node, output=output, state=state, fork_id=fork_id, branch=branch
+            self._tables, self._info, checkpoint_id, step, as_node=as_node, output=output, state=state,
+            fork_id=fork_id, branch=branch,
         )
 
     def __repr__(self) -> str:
@@ -225,6 +226,15 @@ class Runnable(Generic[I, O]):
         await handle.begin(x)
         return handle
 
+    async def _open_watched(
+        self, source: StreamReader[Any], options: CallOptions, check: tuple[Any] | None
+    ) -> tuple[RunHandle, GraphRun]:
+        """A streaming run watched with stream modes (``stream_modes``): its handle and the graph run in it."""
+        handle = await self._open(source, streaming=True, options=options, path=(), info=self._info, check=check)
+        run = handle._run if isinstance(handle, CheckpointedRun) else handle
+        assert isinstance(run, GraphRun)
+        return handle, run
+
     async def _execute(self, x: Any, **kwargs: Any) -> Any:
         handle = await self._open(x, **kwargs)
         await handle.step(to_end=True)
@@ -284,7 +294,7 @@ class Runnable(Generic[I, O]):
         if stream_mode is not None:
             modes = parse_modes(stream_mode)
             CallOptions.parse(opts)  # bad options fail here, not at the first read
-            return stream_parts(self, x, modes, subgraphs, opts)
+            return stream_parts(self._open_watched, x, modes, subgraphs, opts)
         options = CallOptions.parse(opts)
         return cast(
             StreamReader[O],
@@ -330,7 +340,7 @@ class Runnable(Generic[I, O]):
             await reader.aclose()
             raise
         if modes is not None:
-            return stream_parts(self, None, modes, subgraphs, opts, source=reader)
+            return stream_parts(self._open_watched, None, modes, subgraphs, opts, source=reader)
         return cast(
             StreamReader[O],
             await self._execute(reader, streaming=True, options=options, path=(), info=self._info),

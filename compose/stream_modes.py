@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from compose._engine.scheduler import GraphRun
-    from compose.runnable import Runnable
 
 __all__ = ["StreamMode", "StreamPart", "get_stream_writer"]
 
@@ -248,7 +247,7 @@ class _PartsReader(StreamReader[StreamPart]):
 
     def __init__(
         self,
-        runnable: Runnable[Any, Any],
+        open_run: OpenRun,
         source: StreamReader[Any],
         modes: frozenset[str],
         subgraphs: bool,
@@ -257,7 +256,7 @@ class _PartsReader(StreamReader[StreamPart]):
     ) -> None:
         super().__init__()
         self._sink = _Collector(modes, subgraphs)
-        self._start: tuple[Runnable[Any, Any], StreamReader[Any], dict[str, Any]] | None = (runnable, source, opts)
+        self._start: tuple[OpenRun, StreamReader[Any], dict[str, Any]] | None = (open_run, source, opts)
         self._check = check
         self._tg: TaskGroup | None = None
         self._reader_task: int | None = None
@@ -333,24 +332,24 @@ class _PartsReader(StreamReader[StreamPart]):
 
     async def _open(self) -> None:
         assert self._start is not None
-        runnable, source, opts = self._start
+        open_run, source, opts = self._start
         self._start = None
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
-        tg.start_soon(self._drive, runnable, source, opts)
+        tg.start_soon(self._drive, open_run, source, opts)
 
     async def _leave(self) -> None:
         tg, self._tg = self._tg, None
         if tg is not None:
             await tg.__aexit__(None, None, None)
 
-    async def _drive(self, runnable: Runnable[Any, Any], source: StreamReader[Any], opts: dict[str, Any]) -> None:
+    async def _drive(self, open_run: OpenRun, source: StreamReader[Any], opts: dict[str, Any]) -> None:
         """The run's task; its outcome (None, or the exception to raise) for the reader."""
         outcome: BaseException | None = None
         with self._run_scope:
             try:
-                await self._run(runnable, source, opts)
+                await self._run(open_run, source, opts)
             except BaseException as exc:
                 if isinstance(exc, anyio.get_cancelled_exc_class()):
                     raise
@@ -360,7 +359,7 @@ class _PartsReader(StreamReader[StreamPart]):
         if self._sink.wake is not None:
             self._sink.wake.set()
 
-    async def _run(self, runnable: Runnable[Any, Any], source: StreamReader[Any], opts: dict[str, Any]) -> None:
+    async def _run(self, open_run: OpenRun, source: StreamReader[Any], opts: dict[str, Any]) -> None:
         """The graph run driven to its end, its parts queued by the callbacks."""
         sink = self._sink
         modes = sink.modes
@@ -371,14 +370,7 @@ class _PartsReader(StreamReader[StreamPart]):
         try:
             options = CallOptions.parse({**opts, "callbacks": [*(opts.get("callbacks") or ()), sink]})
             options = replace(options, step_watch=sink.settled)
-            handle = await runnable._open(
-                source, streaming=True, options=options, path=(), info=runnable._info, check=self._check
-            )
-            from compose._engine.scheduler import GraphRun
-            from compose.runnable import CheckpointedRun
-
-            run = handle._run if isinstance(handle, CheckpointedRun) else handle
-            assert isinstance(run, GraphRun)
+            handle, run = await open_run(source, options, self._check)
             sink.run, sink.root = run, run.address
             pregel = not run.t.dag
             sink.step = run.steps
@@ -439,8 +431,12 @@ def parse_modes(stream_mode: str | Sequence[str]) -> frozenset[str]:
     return frozenset(modes)
 
 
+# how a watched run is opened (``Runnable._open_watched``): the run's handle (what is driven) and the graph run in it
+OpenRun = Callable[[StreamReader[Any], CallOptions, tuple[Any] | None], Awaitable[tuple[Any, "GraphRun"]]]
+
+
 def stream_parts(
-    runnable: Runnable[Any, Any],
+    open_run: OpenRun,
     x: Any,
     modes: frozenset[str],
     subgraphs: bool,
@@ -450,5 +446,5 @@ def stream_parts(
     """The reader of ``runnable.stream(x, stream_mode=...)`` (or ``transform(source, stream_mode=...)``, which
     it then owns): the run starts at its first ``recv()``."""
     if source is None:
-        return _PartsReader(runnable, StreamReader.from_iterable((x,)), modes, subgraphs, opts, (x,))
-    return _PartsReader(runnable, source, modes, subgraphs, opts, None)
+        return _PartsReader(open_run, StreamReader.from_iterable((x,)), modes, subgraphs, opts, (x,))
+    return _PartsReader(open_run, source, modes, subgraphs, opts, None)

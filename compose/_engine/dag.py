@@ -25,13 +25,13 @@ from compose.stream import close_if_stream as _close
 from compose.stream import one_chunk as _one
 
 if TYPE_CHECKING:
-    from compose._engine.scheduler import GraphRun
-    from compose.graph._field_mapping import RunMapping
+    from compose._engine.run_state import RunState
+    from compose._engine.tables import RunMapping
 
 _ABANDONED: Any = object()  # what a task cut off by an external interrupt's grace period reports
 
 
-async def run_dag(self: GraphRun) -> Any:
+async def run_dag(self: RunState) -> Any:
     t = self.t
     end = t.end
     ready = self.ready
@@ -178,7 +178,7 @@ async def run_dag(self: GraphRun) -> Any:
     await self._close_all()
     return result
 
-def take_dag(self: GraphRun, j: int) -> Any:
+def take_dag(self: RunState, j: int) -> Any:
     if j in self.inbox:
         build = self.t.builds.get(j)
         if build is None:
@@ -188,7 +188,7 @@ def take_dag(self: GraphRun, j: int) -> Any:
     zero = zero_value(tp)
     return _one(zero) if self.streaming else zero
 
-def take_mapped(self: GraphRun, j: int, build: RunMapping) -> Any:
+def take_mapped(self: RunState, j: int, build: RunMapping) -> Any:
     """A Workflow node's input: each predecessor's value (stream) mapped along its edge, as it is taken (so a
     node that is skipped never maps what reached it), fan-in merged, then built (eino-semantics 1.13)."""
     t = self.t
@@ -208,7 +208,7 @@ def take_mapped(self: GraphRun, j: int, build: RunMapping) -> Any:
     return build.invoke(values[0] if len(values) == 1 else merge_values(key, values), self.path)
 
 
-def report(self: GraphRun, src: int, dst: int, skipped: bool) -> None:
+def report(self: RunState, src: int, dst: int, skipped: bool) -> None:
     t = self.t
     rep = self.reported.setdefault(dst, set())
     rep.add(src)

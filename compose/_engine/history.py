@@ -64,7 +64,7 @@ from compose.stream import one_chunk as _one
 if TYPE_CHECKING:
     from compose._engine.options import CallOptions
     from compose._engine.tables import NodeRT, Tables
-    from compose.runnable import Runnable
+    from compose.callbacks import RunInfo
 
 
 def _new_branch() -> str:
@@ -460,40 +460,41 @@ async def _copy_lineage(t: Tables, store: Any, record: HistoryRecord, fork_id: s
 # Reading and editing
 
 
-def _store_of(r: Runnable[Any, Any]) -> Any:
-    store = r._tables.checkpoint_store
+def _store_of(t: Tables) -> Any:
+    store = t.checkpoint_store
     if store is None:
-        raise GraphRunError(f"graph '{r._tables.name}' has no checkpoint store: its history cannot be read")
+        raise GraphRunError(f"graph '{t.name}' has no checkpoint store: its history cannot be read")
     return store
 
 
-async def get_state_history(r: Runnable[Any, Any], checkpoint_id: str) -> list[StateSnapshot]:
-    store = _store_of(r)
+async def get_state_history(t: Tables, checkpoint_id: str) -> list[StateSnapshot]:
+    store = _store_of(t)
     out: list[StateSnapshot] = []
     for key in reversed(await list_records(store, checkpoint_id)):
         data = await store.get(key)
         if data is not None:
-            out.append(to_state(*decode_record(data, r._tables.fingerprint)))
+            out.append(to_state(*decode_record(data, t.fingerprint)))
     return out
 
 
 async def get_state(
-    r: Runnable[Any, Any], checkpoint_id: str, step: int | None = None, branch: str | None = None
+    t: Tables, checkpoint_id: str, step: int | None = None, branch: str | None = None
 ) -> StateSnapshot | None:
-    store = _store_of(r)
+    store = _store_of(t)
     if step is not None:
-        record = await load_record(store, checkpoint_id, branch or MAIN_BRANCH, step, r._tables.fingerprint)
+        record = await load_record(store, checkpoint_id, branch or MAIN_BRANCH, step, t.fingerprint)
         data = await store.get(history_key(checkpoint_id, record.branch, record.step))
         assert data is not None
-        return to_state(*decode_record(data, r._tables.fingerprint))
-    for snap in await get_state_history(r, checkpoint_id):
+        return to_state(*decode_record(data, t.fingerprint))
+    for snap in await get_state_history(t, checkpoint_id):
         if branch is None or snap.branch == branch:
             return snap
     return None
 
 
 async def update_state(
-    r: Runnable[Any, Any],
+    t: Tables,
+    info: RunInfo,
     checkpoint_id: str,
     step: int,
     *,
@@ -503,8 +504,7 @@ async def update_state(
     fork_id: str | None,
     branch: str | None,
 ) -> StateSnapshot:
-    t = r._tables
-    store = _store_of(r)
+    store = _store_of(t)
     record = await load_record(store, checkpoint_id, branch or MAIN_BRANCH, step, t.fingerprint)
     index = {k: i for i, k in enumerate(t.keys[: t.n])}
     where = f"update_state({checkpoint_id!r}, step={step}, as_node={as_node!r})"
@@ -532,7 +532,7 @@ async def update_state(
     from compose._engine.options import CallOptions
 
     run = RecordedRun(
-        t, rec, streaming=snap.streaming, options=CallOptions(), path=(), info=r._info, restore_from=(snap, {})
+        t, rec, streaming=snap.streaming, options=CallOptions(), path=(), info=info, restore_from=(snap, {})
     )
     tokens = run._enter()
     try:

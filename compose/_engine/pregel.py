@@ -23,7 +23,7 @@ import anyio
 import anyio.lowlevel
 
 from compose._engine.blame import named_upstream
-from compose._engine.node_exec import node_call, node_failed, node_input, node_output
+from compose._engine.node_exec import exec_general, node_call, node_failed, node_input, node_output
 from compose._engine.resume import RERUN_SOURCE, pause
 from compose._engine.tables import CALLING, WrongOutput
 from compose._engine.tables import NOTHING as _NOTHING
@@ -41,21 +41,21 @@ from compose.stream import concat
 from compose.stream import one_chunk as _one
 
 if TYPE_CHECKING:
-    from compose._engine.scheduler import GraphRun
+    from compose._engine.run_state import RunState
 
 # a run passes through the event loop at least every this many steps, even when its nodes never await anything:
 # a deadline or cancellation can fire and other runs make progress
 YIELD_EVERY = 512
 
 
-async def pregel_step(self: GraphRun, fuse: bool = False, split: bool = False) -> Any:
+async def pregel_step(self: RunState, fuse: bool = False, split: bool = False) -> Any:
     """One superstep; END's value when the run is over, else ``_NOTHING``. With ``fuse`` (a run driven to its
     end), a stretch of one-node steps over plain nodes runs as one loop (``_fused``).
 
     A run parked in a node holds this frame: the hot path (one node, no interrupt) keeps its locals few; a step
     of several nodes, a resumed step and a run with an external interrupt go on in ``_step_batch``.
 
-    With ``split`` (``GraphRun.step``, the one driver), the hot path stops at its node's call: it returns
+    With ``split`` (``RunState.step``, the one driver), the hot path stops at its node's call: it returns
     ``CALLING`` with the call in ``self.calling``, for the driver to await in its own frame and end the step with
     ``call_done`` (or ``call_failed``): a run parked in that node holds no frame of this function's."""
     t = self.t
@@ -154,7 +154,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False, split: bool = False) -
         # the node's coroutine made first: this frame does not hold its input while it runs
         # (a sub-graph's node straight to the general path: no frame of _exec's)
         if node.sub is not None and not self.track and not self.resume_for:
-            out = self._exec_general(j, x, None)
+            out = exec_general(self, j, x, None)
         else:
             out = self._exec(j, x)
         del x
@@ -172,7 +172,7 @@ async def pregel_step(self: GraphRun, fuse: bool = False, split: bool = False) -
     return _NOTHING
 
 
-async def raised(self: GraphRun, j: int, x: Any, exc: BaseException, phase: str) -> NoReturn:
+async def raised(self: RunState, j: int, x: Any, exc: BaseException, phase: str) -> NoReturn:
     """Raise what node ``j``'s failure ``exc`` (in ``phase``; "": its call) raises: a pause when it interrupted,
     else the error naming the node (``node_failed``)."""
     error = await node_failed(self, self.t.nodes[j], x, exc, phase)
@@ -185,7 +185,7 @@ async def raised(self: GraphRun, j: int, x: Any, exc: BaseException, phase: str)
     raise error from exc
 
 
-async def call_done(self: GraphRun, out: Any) -> None:
+async def call_done(self: RunState, out: Any) -> None:
     """The split hot path's end when the node's call returned ``out``: the output checked and pending, the step
     counted, an interrupt after the node raised."""
     j = self.calling_j
@@ -200,14 +200,14 @@ async def call_done(self: GraphRun, out: Any) -> None:
         raise await pause(self, after=[j])
 
 
-async def call_failed(self: GraphRun, exc: BaseException) -> NoReturn:
+async def call_failed(self: RunState, exc: BaseException) -> NoReturn:
     """The split hot path's end when the node's call raised ``exc``: raises what the superstep raises."""
     j, x = self.calling_j, self.calling_x
     self.calling = self.calling_x = None
     await raised(self, j, x, exc, "")
 
 
-async def _step_batch(self: GraphRun, batch: list[tuple[int, Any]] | None, deferred: Sequence[tuple[int, Any]]) -> Any:
+async def _step_batch(self: RunState, batch: list[tuple[int, Any]] | None, deferred: Sequence[tuple[int, Any]]) -> Any:
     """The rest of a superstep that runs its nodes together (``run_batch``): several ready inboxes (``batch``
     None: read here, END first), or one gated node of a resumed step or of a run with an external interrupt."""
     t = self.t
@@ -244,7 +244,7 @@ async def _step_batch(self: GraphRun, batch: list[tuple[int, Any]] | None, defer
     return _NOTHING
 
 
-async def _fused(self: GraphRun, j: int, x: Any) -> Any:
+async def _fused(self: RunState, j: int, x: Any) -> Any:
     """Run one-node supersteps back to back while each node is plain and its routing trivial: a direct edge or
     one synchronous value branch. Observably the same as stepping (steps counted and limited, errors and
     interrupts as in ``pregel_step``); what it saves is the per-step inbox, gate and coroutine frames. Leaves
@@ -326,12 +326,12 @@ async def _fused(self: GraphRun, j: int, x: Any) -> Any:
         self.last = t.alone[j]
 
 
-def _wrong(self: GraphRun, j: int, value: Any) -> NodeOutputTypeError:
+def _wrong(self: RunState, j: int, value: Any) -> NodeOutputTypeError:
     node = self.t.nodes[j]
     return NodeOutputTypeError([*self.path, node.key], node.declared, type(value))
 
 
-def no_tasks(self: GraphRun, last: Sequence[int]) -> GraphRunError:
+def no_tasks(self: RunState, last: Sequence[int]) -> GraphRunError:
     """Eino's error for a run left with nothing to run and END not reached, naming the nodes that completed
     last as Eino prints them (``[a, b]``)."""
     if not last:
@@ -343,7 +343,7 @@ def _same(x: Any) -> Any:
     return x
 
 
-async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
+async def _gate(self: RunState, batch: list[tuple[int, Any]]) -> None:
     """Before a step runs: an external interrupt, then interrupts before nodes, then the step limit. Whatever
     stops the step gets the inputs back (into the inboxes for a checkpoint, else closed)."""
     t = self.t
@@ -371,14 +371,14 @@ async def _gate(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
         raise
 
 
-def _cutting(self: GraphRun) -> StopRequest | None:
+def _cutting(self: RunState) -> StopRequest | None:
     """The run's stop request when the engine cuts off its running nodes (not one that cuts off its own calls)."""
     stop = self.options.external_interrupt
     return stop if stop is not None and stop.cuts_nodes else None
 
 
 async def _run(
-    self: GraphRun, batch: list[tuple[int, Any]], deferred: Sequence[tuple[int, Any]]
+    self: RunState, batch: list[tuple[int, Any]], deferred: Sequence[tuple[int, Any]]
 ) -> tuple[list[tuple[int, GraphInterrupt]], list[tuple[int, Any]], list[int]]:
     """Run the step's tasks together; queue their outputs (after the deferred ones of a resumed step)."""
     outputs, signals, abandoned = await run_batch(self, batch)
@@ -388,7 +388,7 @@ async def _run(
     return signals, abandoned, done
 
 
-def _put_back(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
+def _put_back(self: RunState, batch: list[tuple[int, Any]]) -> None:
     """Return inputs already read (and merged) to their inboxes, for a checkpoint taken before they run."""
     for j, x in batch:
         self.inbox[j] = {RERUN_SOURCE: x}
@@ -396,7 +396,7 @@ def _put_back(self: GraphRun, batch: list[tuple[int, Any]]) -> None:
 
 
 async def run_batch(
-    self: GraphRun, batch: list[tuple[int, Any]]
+    self: RunState, batch: list[tuple[int, Any]]
 ) -> tuple[list[tuple[int, Any]], list[tuple[int, GraphInterrupt]], list[tuple[int, Any]]]:
     """Run a superstep's tasks together: (outputs, interrupts, tasks abandoned by an external interrupt with
     their inputs). A failure cancels the others and is raised."""

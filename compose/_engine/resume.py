@@ -40,7 +40,7 @@ from compose.stream import StreamReader, concat
 
 if TYPE_CHECKING:
     from compose._engine.options import CallOptions
-    from compose._engine.scheduler import GraphRun
+    from compose._engine.run_state import RunState
     from compose._engine.tables import Tables
 
 GRAPH_CHECKPOINT_KIND = "graph-run"
@@ -69,12 +69,12 @@ def _contexts(sig: InterruptSignal, address: str, parent: InterruptCtx | None, o
         _contexts(sub, here, ctx, out)
 
 
-async def _plain(run: GraphRun, value: Any) -> Any:
+async def _plain(run: RunState, value: Any) -> Any:
     return await concat(value) if run.streaming and isinstance(value, StreamReader) else value
 
 
 async def pause(
-    run: GraphRun,
+    run: RunState,
     *,
     before: Sequence[int] = (),
     after: Sequence[int] = (),
@@ -154,7 +154,7 @@ def resumed_for(rec: SignalRecord, resume: Mapping[str, Any]) -> _Resumed:
 
 
 def restore(
-    run: GraphRun,
+    run: RunState,
     snap: RunSnapshot,
     resume: Mapping[str, Any],
     state_modifier: Callable[[list[str], Any], Any] | None,

@@ -1,4 +1,4 @@
-"""Routing a node's output (``GraphRun._finish`` / ``_deliver``): its post handler, then its edges and branches
+"""Routing a node's output (``RunState._finish`` / ``_deliver``): its post handler, then its edges and branches
 write into the successors' inboxes, each value checked against the edge's type where the compiled tables say so
 (eino-semantics 1.2, 1.3). A streaming output is copied once per successor and per branch condition; the
 common invoke case, one branch with a synchronous condition, takes one table lookup (``Tables.value_route``).
@@ -18,7 +18,7 @@ from compose.errors import BranchError, NodeRunError, RuntimeTypeError
 from compose.stream import close_if_stream as _close
 
 if TYPE_CHECKING:
-    from compose._engine.scheduler import GraphRun
+    from compose._engine.run_state import RunState
 
 __all__ = ["deliver", "route"]
 
@@ -42,7 +42,7 @@ def _check_condition_input(key: str, b: BranchRT, chunk: Any) -> Any:
     return chunk
 
 
-async def route(self: GraphRun, src: int, out: Any) -> None:
+async def route(self: RunState, src: int, out: Any) -> None:
     """Post-handle ``src``'s output and route it along its edges and branches."""
     t = self.t
     if src < t.n:
@@ -120,7 +120,7 @@ async def route(self: GraphRun, src: int, out: Any) -> None:
                 if (src, s) in t.data_edges and (src, s) not in t.data_only:
                     report(self, src, s, False)
 
-def deliver(self: GraphRun, src: int, dst: int, value: Any) -> None:
+def deliver(self: RunState, src: int, dst: int, value: Any) -> None:
     """Put ``value`` in ``dst``'s inbox from ``src`` (checked against the edge's type, chunk by chunk in a streaming
     run); in a DAG run, report the edge delivered."""
     t = self.t

@@ -22,28 +22,23 @@ than taking the blame.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Mapping, Sequence
-from functools import partial
-from types import MappingProxyType
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 
-from compose._engine.blame import named_upstream
 from compose._engine.dag import run_dag
-from compose._engine.node_exec import exec_sub, node_call, node_failed, node_input, node_output
-from compose._engine.options import _DEFAULT_OPTIONS, CallOptions
+from compose._engine.node_exec import exec_node
 from compose._engine.pregel import call_done, call_failed, pregel_step
-from compose._engine.resume import restore, resumed_for
+from compose._engine.resume import restore
 from compose._engine.routing import deliver, route
 from compose._engine.run_callbacks import callback_config, fail_early
-from compose._engine.tables import CALLING, NodeRT, Tables
+from compose._engine.run_state import RunState
+from compose._engine.tables import CALLING
 from compose._engine.tables import NOTHING as _NOTHING
 from compose.callbacks import (
     CallbackConfig,
     CallbackHandler,
-    RunInfo,
     _current_config,
     fire_cancel,
     fire_end,
@@ -52,144 +47,29 @@ from compose.callbacks import (
     fire_start,
     fire_start_stream,
 )
-from compose.checkpoint._snapshot import RerunRecord, RunSnapshot
 from compose.errors import (
     GraphInterrupt,
     GraphRunError,
-    NodeOutputTypeError,
-    NodeRunError,
 )
-from compose.interrupt import _node_address, _resumed
-from compose.merge import merge_stream_values, merge_values
-from compose.state import _current_frame, _StateFrame, call_handler
-from compose.stream import SKIP, StreamReader, concat
+from compose.state import _current_frame, _StateFrame
 from compose.stream import close_if_stream as _close
-from compose.stream import one_chunk as _one
-
-_NO_READY: deque[int] = deque(maxlen=0)
-_NONE_FOR: Any = MappingProxyType({})  # an empty table shared by the runs that never fill it (read-only)
-_NO_NODES: tuple[int, ...] = ()  # ``last`` before the first step (replaced, never appended to)
 
 
-def _pick(key: str, chunk: Any) -> Any:
-    if isinstance(chunk, dict) and key in chunk:
-        return chunk[key]
-    return SKIP
+class GraphRun(RunState):
+    """One run of a compiled graph, its driver: ``begin()`` once, then ``step()`` until it returns True
+    (``RunHandle``). Its state is the ``RunState`` it is; the steps are the run functions it binds below."""
 
-
-class GraphRun:
-    """One run of a compiled graph: ``begin()`` once, then ``step()`` until it returns True (``RunHandle``)."""
-
-    __slots__ = (
-        "address",
-        "called",
-        "calling",
-        "calling_j",
-        "calling_x",
-        "cb",
-        "frame",
-        "gated",
-        "general",
-        "inbox",
-        "info",
-        "last",
-        "live",
-        "max_steps",
-        "options",
-        "origin",
-        "path",
-        "pending",
-        "ready",
-        "reported",
-        "rerun_restored",
-        "restore_from",
-        "result",
-        "resume_for",
-        "skip_before",
-        "skipped",
-        "steps",
-        "streaming",
-        "t",
-        "track",
-    )
-    # a split superstep's node call (``pregel_step(split=True)``), awaited by ``step``: its node and input, and
-    # what it returned when ``step`` stopped before ending that step (its ``until`` met: the next ``step`` ends it)
-    calling: Any  # the call's awaitable; None when no call is pending
-    calling_j: int
-    calling_x: Any
-    called: Any
+    __slots__ = ()
     _split = True  # ``step`` awaits a step's node in its own frame (not a watched run: ``stepped.SteppedRun``)
-
-    def __init__(
-        self,
-        tables: Tables,
-        *,
-        streaming: bool,
-        options: CallOptions,
-        path: tuple[str, ...],
-        info: RunInfo,
-        address: str = "",
-        restore_from: tuple[RunSnapshot, Mapping[str, Any]] | None = None,
-        origin: object = None,
-    ) -> None:
-        self.t = tables
-        # shared by a root run and its sub-graph runs: marks the errors their streams named (``blame``)
-        self.origin = origin if origin is not None else object()
-        self.address = address or tables.address
-        self.restore_from = restore_from
-        self.streaming = streaming
-        self.options = options
-        self.path = path
-        self.info = info
-        self.inbox: dict[int, dict[int, Any]] = {}
-        # outputs to route at the next step's start (a list: a few at a time; an empty deque is 600 bytes)
-        self.pending: list[tuple[int, Any]] = []
-        self.steps = 0
-        self.calling = self.called = None
-        self.frame: _StateFrame | None = None
-        self.cb: CallbackConfig | None = _NOTHING  # looked up at the first entry (_prepare)
-        self.general = True
-        self.live = False  # its handlers saw the start and not yet the end (aclose then reports a cancel)
-        self.track = _node_address.get() is not None  # nodes run with their address set (track_addresses)
-        self.result: Any = _NOTHING
-        self.last: Sequence[int] = _NO_NODES
-        # what only a restored run (resume_for, skip_before, rerun_restored) or a DAG run (ready, reported,
-        # skipped) changes is shared and read-only until then (``resume.restore`` and ``dag`` replace them):
-        # a run holds no empty containers of its own for them (an empty deque is 600 bytes, a dict 64)
-        self.resume_for: dict[int, tuple[RerunRecord, Mapping[str, Any]]] = _NONE_FOR
-        self.skip_before = self.rerun_restored = False
-        if tables.dag:
-            self.ready: deque[int] = deque()
-            self.reported: dict[int, set[int]] = {}
-            self.skipped: dict[int, set[int]] = {}
-        else:
-            self.ready = _NO_READY
-            self.reported = self.skipped = _NONE_FOR
-        max_steps = tables.max_steps
-        if options is _DEFAULT_OPTIONS:  # the common case (a call without options): none of the checks below
-            self.max_steps: int = max_steps if max_steps is not None else 0  # 0: no limit (DAG)
-            # whether a step must pass _gate (interrupts before nodes, a stop request, a restored run)
-            self.gated = bool(tables.interrupt_before)
-            return
-        if options.max_run_steps is not None:
-            if tables.dag:
-                raise GraphRunError("cannot set max run steps in dag")
-            if options.max_run_steps < 1:
-                raise GraphRunError("max run steps limit must be at least 1")
-            max_steps = options.max_run_steps
-        self.max_steps = max_steps if max_steps is not None else 0
-        if not path and (options.node_options or options.designate):
-            options.check(tables, top=True)  # recurses into sub-graphs: their runs need no check of their own
-        self.gated = bool(tables.interrupt_before or options.external_interrupt is not None)
+    # the hooks (``RunState``): methods, so that a watched run (``stepped.SteppedRun``, ``history.RecordedRun``)
+    # can end a DAG step and record what runs and is routed
+    _exec = exec_node
+    _finish = route
+    _deliver = deliver
 
     # one superstep (``pregel.pregel_step``); a method so that a watched run (``stepped.SteppedRun``, a recorded
     # one) can settle and snapshot around it while a plain run pays nothing for that
     _pregel = pregel_step
-
-    def __repr__(self) -> str:
-        waiting = [self.t.keys[i] for i in self.inbox]
-        mode = "dag" if self.t.dag else "pregel"
-        return f"GraphRun({self.t.name!r}, step={self.steps}, mode={mode}, inbox={waiting})"
 
     # ------------------------------------------------------------------ the run
 
@@ -272,11 +152,6 @@ class GraphRun:
                 self._exit(entered)
             elif entered is not _NOTHING:
                 _current_frame.set(entered)
-
-    @property
-    def last_nodes(self) -> list[str]:
-        """The nodes of the last superstep run."""
-        return [self.t.keys[j] for j in self.last]
 
     async def aclose(self) -> None:
         """Abandon the run: close every stream it holds (idempotent); a run not finished reports a cancel.
@@ -369,158 +244,3 @@ class GraphRun:
                 await fire_failure(handlers, self.info, exc)
         if isinstance(exc, anyio.get_cancelled_exc_class()):
             exc.add_note(f"pyeino: run of graph '{self.t.name}' was cancelled at step {self.steps}")
-
-    async def _close_all(self) -> None:
-        if self.calling is not None:  # a split step's node returned (its output not yet pending)
-            self.pending.append((self.calling_j, self.called))
-            self.calling = self.calling_x = self.called = None
-        inbox = self.inbox
-        if inbox:
-            for box in inbox.values():
-                for v in box.values():
-                    if isinstance(v, StreamReader):
-                        await v.aclose()
-            inbox.clear()
-        pending = self.pending
-        while pending:
-            v = pending.pop(0)[1]
-            if isinstance(v, StreamReader):
-                await v.aclose()
-
-    # ------------------------------------------------------------------ nodes
-
-    def _take(self, j: int) -> Any:
-        box = self.inbox.pop(j)
-        if len(box) == 1:
-            return next(iter(box.values()))
-        t = self.t
-        key = t.keys[j]
-        if not self.streaming:
-            return merge_values(key, list(box.values()))
-        cfg = t.fan_in.get(j)
-        try:
-            return merge_stream_values(
-                key,
-                [(t.keys[p], r, t.out_types[p]) for p, r in box.items()],
-                source_eof=bool(cfg and cfg.stream_merge_with_source_eof),
-            )
-        except BaseException:
-            self.inbox[j] = box  # closed by _close_all
-            raise
-
-    async def _exec(self, j: int, x: Any) -> Any:
-        if self.track:
-            return await self._exec_tracked(j, x)
-        node = self.t.nodes[j]
-        if self.resume_for and j in self.resume_for:
-            return await self._exec_resumed(j, x)
-        if node.invoke1 is None or self.general:
-            return await self._exec_general(j, x, None)
-        try:
-            out = await node.invoke1(x)
-        except Exception as exc:
-            if isinstance(exc, GraphInterrupt):
-                raise
-            raise NodeRunError([*self.path, node.key], exc) from exc
-        cls = node.out_check
-        if cls is not None and not isinstance(out, cls):
-            await _close(out)
-            raise NodeOutputTypeError([*self.path, node.key], node.declared, type(out))
-        return out
-
-    async def _exec_tracked(self, j: int, x: Any) -> Any:
-        """``_exec`` with the node's address visible to what it runs (``compose.interrupt.current_address``)."""
-        token = _node_address.set(f"{self.address};node:{self.t.nodes[j].key}")
-        try:
-            if self.resume_for and j in self.resume_for:
-                return await self._exec_resumed(j, x)
-            return await self._exec_general(j, x, None)
-        finally:
-            _node_address.reset(token)
-
-    async def _exec_resumed(self, j: int, x: Any) -> Any:
-        """Re-run a node that paused: it sees its saved interrupt state; a sub-graph continues from its snapshot."""
-        record, resume = self.resume_for.pop(j)
-        if record.sub is not None:
-            return await self._exec_general(j, x, (record.sub, resume))
-        assert record.signal is not None
-        token = _resumed.set(resumed_for(record.signal, resume))
-        try:
-            return await self._exec_general(j, x, None)
-        finally:
-            _resumed.reset(token)
-
-    async def _exec_general(self, j: int, x: Any, sub_restore: tuple[RunSnapshot, Mapping[str, Any]] | None) -> Any:
-        """Run node ``j`` on ``x``: its pre handler, its call (a sub-graph's run), its output checked and wrapped.
-        The hot path of ``pregel_step`` makes the same three steps itself (no frame of this held while the node
-        runs); every other caller comes here."""
-        node = self.t.nodes[j]
-        phase = "pre handler"
-        try:
-            if node.has_pre or self.streaming:
-                x = await node_input(self, node, x)
-            phase = ""
-            if node.sub is not None:
-                out = await exec_sub(self, node, x, sub_restore)
-            elif self.cb is None and not self.streaming and not self.options.node_options:
-                out = await node.paradigms.invoke(x)  # type: ignore[union-attr]
-            else:
-                out = await node_call(self, node, x)
-        except BaseException as exc:
-            error = await node_failed(self, node, x, exc, phase)
-            if error is exc:
-                raise
-            raise error from exc
-        if node.out_check is not None or node.output_key is not None or self.streaming:
-            return await node_output(self, node, out)
-        return out
-
-    async def _pre(self, node: NodeRT, x: Any) -> Any:
-        frame = self.frame
-        if self.streaming:
-            if node.pre is not None:
-                assert frame is not None
-                x = _one(await call_handler(node.pre, await concat(x), frame))
-            elif node.stream_pre is not None:
-                assert frame is not None
-                x = await call_handler(node.stream_pre, x, frame)
-            if node.input_key is not None:
-                x = x.map(partial(_pick, node.input_key))
-            return x
-        if node.pre is not None:
-            assert frame is not None
-            x = await call_handler(node.pre, x, frame)
-        elif node.stream_pre is not None:
-            assert frame is not None
-            x = await concat(await call_handler(node.stream_pre, _one(x), frame))
-        if node.input_key is not None:
-            if not isinstance(x, dict) or node.input_key not in x:
-                raise GraphRunError(f"cannot find input key: {node.input_key} (node '{node.key}')")
-            x = x[node.input_key]
-        return x
-
-    async def _post(self, node: NodeRT, out: Any) -> Any:
-        frame = self.frame
-        assert frame is not None
-        try:
-            if self.streaming:
-                if node.post is not None:
-                    return _one(await call_handler(node.post, await concat(out), frame))
-                assert node.stream_post is not None
-                return await call_handler(node.stream_post, out, frame)
-            if node.post is not None:
-                return await call_handler(node.post, out, frame)
-            assert node.stream_post is not None
-            return await concat(await call_handler(node.stream_post, _one(out), frame))
-        except GraphInterrupt:
-            raise
-        except Exception as exc:
-            if named_upstream(exc, self.origin):
-                raise  # an error item of the node's own output stream, which names the node already
-            await _close(out)
-            raise NodeRunError([*self.path, node.key], exc, phase="post handler") from exc
-
-    # routing a node's output along its edges and branches (``routing``): methods, so that a watched run
-    # (``stepped.SteppedRun``, ``history.RecordedRun``) can end a DAG step and record what is routed
-    _finish = route
-    _deliver = deliver

@@ -1,30 +1,77 @@
 """The precompiled, integer-indexed tables a compiled graph runs on, and the pure routing functions over them.
 
 Indices: nodes are ``0..n-1`` in insertion order, ``END == n``, ``START == n + 1``. Nothing here is async and
-nothing here does graph analysis: compile time (``compiler``) fills the tables once, the scheduler (``scheduler``)
-reads them every step.
+nothing here does graph analysis: compile time (``compose.graph._compiler``) fills the tables once, the run
+functions read them every step. What the builder made (a branch, a sub-graph, a field mapping) is held as the
+protocol the engine calls on it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from compose._engine.names import CALLING, END, NOTHING, START, FanInMergeConfig, Handler
 from compose._types import ClassInfo
 from compose.callbacks import RunInfo
-from compose.graph.branch import _Branch
-from compose.graph.builder import FanInMergeConfig
 from compose.lambdas import Paradigms
 
 if TYPE_CHECKING:
-    from compose.graph._field_mapping import RunMapping
-    from compose.runnable import Runnable
+    from compose.stream import StreamReader
 
-Handler = Callable[[Any, Any], Any]
+__all__ = [
+    "CALLING",
+    "END",
+    "NOTHING",
+    "START",
+    "Branch",
+    "BranchRT",
+    "EdgeCheck",
+    "NodeRT",
+    "RunMapping",
+    "SubGraph",
+    "Tables",
+    "WrongOutput",
+    "branch_targets",
+]
 
-NOTHING: Any = object()  # "no value yet" (None is a value)
-CALLING: Any = object()  # a split superstep stopped at its node's call (``pregel.pregel_step(split=True)``)
+NodePath = tuple[str, ...]
+
+
+class Branch(Protocol):
+    """What the engine calls on a branch (``compose.graph.branch``): it decides, the engine routes."""
+
+    input_type: Any
+    condition: Callable[[Any], Any]
+
+    def failed(self, exc: Exception, node: str) -> Exception: ...
+
+    async def settle(self, chosen: Any, node: str) -> str: ...
+
+    async def decide_value(self, value: Any, node: str) -> frozenset[str]: ...
+
+    async def decide_stream(self, reader: StreamReader[Any], node: str) -> frozenset[str]: ...
+
+
+class SubGraph(Protocol):
+    """A node that is itself a compiled graph (a ``Runnable``, which the engine never imports): its tables, and
+    a run of it nested in the parent's run."""
+
+    _tables: Tables
+
+    async def _execute(self, x: Any, **kwargs: Any) -> Any: ...
+
+    def graph_info(self) -> Any: ...
+
+
+class RunMapping(Protocol):
+    """What the engine calls on a Workflow edge (``EdgeMap``) or node input (``InputBuild``): ``invoke`` on a
+    value, ``stream`` on a stream (lazily); ``path`` is the running graph's node path, for errors."""
+
+    def invoke(self, value: Any, path: NodePath) -> Any: ...
+
+    def stream(self, reader: StreamReader[Any], path: NodePath) -> StreamReader[Any]: ...
 
 
 class WrongOutput(Exception):
@@ -44,7 +91,7 @@ class NodeRT:
     index: int
     info: RunInfo
     paradigms: Paradigms | None  # None for a sub-graph
-    sub: Runnable[Any, Any] | None
+    sub: SubGraph | None
     pre: Handler | None
     post: Handler | None
     stream_pre: Handler | None
@@ -55,7 +102,7 @@ class NodeRT:
     inbox_type: Any  # the type of what arrives in the node's inbox (a dict with input_key)
     output_type: Any  # the type the node emits (after output_key)
     # what the node's own output (before output_key), or each chunk of its output stream, must be an instance
-    # of, and the declared type that says so; None where nothing is checked (see ``compiler.output_check``)
+    # of, and the declared type that says so; None where nothing is checked (``compose.graph._compiler``)
     out_check: ClassInfo | None
     declared: Any
 
@@ -90,7 +137,7 @@ class EdgeCheck:
 
 @dataclass(frozen=True, slots=True)
 class BranchRT:
-    branch: _Branch[Any]
+    branch: Branch
     ends: tuple[int, ...]
     index_of: dict[str, int]
     idx: int = 0  # registration order among the node's branches (for messages, as Eino's ``branch[n]-[idx]``)

@@ -1,6 +1,6 @@
 """Building graphs: the ``Graph`` builder and the two front ends on it, ``Chain`` and ``Workflow``.
 
-- ``builder``: :class:`Graph` (nodes, edges, branches, build-time checks, ``compile()``), ``START``, ``END``;
+- ``builder``: :class:`Graph` (nodes, edges, branches, build-time checks: ``_type_checks``, ``compile()``);
 - ``branch``: the routing a node's output decides (:class:`GraphBranch`, :class:`StreamGraphBranch` and their
   multi-target variants);
 - ``chain``: :class:`Chain`, a graph built by appending nodes, with ``Parallel`` and ``ChainBranch`` steps;
@@ -9,7 +9,8 @@
 - ``info``: what a compiled graph looks like (:class:`GraphInfo`, its nodes and branches, Mermaid), handed to
   compile callbacks.
 
-Compiling and running are the engine's (``compose._engine``); the result is a :class:`~compose.runnable.Runnable`.
+``_compiler`` checks a graph and compiles it into the engine's tables (``compose._engine``), which run as a
+:class:`~compose.runnable.Runnable`; the engine imports nothing of this package (``START``/``END`` are its).
 """
 
 from compose.graph._field_mapping import (

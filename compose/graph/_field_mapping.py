@@ -22,8 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from types import UnionType
-from typing import Any, Protocol, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any, Union, get_args, get_origin, get_type_hints, is_typeddict
 
+from compose._engine.tables import NodePath
 from compose._types import ClassInfo, type_name, zero_value
 from compose.errors import FieldMappingError, FieldMappingTypeError, GraphBuildError
 from compose.stream._concat import concat_items
@@ -152,16 +153,6 @@ def check_conflicts(node: str, paths: Sequence[Path]) -> None:
 # ---------------------------------------------------------------------------------------------- run time
 
 _MISSING: Any = object()  # a map key the chunk lacks (streaming: the mapping is skipped for that chunk)
-NodePath = tuple[str, ...]
-
-
-class RunMapping(Protocol):
-    """What the engine calls on a Workflow edge (``EdgeMap``) or node input (``InputBuild``): ``invoke`` on a
-    value, ``stream`` on a stream (lazily); ``path`` is the running graph's node path, for errors."""
-
-    def invoke(self, value: Any, path: NodePath) -> Any: ...
-
-    def stream(self, reader: StreamReader[Any], path: NodePath) -> StreamReader[Any]: ...
 
 
 @dataclass(frozen=True, slots=True)

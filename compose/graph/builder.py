@@ -15,21 +15,22 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypedDict, TypeVar, Unpack, runtime_checkable
 
-from compose._engine.type_checks import check_edge as _check_edge
-from compose._engine.type_checks import handler_hints as _handler_hints
+from compose._engine.names import END, START, FanInMergeConfig, Handler
 from compose._types import Assignable, assignable, type_argument, type_name
 from compose.components.document import Document, Source
 from compose.errors import GraphBuildError, GraphCompiledError, TypeMismatchError
+from compose.graph._type_checks import check_edge as _check_edge
+from compose.graph._type_checks import handler_hints as _handler_hints
 from compose.graph.branch import _Branch
 from compose.graph.info import CompileCallback
 from compose.lambdas import Lambda, Paradigms, _hints, derive
 from compose.schema import Message
 
 if TYPE_CHECKING:
+    from compose._engine.tables import RunMapping
     from compose.components.base import DocumentTransformer, Embedder, Indexer, Loader, Retriever
-    from compose.graph._field_mapping import RunMapping
     from compose.runnable import Runnable
 
 __all__ = ["END", "START", "FanInMergeConfig", "Graph", "NodeOptions", "TriggerMode"]
@@ -37,13 +38,7 @@ __all__ = ["END", "START", "FanInMergeConfig", "Graph", "NodeOptions", "TriggerM
 I = TypeVar("I")  # noqa: E741
 O = TypeVar("O")  # noqa: E741
 
-START = "start"
-END = "end"
-
 TriggerMode = Literal["any_predecessor", "all_predecessor"]
-
-Handler = Callable[[Any, Any], Any]
-
 
 class NodeOptions(TypedDict, total=False):
     """Options every ``add_*_node`` takes as keyword arguments.
@@ -63,12 +58,18 @@ class NodeOptions(TypedDict, total=False):
     output_key: str
 
 
-@dataclass(frozen=True, slots=True)
-class FanInMergeConfig:
-    """How values arriving at one node in one step are merged. ``stream_merge_with_source_eof``: the merged
-    stream yields a ``SourceEOF(predecessor_key)`` error item as each predecessor's stream ends."""
+@runtime_checkable
+class _Buildable(Protocol):
+    """A builder ``add_graph_node`` compiles with its parent: a ``Graph``, ``Workflow`` or ``Chain`` (which builds
+    on this module, so is not imported by it)."""
 
-    stream_merge_with_source_eof: bool = False
+    @property
+    def input_type(self) -> Any: ...
+
+    @property
+    def output_type(self) -> Any: ...
+
+    def compile(self, *, name: str | None = None) -> Any: ...
 
 
 @dataclass(slots=True)
@@ -365,10 +366,9 @@ class Graph(Generic[I, O]):
     ) -> None:
         """Add a sub-graph or a Chain (compiled with the parent, with ``compile_options``) or an already compiled
         Runnable."""
-        from compose.graph.chain import Chain
         from compose.runnable import Runnable
 
-        if isinstance(graph, Graph | Chain | Runnable):
+        if isinstance(graph, (_Buildable, Runnable)):
             in_t, out_t = graph.input_type, graph.output_type
         else:
             raise GraphBuildError(f"node '{key}': add_graph_node needs a Graph or a compiled Runnable")
@@ -528,7 +528,7 @@ class Graph(Generic[I, O]):
         Raises ``InvalidGraphError`` for a loop in ``all_predecessor`` (DAG) mode, a node START cannot reach, no
         edge from START or to END, and ``GraphBuildError`` for bad options.
         """
-        from compose._engine.compiler import compile_graph
+        from compose.graph._compiler import compile_graph
 
         return compile_graph(
             self,

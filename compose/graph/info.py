@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 from compose._types import type_name
 from compose.errors import GraphBuildError
@@ -29,6 +29,7 @@ from compose.graph._field_mapping import EdgeMap
 
 if TYPE_CHECKING:
     from compose._engine.tables import Tables
+    from compose.graph.branch import _Branch
 
 __all__ = ["BranchInfo", "CompileCallback", "GraphCompileCallback", "GraphInfo", "NodeInfo"]
 
@@ -196,8 +197,8 @@ def build_graph_info(tables: Tables) -> GraphInfo:
             start=keys[s],
             end_nodes=tuple(keys[e] for e in b.ends),
             index=b.idx,
-            streaming=b.branch._stream,
-            multi=b.branch._multi,
+            streaming=cast("_Branch[Any]", b.branch)._stream,
+            multi=cast("_Branch[Any]", b.branch)._multi,
             input_type=b.branch.input_type,
         )
         for s in _source_order(tables)

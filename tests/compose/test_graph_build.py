@@ -356,7 +356,7 @@ def _nested(levels: int) -> Graph[str, str]:
 
 @pytest.mark.anyio
 async def test_sub_graphs_nested_deeper_than_a_run_can_go_are_refused_at_compile(anyio_backend: Any) -> None:
-    from compose._engine.compiler import max_nesting
+    from compose.graph._compiler import max_nesting
 
     most = max_nesting()
     deepest = _nested(most - 1).compile()  # `most` graphs deep: runs

@@ -6,22 +6,44 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from compose._engine.names import END, START, Handler
 from compose._types import Assignable, assignable, runtime_checker, type_name
 from compose.errors import TypeMismatchError
 
 if TYPE_CHECKING:
-    from compose.graph.builder import Graph, Handler
+    from compose._engine.tables import RunMapping
+    from compose.graph.branch import _Branch
 
 
 Types = dict[str, tuple[Any, Any]]  # node key -> (input type, output type), passthroughs inferred
 
 
-def runtime_edge_checks(g: Graph[Any, Any], types: Types) -> dict[tuple[str, str], Callable[[Any], bool]]:
-    """Check every edge with inferred types; edges that only *may* fit get a runtime checker."""
-    from compose.graph.builder import END, START  # compose.graph.builder imports this module
+class Built(Protocol):
+    """What the checks and compile read of a ``Graph`` (``compose.graph.builder``, which imports them)."""
 
+    _nodes: dict[str, Any]
+    _edges: list[tuple[str, str]]
+    _branches: dict[str, list[_Branch[Any]]]
+    _edge_maps: dict[tuple[str, str], RunMapping]
+    _input_builds: dict[str, RunMapping]
+    _data_only: set[tuple[str, str]]
+    _compiled: bool
+    state_factory: Callable[[], Any] | None
+    state_type: Any
+
+    @property
+    def input_type(self) -> Any: ...
+
+    @property
+    def output_type(self) -> Any: ...
+
+    def _successors(self, key: str) -> list[str]: ...
+
+
+def runtime_edge_checks(g: Built, types: Types) -> dict[tuple[str, str], Callable[[Any], bool]]:
+    """Check every edge with inferred types; edges that only *may* fit get a runtime checker."""
     checks: dict[tuple[str, str], Callable[[Any], bool]] = {}
     for s in [START, *g._nodes]:
         out_t = g.input_type if s == START else types[s][1]
@@ -34,12 +56,10 @@ def runtime_edge_checks(g: Graph[Any, Any], types: Types) -> dict[tuple[str, str
     return checks
 
 
-def runtime_branch_checks(g: Graph[Any, Any], types: Types) -> dict[tuple[str, int], Callable[[Any], bool]]:
+def runtime_branch_checks(g: Built, types: Types) -> dict[tuple[str, int], Callable[[Any], bool]]:
     """Check every branch condition's input type against its node's (inferred) output type; a condition
     that only *may* fit (the node returns ``Any``, the condition takes ``int``) gets a runtime checker, as
     Eino inserts a converter before the condition (keyed by node and the branch's registration index)."""
-    from compose.graph.builder import START
-
     checks: dict[tuple[str, int], Callable[[Any], bool]] = {}
     for s, branches in g._branches.items():
         out_t = g.input_type if s == START else types[s][1]

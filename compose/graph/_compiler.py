@@ -1,4 +1,5 @@
-"""Check a ``Graph`` and compile it into ``Tables`` (the only place that walks the builder's structures)."""
+"""Check a ``Graph`` and compile it into the engine's ``Tables`` (the only place that walks the builder's
+structures), wrapped as a ``Runnable``."""
 
 from __future__ import annotations
 
@@ -7,25 +8,24 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from compose._engine.names import END, START, FanInMergeConfig
 from compose._engine.tables import BranchRT, EdgeCheck, NodeRT, Tables, WrongOutput
-from compose._engine.type_checks import runtime_branch_checks, runtime_edge_checks
 from compose._types import ClassInfo, instance_check
 from compose.callbacks import RunInfo
 from compose.checkpoint._snapshot import fingerprint
 from compose.errors import GraphBuildError, InvalidGraphError
+from compose.graph._type_checks import Built, runtime_branch_checks, runtime_edge_checks
 from compose.graph.branch import GraphBranch, StreamGraphBranch
-from compose.graph.builder import END, START, FanInMergeConfig
 from compose.graph.info import CompileCallback, check_compile_callbacks
 from compose.models.base import model_identity
 from compose.state import is_async_callable
 
 if TYPE_CHECKING:
-    from compose.graph.builder import Graph
     from compose.runnable import Runnable
 
 
 def compile_graph(
-    graph: Graph[Any, Any],
+    graph: Built,
     *,
     name: str | None,
     max_run_steps: int | None,
@@ -140,7 +140,7 @@ def _keep_history(keep: bool | int, store: Any) -> bool | int | None:
     return keep
 
 
-def _check_structure(graph: Graph[Any, Any], *, dag: bool) -> None:
+def _check_structure(graph: Built, *, dag: bool) -> None:
     """Every node is reachable from START, and a DAG has no loop (the loop is printed ``a -> b -> a``)."""
     # imported here, not at the top: compile is its only user, and importing it costs a cold start 0.1 s
     import networkx as nx
@@ -167,7 +167,7 @@ def _check_structure(graph: Graph[Any, Any], *, dag: bool) -> None:
             loop = " -> ".join([cycle[0][0], *[v for _, v in cycle]])
             raise InvalidGraphError(f"DAG is invalid, has loop: {loop}")
 
-def _node_types(graph: Graph[Any, Any]) -> dict[str, tuple[Any, Any]]:
+def _node_types(graph: Built) -> dict[str, tuple[Any, Any]]:
     """Every node's (input, output) type; passthrough types were inferred as edges were added (``_infer``),
     so one still unknown has no typed neighbour to take it from."""
     types: dict[str, tuple[Any, Any]] = {
@@ -180,7 +180,7 @@ def _node_types(graph: Graph[Any, Any]) -> dict[str, tuple[Any, Any]]:
 
 
 def build_tables(
-    graph: Graph[Any, Any],
+    graph: Built,
     *,
     name: str,
     dag: bool,
