@@ -24,8 +24,8 @@ from adk.errors import BackendFileNotFoundError, TaskListError
 from adk.middlewares import _plantask_prompts as prompts
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext
 from adk.middlewares.filesystem import Backend
-from compose.errors import ToolArgumentsError
 from compose.schema import ToolInfo
+from compose.tools.arguments import SchemaTool
 
 __all__ = ["PlanTaskMiddleware", "Task"]
 
@@ -112,43 +112,24 @@ def _cyclic(tasks: dict[str, Task], blocker: str, blocked: str) -> bool:
     return blocker == blocked or _reaches(tasks, blocked, blocker, set())
 
 
+_Runner = Callable[[dict[str, Any]], Awaitable[str]]
+
+
 def _s(description: str) -> dict[str, Any]:
     return {"type": "string", "description": description}
 
 
-class _TaskTool:
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        props: dict[str, Any],
-        required: list[str],
-        fn: Callable[[dict[str, Any]], Awaitable[str]],
-        lock: anyio.Lock,
-    ) -> None:
-        self._info = ToolInfo(
-            name=name,
-            description=description,
-            parameters={"type": "object", "properties": props, **({"required": required} if required else {})},
-        )
-        self._fn = fn
-        self._lock = lock
+def _task_tool(
+    name: str, description: str, props: dict[str, Any], required: list[str], fn: _Runner, lock: anyio.Lock
+) -> SchemaTool:
+    """One of the task tools; the tools of one agent share ``lock`` and so run one at a time."""
 
-    def info(self) -> ToolInfo:
-        return self._info
+    async def run(args: dict[str, Any]) -> str:
+        async with lock:
+            return await fn(args)
 
-    def __repr__(self) -> str:
-        return f"TaskTool({self._info.name!r})"
-
-    async def run(self, arguments: str) -> str:
-        try:
-            args = json.loads(arguments) if arguments.strip() else {}
-        except ValueError as exc:
-            raise ToolArgumentsError(self._info.name, f"not JSON: {exc}") from exc
-        if not isinstance(args, dict):
-            raise ToolArgumentsError(self._info.name, f"expected a JSON object, got {arguments!r}")
-        async with self._lock:
-            return await self._fn(args)
+    schema = {"type": "object", "properties": props, **({"required": required} if required else {})}
+    return SchemaTool(ToolInfo(name=name, description=description, parameters=schema), run)
 
 
 class PlanTaskMiddleware(AgentMiddleware):
@@ -329,7 +310,7 @@ class PlanTaskMiddleware(AgentMiddleware):
         meta = {"type": "object", "properties": {"propertyNames": {"type": "string"}}}
         ids = {"type": "array", "items": {"type": "string"}}
         tools = [
-            _TaskTool(
+            _task_tool(
                 "TaskCreate",
                 prompts.TASK_CREATE_DESCRIPTION,
                 {
@@ -342,7 +323,7 @@ class PlanTaskMiddleware(AgentMiddleware):
                 self.task_create,
                 lock,
             ),
-            _TaskTool(
+            _task_tool(
                 "TaskGet",
                 prompts.TASK_GET_DESCRIPTION,
                 {"taskId": _s("The ID of the task to retrieve")},
@@ -350,7 +331,7 @@ class PlanTaskMiddleware(AgentMiddleware):
                 self.task_get,
                 lock,
             ),
-            _TaskTool(
+            _task_tool(
                 "TaskUpdate",
                 prompts.TASK_UPDATE_DESCRIPTION,
                 {
@@ -374,6 +355,6 @@ class PlanTaskMiddleware(AgentMiddleware):
                 self.task_update,
                 lock,
             ),
-            _TaskTool("TaskList", prompts.TASK_LIST_DESCRIPTION, {}, [], self.task_list, lock),
+            _task_tool("TaskList", prompts.TASK_LIST_DESCRIPTION, {}, [], self.task_list, lock),
         ]
         return ChatModelAgentContext(context.instruction, [*context.tools, *tools], set(context.return_directly))

@@ -32,7 +32,6 @@ Where pyeino differs: a fork's agent cannot pause (an interrupt inside it fails 
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 from collections import OrderedDict
@@ -47,10 +46,10 @@ from adk.events import AgentInput
 from adk.middlewares import _skill_prompts as prompts
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext, ModelWrapper
 from adk.middlewares.filesystem import Backend, LocalBackend
-from compose.errors import ToolArgumentsError
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo, tool_message, user_message
 from compose.stream import StreamReader
+from compose.tools.arguments import parse_arguments
 from compose.tools.middleware import get_tool_call_id
 
 __all__ = ["CONTEXT_MODES", "Skill", "SkillMiddleware", "load_skills", "parse_skill"]
@@ -193,12 +192,9 @@ class _SkillTool:
         return f"SkillTool({sorted(self.skills)})"
 
     async def run(self, arguments: str) -> str:
-        name = self._info.name
-        try:
-            args = json.loads(arguments)
-        except ValueError as exc:
-            raise ToolArgumentsError(name, f"failed to unmarshal arguments: {exc}") from exc
-        wanted = args.get("skill") if isinstance(args, dict) else None
+        info = self._info
+        args = parse_arguments(info.name, arguments, info.parameters, not_json="failed to unmarshal arguments")
+        wanted = args.get("skill")
         skill = self.skills.get(wanted) if isinstance(wanted, str) else None
         if skill is None:
             raise SkillError(f"failed to get skill: skill not found: {wanted}", skill=str(wanted))

@@ -19,6 +19,7 @@ from adk.middlewares._toolsearch_prompts import TOOL_SEARCH_DESCRIPTION
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext, ChatModelAgentState
 from compose.errors import ToolArgumentsError
 from compose.schema import Message, ToolInfo, user_message
+from compose.tools.arguments import parse_arguments
 from compose.tools.base import BaseTool
 
 __all__ = ["TOOL_SEARCH_TOOL_NAME", "ToolSearchMiddleware", "search_tools"]
@@ -73,13 +74,10 @@ def search_tools(arguments: str, tools: dict[str, ToolInfo]) -> list[str]:
     """The names the ``tool_search`` arguments match (Eino's ``search``).
 
     Raises:
-        ToolArgumentsError: not JSON, or no query.
+        ToolArgumentsError: not a JSON object, or no query.
     """
-    try:
-        args = json.loads(arguments)
-    except ValueError as exc:
-        raise ToolArgumentsError(TOOL_SEARCH_TOOL_NAME, f"failed to unmarshal tool search arguments: {exc}") from exc
-    query = args.get("query") if isinstance(args, dict) else None
+    args = parse_arguments(TOOL_SEARCH_TOOL_NAME, arguments, not_json="failed to unmarshal tool search arguments")
+    query = args.get("query")
     query = query.strip() if isinstance(query, str) else ""
     if not query:
         raise ToolArgumentsError(TOOL_SEARCH_TOOL_NAME, "query is required", field="query")

@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from adk.agent import Agent
 from adk.agents.agent_tool import AgentTool
@@ -41,6 +41,7 @@ from adk.session_values import add_session_value
 from compose.errors import ToolArgumentsError
 from compose.models.base import ChatModel
 from compose.schema import ToolInfo
+from compose.tools.arguments import parse_arguments
 from compose.tools.base import BaseTool
 
 __all__ = [
@@ -105,13 +106,7 @@ class WriteTodosTool:
         return "WriteTodosTool()"
 
     async def run(self, arguments: str) -> str:
-        try:
-            parsed = _Todos.model_validate_json(arguments)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or None
-            raise ToolArgumentsError("write_todos", first["msg"], field=where) from exc
-        todos = [t.model_dump() for t in parsed.todos]
+        todos = [t.model_dump() for t in parse_arguments("write_todos", arguments, _Todos).todos]
         add_session_value(SESSION_KEY_TODOS, todos)
         return "Updated todo list to " + json.dumps(todos, ensure_ascii=False, separators=(",", ":"))
 
@@ -143,20 +138,16 @@ class TaskTool:
         return f"TaskTool({sorted(self.agents)})"
 
     async def run(self, arguments: str) -> str:
-        try:
-            args = json.loads(arguments)
-        except ValueError as exc:
-            raise ToolArgumentsError(TASK_TOOL_NAME, f"failed to unmarshal task tool input json: {exc}") from exc
-        if not isinstance(args, dict):
-            raise ToolArgumentsError(TASK_TOOL_NAME, f"expected a JSON object, got {arguments!r}")
+        args = parse_arguments(
+            TASK_TOOL_NAME, arguments, self._info.parameters, not_json="failed to unmarshal task tool input json"
+        )
         kind = args.get("subagent_type")
         tool = self.agents.get(kind) if isinstance(kind, str) else None
         if tool is None:
             raise ToolArgumentsError(
                 TASK_TOOL_NAME, f"subagent type {kind} not found (known: {sorted(self.agents)})", field="subagent_type"
             )
-        request = args.get("description")
-        return await tool.run(json.dumps({"request": request if isinstance(request, str) else ""}))
+        return await tool.run(json.dumps({"request": args.get("description") or ""}))
 
 
 class _AddTool(AgentMiddleware):

@@ -7,7 +7,6 @@ with ``compose.tool_errors_as_results`` to hand such errors to the model as resu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -15,8 +14,8 @@ from typing import Any, Protocol
 from adk.middlewares.filesystem import _prompts as prompts
 from adk.middlewares.filesystem._vfs import GrepMatch, sort_by_base_name
 from adk.middlewares.filesystem.backend import Backend
-from compose.errors import ToolArgumentsError
 from compose.schema import ToolInfo
+from compose.tools.arguments import SchemaTool
 
 __all__ = [
     "NO_FILES_FOUND",
@@ -57,8 +56,8 @@ class Shell(Protocol):
 Runner = Callable[[dict[str, Any]], Awaitable[str]]
 
 
-class FilesystemTool:
-    """One filesystem tool: its ToolInfo and a function of the parsed JSON arguments.
+class FilesystemTool(SchemaTool):
+    """One filesystem tool: a :class:`~compose.tools.SchemaTool` whose function gets the parsed JSON arguments.
 
     ``needed`` names the arguments a call must give (not null): Eino's schemas mark more as required than a
     call needs (``offset``, ``replace_all``), and a missing ``content`` must not empty a file.
@@ -67,42 +66,8 @@ class FilesystemTool:
     def __init__(
         self, name: str, description: str, parameters: dict[str, Any], fn: Runner, needed: Sequence[str] = ()
     ) -> None:
-        self._info = ToolInfo(name=name, description=description, parameters=parameters)
-        self._fn = fn
-        self._needed = tuple(needed)
-
-    def info(self) -> ToolInfo:
-        return self._info
-
-    def __repr__(self) -> str:
-        return f"FilesystemTool({self._info.name!r})"
-
-    async def run(self, arguments: str) -> str:
-        name = self._info.name
-        try:
-            args = json.loads(arguments) if arguments.strip() else {}
-        except ValueError as exc:
-            raise ToolArgumentsError(name, f"not JSON: {exc}") from exc
-        if not isinstance(args, dict):
-            raise ToolArgumentsError(name, f"expected a JSON object, got {arguments!r}")
-        props: dict[str, Any] = self._info.parameters.get("properties", {})
-        for key, value in args.items():
-            want = props.get(key, {}).get("type")
-            if value is None or want is None:
-                continue
-            ok = {
-                "string": isinstance(value, str),
-                "integer": isinstance(value, int) and not isinstance(value, bool),
-                "boolean": isinstance(value, bool),
-            }.get(want, True)
-            if not ok:
-                raise ToolArgumentsError(name, f"must be a {want}, got {value!r}", field=key)
-        for key in self._needed:
-            if args.get(key) is None:
-                unknown = sorted(set(args) - set(props))
-                hint = f" (unknown arguments: {', '.join(unknown)})" if unknown else ""
-                raise ToolArgumentsError(name, f"is required{hint}", field=key)
-        return await self._fn(args)
+        info = ToolInfo(name=name, description=description, parameters=parameters)
+        super().__init__(info, fn, required=needed, not_json="not JSON")
 
 
 def _schema(props: dict[str, dict[str, Any]], required: Sequence[str]) -> dict[str, Any]:

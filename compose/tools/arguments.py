@@ -1,0 +1,180 @@
+"""A tool call's arguments: :func:`parse_arguments` reads them for any tool, :class:`SchemaTool` is a tool made of a
+hand-written schema and a function of the parsed arguments.
+
+Every failure is one :class:`~compose.errors.ToolArgumentsError` naming the tool and, where there is one, the field.
+
+Example:
+    >>> async def echo(args: dict[str, Any]) -> str:
+    ...     return args["text"]
+    >>> params = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    >>> info = ToolInfo(name="echo", description="Echo a text.", parameters=params)
+    >>> echo_tool = SchemaTool(info, echo, required=["text"])
+    >>> echo_tool.parse_arguments('{"text": "hi"}')
+    {'text': 'hi'}
+    >>> parse_arguments("echo", '{"text": 3}', params)  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ToolArgumentsError: invalid arguments for tool 'echo' field 'text': 3 is not of type 'string'
+"""
+
+from __future__ import annotations
+
+import reprlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
+
+from compose.errors import ToolArgumentsError
+from compose.schema import ToolInfo
+
+__all__ = ["SchemaTool", "parse_arguments"]
+
+M = TypeVar("M", bound=BaseModel)
+NOT_JSON = "arguments are not valid JSON"
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+}
+
+
+@overload
+def parse_arguments(tool_name: str, arguments: str, schema: type[M], *, not_json: str = NOT_JSON) -> M: ...
+
+
+@overload
+def parse_arguments(
+    tool_name: str,
+    arguments: str,
+    schema: Mapping[str, Any] | None = None,
+    *,
+    required: Sequence[str] = (),
+    not_json: str = NOT_JSON,
+) -> dict[str, Any]: ...
+
+
+def parse_arguments(
+    tool_name: str,
+    arguments: str,
+    schema: type[BaseModel] | Mapping[str, Any] | None = None,
+    *,
+    required: Sequence[str] = (),
+    not_json: str = NOT_JSON,
+) -> BaseModel | dict[str, Any]:
+    """Read ``arguments`` (the JSON object a model wrote for ``tool_name``, as a string; ``""`` counts as ``{}``).
+
+    With a pydantic model class, the arguments are validated by it and the model is returned (``@tool`` builds
+    one from the function's signature). With a JSON schema (a mapping) or none, the object is returned as a dict:
+    each argument the schema's ``properties`` give a ``type`` must have that JSON type or be null, as Go's
+    ``encoding/json`` fills a struct (unknown arguments and nested values are the tool's to judge; an MCP tool
+    checks the whole schema), and each name in ``required`` must be given and not null.
+
+    Args:
+        tool_name: the tool, as errors name it.
+        arguments: the JSON text.
+        schema: a pydantic model class, or the tool's parameters schema.
+        required: names a call must give (not null); a schema's own ``required`` often names more than a call
+            needs (Eino's filesystem tools), so it is not read.
+        not_json: the start of the message when the text is not JSON (some tools keep Eino's words).
+
+    Raises:
+        ToolArgumentsError: not JSON, not an object, or an argument of the wrong type or missing; names the first
+            such field.
+    """
+    text = arguments if arguments.strip() else "{}"
+    if isinstance(schema, type):
+        try:
+            return schema.model_validate_json(text)
+        except ValidationError as exc:
+            fields = [field.alias or name for name, field in schema.model_fields.items()]
+            raise _arguments_error(tool_name, exc, fields, not_json) from exc
+    try:
+        value = from_json(text)
+    except ValueError as exc:
+        raise ToolArgumentsError(tool_name, f"{not_json}: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ToolArgumentsError(tool_name, f"arguments must be a JSON object, got {type(value).__name__}")
+    props: Mapping[str, Any] = (schema.get("properties") or {}) if schema is not None else {}
+    for key, item in value.items():
+        spec = props.get(key)
+        want = spec.get("type") if isinstance(spec, Mapping) else None
+        kind = _TYPES.get(want) if isinstance(want, str) else None
+        if item is None or kind is None:
+            continue
+        if not isinstance(item, kind) or (isinstance(item, bool) and want != "boolean"):
+            raise ToolArgumentsError(tool_name, f"{reprlib.repr(item)} is not of type '{want}'", field=key)
+    for key in required:
+        if value.get(key) is None:
+            unknown = sorted(set(value) - set(props))
+            hint = f" (unknown arguments: {', '.join(unknown)})" if unknown else ""
+            raise ToolArgumentsError(tool_name, f"is required{hint}", field=key)
+    return value
+
+
+class SchemaTool:
+    """An invokable tool made of its :class:`~compose.schema.ToolInfo` and an async function of its arguments,
+    read by :func:`parse_arguments` against ``info.parameters``.
+
+    Args:
+        info: the tool's name, description and parameters schema (sent to the model as they are).
+        run: ``async (arguments: dict) -> str``.
+        required: the arguments a call must give (not null).
+        not_json: the start of the message when the arguments are not JSON.
+    """
+
+    def __init__(
+        self,
+        info: ToolInfo,
+        run: Callable[[dict[str, Any]], Awaitable[str]],
+        *,
+        required: Sequence[str] = (),
+        not_json: str = NOT_JSON,
+    ) -> None:
+        self._info = info
+        self._run = run
+        self.required = tuple(required)
+        self.not_json = not_json
+
+    def info(self) -> ToolInfo:
+        """The tool's name, description and parameters schema."""
+        return self._info
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._info.name!r})"
+
+    def parse_arguments(self, arguments: str) -> dict[str, Any]:
+        """``arguments`` as a dict (see :func:`parse_arguments`)."""
+        info = self._info
+        return parse_arguments(info.name, arguments, info.parameters, required=self.required, not_json=self.not_json)
+
+    async def run(self, arguments: str) -> str:
+        """Parse ``arguments`` and run the function on them."""
+        return await self._run(self.parse_arguments(arguments))
+
+
+def _arguments_error(
+    tool_name: str, exc: ValidationError, params: Sequence[str], not_json: str = NOT_JSON
+) -> ToolArgumentsError:
+    # the errors of the fields the tool takes come before unknown keys (pydantic's own order varies by version)
+    errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] == "extra_forbidden")
+    first = errors[0]
+    if all(e["type"] == "extra_forbidden" and len(e["loc"]) == 1 for e in errors):
+        takes = f"which takes {', '.join(params)}" if params else "which takes no arguments"
+        if len(errors) == 1:
+            reason = f"not a parameter of the tool, {takes}"
+        else:
+            reason = f"{', '.join(repr(str(e['loc'][0])) for e in errors)} are not parameters of the tool, {takes}"
+        return ToolArgumentsError(tool_name, reason, field=str(first["loc"][0]))
+    if first["type"] == "json_invalid":
+        return ToolArgumentsError(tool_name, f"{not_json}: {first['msg'].removeprefix('Invalid JSON: ')}")
+    if not first["loc"]:
+        return ToolArgumentsError(tool_name, f"arguments must be a JSON object: {first['msg']}")
+    field = ".".join(str(part) for part in first["loc"])
+    if len(errors) == 1:
+        return ToolArgumentsError(tool_name, first["msg"], field=field)
+    details = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors)
+    return ToolArgumentsError(tool_name, details, field=field)

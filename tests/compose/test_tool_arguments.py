@@ -1,0 +1,73 @@
+"""parse_arguments and SchemaTool: one reading of a call's arguments, one error shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from compose.errors import ToolArgumentsError
+from compose.schema import ToolInfo
+from compose.tools import SchemaTool, parse_arguments
+
+pytestmark = pytest.mark.anyio
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}, "n": {"type": "integer"}, "all": {"type": "boolean"}, "x": {}},
+    "required": ["path", "n"],
+}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field", "message"),
+    [
+        ("{", None, "arguments are not valid JSON: EOF while parsing an object at line 1 column 1"),
+        ("[1]", None, "arguments must be a JSON object, got list"),
+        ('{"path": 3}', "path", "3 is not of type 'string'"),
+        ('{"path": "p", "n": true}', "n", "True is not of type 'integer'"),
+        ('{"path": "p", "n": 1.5}', "n", "1.5 is not of type 'integer'"),
+        ('{"path": "p", "all": 0}', "all", "0 is not of type 'boolean'"),
+        ('{"n": 1, "pth": "p"}', "path", "is required (unknown arguments: pth)"),
+        ('{"path": null}', "path", "is required"),
+    ],
+)
+def test_a_schema_checks_top_level_types_and_the_required_names(
+    arguments: str, field: str | None, message: str
+) -> None:
+    with pytest.raises(ToolArgumentsError) as info:
+        parse_arguments("t", arguments, SCHEMA, required=["path"])
+    where = f" field '{field}'" if field else ""
+    assert str(info.value) == f"invalid arguments for tool 't'{where}: {message}"
+    assert (info.value.tool_name, info.value.field) == ("t", field)
+
+
+def test_null_unknown_and_untyped_arguments_pass_and_empty_text_is_an_empty_object() -> None:
+    args = '{"path": "p", "n": null, "x": [1], "other": {"a": 1}}'
+    assert parse_arguments("t", args, SCHEMA) == {"path": "p", "n": None, "x": [1], "other": {"a": 1}}
+    assert parse_arguments("t", " ") == {}
+    with pytest.raises(ToolArgumentsError, match="^invalid arguments for tool 't': failed to unmarshal: EOF"):
+        parse_arguments("t", "{", not_json="failed to unmarshal")
+
+
+def test_a_model_validates_and_is_returned() -> None:
+    class Point(BaseModel):
+        x: int
+        y: int = 0
+
+    assert parse_arguments("p", '{"x": 1}', Point) == Point(x=1)
+    with pytest.raises(ToolArgumentsError, match="^invalid arguments for tool 'p' field 'x': Field required$"):
+        parse_arguments("p", "", Point)
+    with pytest.raises(ToolArgumentsError, match="^invalid arguments for tool 'p': not JSON: EOF"):
+        parse_arguments("p", "{", Point, not_json="not JSON")
+
+
+async def test_a_schema_tool_runs_its_function_on_the_parsed_arguments() -> None:
+    async def run(args: dict[str, Any]) -> str:
+        return f"{args['path']}:{args.get('n')}"
+
+    t = SchemaTool(ToolInfo(name="t", description="d", parameters=SCHEMA), run, required=["path"])
+    assert (await t.run('{"path": "a", "n": 2}'), repr(t), t.info().parameters) == ("a:2", "SchemaTool('t')", SCHEMA)
+    with pytest.raises(ToolArgumentsError, match="field 'path': is required"):
+        await t.run("{}")
