@@ -210,13 +210,12 @@ class PlanTaskMiddleware(AgentMiddleware):
         task_id = str(mark + 1)
         if f"{task_id}.json" in names:
             raise TaskListError(f"task #{task_id} already exists")
-        metadata = args.get("metadata")
         task = Task(
             id=task_id,
             subject=str(args.get("subject") or ""),
             description=str(args.get("description") or ""),
             activeForm=str(args.get("activeForm") or ""),
-            metadata=dict(metadata) if isinstance(metadata, dict) else {},
+            metadata=dict(args.get("metadata") or {}),  # the tool checked it is an object
         )
         await self.backend.write(posixpath.join(self.base_dir, _HIGH_WATERMARK), task_id)
         await self._write(task)

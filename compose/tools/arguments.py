@@ -1,19 +1,6 @@
-"""A tool call's arguments: :func:`parse_arguments` reads them for any tool, :class:`SchemaTool` is a tool made of a
-hand-written schema and a function of the parsed arguments.
-
-Every failure is one :class:`~compose.errors.ToolArgumentsError` naming the tool and, where there is one, the field.
-
-Example:
-    >>> async def echo(args: dict[str, Any]) -> str:
-    ...     return args["text"]
-    >>> params = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
-    >>> info = ToolInfo(name="echo", description="Echo a text.", parameters=params)
-    >>> echo_tool = SchemaTool(info, echo, required=["text"])
-    >>> echo_tool.parse_arguments('{"text": "hi"}')
-    {'text': 'hi'}
-    >>> parse_arguments("echo", '{"text": 3}', params)  # doctest: +IGNORE_EXCEPTION_DETAIL
-    Traceback (most recent call last):
-    ToolArgumentsError: invalid arguments for tool 'echo' field 'text': 3 is not of type 'string'
+"""A tool call's arguments: :func:`parse_arguments` reads them for any tool, with one error shape
+(:class:`~compose.errors.ToolArgumentsError` naming the tool and the field); :class:`SchemaTool` is a tool made of
+a hand-written schema and a function of the parsed arguments.
 """
 
 from __future__ import annotations
@@ -32,31 +19,20 @@ __all__ = ["SchemaTool", "parse_arguments"]
 
 M = TypeVar("M", bound=BaseModel)
 NOT_JSON = "arguments are not valid JSON"
-_TYPES: dict[str, type | tuple[type, ...]] = {
-    "string": str,
-    "integer": int,
-    "number": (int, float),
-    "boolean": bool,
-    "array": list,
-    "object": dict,
-}
+_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list, "object": dict}
 
 
 @overload
-def parse_arguments(tool_name: str, arguments: str, schema: type[M], *, not_json: str = NOT_JSON) -> M: ...
-
-
+def parse_arguments(tool_name: str, arguments: str, schema: type[M], *, not_json: str = ...) -> M: ...
 @overload
 def parse_arguments(
     tool_name: str,
     arguments: str,
-    schema: Mapping[str, Any] | None = None,
+    schema: Mapping[str, Any] | None = ...,
     *,
-    required: Sequence[str] = (),
-    not_json: str = NOT_JSON,
+    required: Sequence[str] = ...,
+    not_json: str = ...,
 ) -> dict[str, Any]: ...
-
-
 def parse_arguments(
     tool_name: str,
     arguments: str,
@@ -100,12 +76,10 @@ def parse_arguments(
         raise ToolArgumentsError(tool_name, f"arguments must be a JSON object, got {type(value).__name__}")
     props: Mapping[str, Any] = (schema.get("properties") or {}) if schema is not None else {}
     for key, item in value.items():
-        spec = props.get(key)
-        want = spec.get("type") if isinstance(spec, Mapping) else None
-        kind = _TYPES.get(want) if isinstance(want, str) else None
-        if item is None or kind is None:
-            continue
-        if not isinstance(item, kind) or (isinstance(item, bool) and want != "boolean"):
+        want = props[key].get("type") if isinstance(props.get(key), Mapping) else None
+        kind: Any = _TYPES.get(want) if isinstance(want, str) else None
+        ok = item is None or kind is None or (isinstance(item, kind) and isinstance(item, bool) == (want == "boolean"))
+        if not ok:
             raise ToolArgumentsError(tool_name, f"{reprlib.repr(item)} is not of type '{want}'", field=key)
     for key in required:
         if value.get(key) is None:
@@ -116,15 +90,8 @@ def parse_arguments(
 
 
 class SchemaTool:
-    """An invokable tool made of its :class:`~compose.schema.ToolInfo` and an async function of its arguments,
-    read by :func:`parse_arguments` against ``info.parameters``.
-
-    Args:
-        info: the tool's name, description and parameters schema (sent to the model as they are).
-        run: ``async (arguments: dict) -> str``.
-        required: the arguments a call must give (not null).
-        not_json: the start of the message when the arguments are not JSON.
-    """
+    """An invokable tool made of its :class:`~compose.schema.ToolInfo` (sent as it is) and ``async run(args:
+    dict) -> str``, which gets the arguments :func:`parse_arguments` read against ``info.parameters``."""
 
     def __init__(
         self,
@@ -134,10 +101,7 @@ class SchemaTool:
         required: Sequence[str] = (),
         not_json: str = NOT_JSON,
     ) -> None:
-        self._info = info
-        self._run = run
-        self.required = tuple(required)
-        self.not_json = not_json
+        self._info, self._run, self._required, self._not_json = info, run, tuple(required), not_json
 
     def info(self) -> ToolInfo:
         """The tool's name, description and parameters schema."""
@@ -146,14 +110,20 @@ class SchemaTool:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._info.name!r})"
 
-    def parse_arguments(self, arguments: str) -> dict[str, Any]:
-        """``arguments`` as a dict (see :func:`parse_arguments`)."""
-        info = self._info
-        return parse_arguments(info.name, arguments, info.parameters, required=self.required, not_json=self.not_json)
-
     async def run(self, arguments: str) -> str:
         """Parse ``arguments`` and run the function on them."""
-        return await self._run(self.parse_arguments(arguments))
+        info = self._info
+        args = parse_arguments(info.name, arguments, info.parameters, required=self._required, not_json=self._not_json)
+        return await self._run(args)
+
+
+def _unknown_arguments(tool_name: str, unknown: Sequence[str], params: Sequence[str]) -> ToolArgumentsError:
+    """The error of a call giving ``unknown`` arguments to a tool that takes ``params``."""
+    takes = f"which takes {', '.join(params)}" if params else "which takes no arguments"
+    if len(unknown) == 1:
+        return ToolArgumentsError(tool_name, f"not a parameter of the tool, {takes}", field=unknown[0])
+    names = ", ".join(repr(k) for k in unknown)
+    return ToolArgumentsError(tool_name, f"{names} are not parameters of the tool, {takes}", field=unknown[0])
 
 
 def _arguments_error(
@@ -163,12 +133,7 @@ def _arguments_error(
     errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] == "extra_forbidden")
     first = errors[0]
     if all(e["type"] == "extra_forbidden" and len(e["loc"]) == 1 for e in errors):
-        takes = f"which takes {', '.join(params)}" if params else "which takes no arguments"
-        if len(errors) == 1:
-            reason = f"not a parameter of the tool, {takes}"
-        else:
-            reason = f"{', '.join(repr(str(e['loc'][0])) for e in errors)} are not parameters of the tool, {takes}"
-        return ToolArgumentsError(tool_name, reason, field=str(first["loc"][0]))
+        return _unknown_arguments(tool_name, [str(e["loc"][0]) for e in errors], params)
     if first["type"] == "json_invalid":
         return ToolArgumentsError(tool_name, f"{not_json}: {first['msg'].removeprefix('Invalid JSON: ')}")
     if not first["loc"]:

@@ -39,10 +39,9 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic_core import PydanticSerializationError, to_json
 
-from compose.errors import ToolArgumentsError
 from compose.schema import ToolInfo
 from compose.stream import StreamReader
-from compose.tools.arguments import parse_arguments
+from compose.tools.arguments import _unknown_arguments, parse_arguments
 
 __all__ = [
     "BaseTool",
@@ -139,9 +138,7 @@ class _FunctionToolBase:
                 f"tool name {self.name!r} is not a valid tool name ({_TOOL_NAME_RULE}): pass tool(fn, name=...)"
             )
         if extra_arguments not in _EXTRA_ARGUMENTS:
-            raise ValueError(
-                f"tool {self.name}: extra_arguments must be 'forbid' or 'ignore', got {extra_arguments!r}"
-            )
+            raise ValueError(f"tool {self.name}: extra_arguments must be 'forbid' or 'ignore', got {extra_arguments!r}")
         self.extra_arguments: Literal["forbid", "ignore"] = extra_arguments
         summary, param_docs = _parse_docstring(fn.__doc__ or "")
         self.description = summary if description is None else description
@@ -197,15 +194,9 @@ class _FunctionToolBase:
         # (the cheap regex above keeps this off the common path)
         params = [param for _, param, _ in self._binding]
         keys = json.loads(arguments)
-        unknown = [key for key, _ in self._model.model_fields.items() if key in keys and key not in params]
+        unknown = [key for key in self._model.model_fields if key in keys and key not in params]
         if unknown:
-            takes = f"which takes {', '.join(params)}" if params else "which takes no arguments"
-            reason = (
-                f"not a parameter of the tool, {takes}"
-                if len(unknown) == 1
-                else f"{', '.join(repr(k) for k in unknown)} are not parameters of the tool, {takes}"
-            )
-            raise ToolArgumentsError(self.name, reason, field=unknown[0])
+            raise _unknown_arguments(self.name, unknown, params)
 
     def __repr__(self) -> str:
         timeout = "" if self.timeout is None else f", timeout={self.timeout}"

@@ -21,7 +21,7 @@ SCHEMA = {
 
 
 @pytest.mark.parametrize(
-    ("arguments", "field", "message"),
+    ("arguments", "field", "msg"),
     [
         ("{", None, "arguments are not valid JSON: EOF while parsing an object at line 1 column 1"),
         ("[1]", None, "arguments must be a JSON object, got list"),
@@ -33,13 +33,10 @@ SCHEMA = {
         ('{"path": null}', "path", "is required"),
     ],
 )
-def test_a_schema_checks_top_level_types_and_the_required_names(
-    arguments: str, field: str | None, message: str
-) -> None:
+def test_a_schema_checks_top_level_types_and_the_required_names(arguments: str, field: str | None, msg: str) -> None:
     with pytest.raises(ToolArgumentsError) as info:
         parse_arguments("t", arguments, SCHEMA, required=["path"])
-    where = f" field '{field}'" if field else ""
-    assert str(info.value) == f"invalid arguments for tool 't'{where}: {message}"
+    assert str(info.value) == f"invalid arguments for tool 't'{f' field {field!r}' if field else ''}: {msg}"
     assert (info.value.tool_name, info.value.field) == ("t", field)
 
 
@@ -47,7 +44,7 @@ def test_null_unknown_and_untyped_arguments_pass_and_empty_text_is_an_empty_obje
     args = '{"path": "p", "n": null, "x": [1], "other": {"a": 1}}'
     assert parse_arguments("t", args, SCHEMA) == {"path": "p", "n": None, "x": [1], "other": {"a": 1}}
     assert parse_arguments("t", " ") == {}
-    with pytest.raises(ToolArgumentsError, match="^invalid arguments for tool 't': failed to unmarshal: EOF"):
+    with pytest.raises(ToolArgumentsError, match=r"^invalid arguments for tool 't': failed to unmarshal: EOF"):
         parse_arguments("t", "{", not_json="failed to unmarshal")
 
 
@@ -57,9 +54,9 @@ def test_a_model_validates_and_is_returned() -> None:
         y: int = 0
 
     assert parse_arguments("p", '{"x": 1}', Point) == Point(x=1)
-    with pytest.raises(ToolArgumentsError, match="^invalid arguments for tool 'p' field 'x': Field required$"):
+    with pytest.raises(ToolArgumentsError, match=r"^invalid arguments for tool 'p' field 'x': Field required$"):
         parse_arguments("p", "", Point)
-    with pytest.raises(ToolArgumentsError, match="^invalid arguments for tool 'p': not JSON: EOF"):
+    with pytest.raises(ToolArgumentsError, match=r"^invalid arguments for tool 'p': not JSON: EOF"):
         parse_arguments("p", "{", Point, not_json="not JSON")
 
 

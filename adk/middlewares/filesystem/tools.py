@@ -127,11 +127,6 @@ def _count_output(matches: Sequence[GrepMatch], offset: int, head_limit: int) ->
     return "\n".join(lines) + "\n\n" + summary
 
 
-def _int(args: Mapping[str, Any], key: str, default: int = 0) -> int:
-    value = args.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
 def filesystem_tools(
     backend: Backend, *, descriptions: Mapping[str, str] | None = None, disabled: Sequence[str] = ()
 ) -> list[FilesystemTool]:
@@ -158,10 +153,8 @@ def filesystem_tools(
 
     async def read_file(args: dict[str, Any]) -> str:
         path = args.get("file_path") or ""
-        offset = _int(args, "offset")
-        offset = offset if offset > 0 else 1
-        limit = _int(args, "limit")
-        limit = limit if limit > 0 else 2000
+        offset = max(args.get("offset") or 1, 1)  # the types are checked: an int or None
+        limit = max(args.get("limit") or 0, 0) or 2000
         content = await backend.read(path, offset=offset, limit=limit)
         return format_line_numbers(content, offset)
 
@@ -184,7 +177,7 @@ def filesystem_tools(
         if isinstance(context, int):
             before = after = context
         else:
-            before, after = _int(args, "-B"), _int(args, "-A")
+            before, after = args.get("-B") or 0, args.get("-A") or 0
         matches = await backend.grep(
             args.get("pattern") or "",
             path=args.get("path") or "",
@@ -196,7 +189,7 @@ def filesystem_tools(
             after_lines=after,
         )
         matches = sort_by_base_name(matches)
-        offset, head_limit = _int(args, "offset"), _int(args, "head_limit")
+        offset, head_limit = args.get("offset") or 0, args.get("head_limit") or 0
         mode = args.get("output_mode")
         if mode == "content":
             numbers = args.get("-n")
