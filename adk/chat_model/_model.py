@@ -41,8 +41,7 @@ from compose.errors import StreamEnd
 from compose.models.base import ChatModel, checked_chunk, checked_message, checked_stream
 from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
-from compose.stream._copy import MapReader, copies_of_own
-from compose.stream._core import ReaderRelay
+from compose.stream._core import MapReader, ReaderRelay, copies_of_own
 
 if TYPE_CHECKING:
     from adk.chat_model.structured_output import OutputSchema

@@ -30,7 +30,8 @@ from compose.errors import (
 )
 from compose.schema import Message
 from compose.stream import StreamReader
-from compose.stream._copy import MapReader, WrapErrorsReader
+from compose.stream._convert import WrapErrorsReader
+from compose.stream._core import MapReader
 from compose.stream._merge import SourceEOF
 
 __all__ = ["OutputStream", "named_upstream"]

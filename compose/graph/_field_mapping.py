@@ -27,8 +27,7 @@ from typing import Any, Protocol, Union, get_args, get_origin, get_type_hints, i
 from compose._types import ClassInfo, type_name, zero_value
 from compose.errors import FieldMappingError, FieldMappingTypeError, GraphBuildError
 from compose.stream._concat import concat_items
-from compose.stream._copy import SKIP, MapReader
-from compose.stream._core import _EMPTY, _END, StreamReader, _Signal, closed_signal
+from compose.stream._core import _EMPTY, _END, SKIP, MapReader, StreamReader, _Signal, closed_signal
 
 __all__ = [
     "FieldMapping",

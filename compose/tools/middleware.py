@@ -29,8 +29,7 @@ from compose.callbacks import (
 from compose.errors import GraphInterrupt, StreamEnd, ToolExecutionError, ToolTimeoutError
 from compose.schema import Message
 from compose.stream import StreamReader
-from compose.stream._copy import MapReader
-from compose.stream._core import _EMPTY, _END, _Signal
+from compose.stream._core import _EMPTY, _END, MapReader, _Signal
 from compose.stream._merge import SourceEOF
 from compose.tools.base import BaseTool, InvokableTool, StreamableTool, tool_timeout
 

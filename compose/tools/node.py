@@ -56,7 +56,7 @@ from compose.errors import (
 from compose.interrupt import InterruptSignal, _Resumed, _resumed
 from compose.schema import Message, ToolInfo, tool_message
 from compose.stream import StreamReader, merge_streams
-from compose.stream._copy import ConvertingReader
+from compose.stream._convert import ConvertingReader
 from compose.stream._core import _Signal
 from compose.tools.base import _TOOL_NAME_RULE, BaseTool, _valid_tool_name
 from compose.tools.middleware import (

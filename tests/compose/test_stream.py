@@ -1102,7 +1102,7 @@ async def test_static_types() -> None:
 async def test_copies_of_a_reader_its_maker_hands_over_read_it_as_it_is() -> None:
     """``copies_of_own`` (``copy`` for a reader nobody else holds, as a model's checked stream): the copies see
     every chunk and error item in order, the reader closes with the last copy, and a closed one is refused."""
-    from compose.stream._copy import MapReader, copies_of_own
+    from compose.stream._core import MapReader, copies_of_own
 
     closed: list[bool] = []
 
