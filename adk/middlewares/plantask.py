@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,7 +24,7 @@ from adk.middlewares import _plantask_prompts as prompts
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext
 from adk.middlewares.filesystem import Backend
 from compose.schema import ToolInfo
-from compose.tools.arguments import SchemaTool
+from compose.tools.arguments import Run, SchemaTool
 
 __all__ = ["PlanTaskMiddleware", "Task"]
 
@@ -112,15 +111,12 @@ def _cyclic(tasks: dict[str, Task], blocker: str, blocked: str) -> bool:
     return blocker == blocked or _reaches(tasks, blocked, blocker, set())
 
 
-_Runner = Callable[[dict[str, Any]], Awaitable[str]]
-
-
 def _s(description: str) -> dict[str, Any]:
     return {"type": "string", "description": description}
 
 
 def _task_tool(
-    name: str, description: str, props: dict[str, Any], required: list[str], fn: _Runner, lock: anyio.Lock
+    name: str, description: str, props: dict[str, Any], required: list[str], fn: Run, lock: anyio.Lock
 ) -> SchemaTool:
     """One of the task tools; the tools of one agent share ``lock`` and so run one at a time."""
 

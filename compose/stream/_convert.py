@@ -1,5 +1,4 @@
-"""Readers that own a source and convert each of its items (values and signals) as they pass: the base of the
-engine's and the ToolsNode's own converting readers, and the error wrapper of a node's output stream."""
+"""Readers that own a source and convert each of its items (values and signals) as they pass."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from compose.schema import ToolInfo
 __all__ = ["SchemaTool", "parse_arguments"]
 
 M = TypeVar("M", bound=BaseModel)
+Run = Callable[[dict[str, Any]], Awaitable[str]]
 NOT_JSON = "arguments are not valid JSON"
 _TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list, "object": dict}
 
@@ -41,25 +42,17 @@ def parse_arguments(
     required: Sequence[str] = (),
     not_json: str = NOT_JSON,
 ) -> BaseModel | dict[str, Any]:
-    """Read ``arguments`` (the JSON object a model wrote for ``tool_name``, as a string; ``""`` counts as ``{}``).
+    """Read ``arguments``, the JSON object a model wrote for ``tool_name`` (``""`` counts as ``{}``).
 
-    With a pydantic model class, the arguments are validated by it and the model is returned (``@tool`` builds
-    one from the function's signature). With a JSON schema (a mapping) or none, the object is returned as a dict:
-    each argument the schema's ``properties`` give a ``type`` must have that JSON type or be null, as Go's
-    ``encoding/json`` fills a struct (unknown arguments and nested values are the tool's to judge; an MCP tool
-    checks the whole schema), and each name in ``required`` must be given and not null.
-
-    Args:
-        tool_name: the tool, as errors name it.
-        arguments: the JSON text.
-        schema: a pydantic model class, or the tool's parameters schema.
-        required: names a call must give (not null); a schema's own ``required`` often names more than a call
-            needs (Eino's filesystem tools), so it is not read.
-        not_json: the start of the message when the text is not JSON (some tools keep Eino's words).
+    A pydantic model class as ``schema`` validates them and is returned (``@tool`` builds one from a signature).
+    Otherwise the object is returned as a dict: an argument whose property in the JSON ``schema`` has a ``type``
+    must have that JSON type or be null, as Go's ``encoding/json`` fills a struct (nested values and unknown
+    arguments are the tool's to judge; an MCP tool checks the whole schema), and each name in ``required`` must be
+    given, not null (a schema's own ``required`` often names more than a call needs, as Eino's file tools do).
+    ``not_json`` starts the message for a text that is not JSON (some tools keep Eino's words).
 
     Raises:
-        ToolArgumentsError: not JSON, not an object, or an argument of the wrong type or missing; names the first
-            such field.
+        ToolArgumentsError: not JSON, not an object, an argument of the wrong type or missing; names the field.
     """
     text = arguments if arguments.strip() else "{}"
     if isinstance(schema, type):
@@ -93,18 +86,10 @@ class SchemaTool:
     """An invokable tool made of its :class:`~compose.schema.ToolInfo` (sent as it is) and ``async run(args:
     dict) -> str``, which gets the arguments :func:`parse_arguments` read against ``info.parameters``."""
 
-    def __init__(
-        self,
-        info: ToolInfo,
-        run: Callable[[dict[str, Any]], Awaitable[str]],
-        *,
-        required: Sequence[str] = (),
-        not_json: str = NOT_JSON,
-    ) -> None:
+    def __init__(self, info: ToolInfo, run: Run, *, required: Sequence[str] = (), not_json: str = NOT_JSON) -> None:
         self._info, self._run, self._required, self._not_json = info, run, tuple(required), not_json
 
     def info(self) -> ToolInfo:
-        """The tool's name, description and parameters schema."""
         return self._info
 
     def __repr__(self) -> str:

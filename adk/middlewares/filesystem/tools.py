@@ -7,7 +7,7 @@ with ``compose.tool_errors_as_results`` to hand such errors to the model as resu
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -15,7 +15,7 @@ from adk.middlewares.filesystem import _prompts as prompts
 from adk.middlewares.filesystem._vfs import GrepMatch, sort_by_base_name
 from adk.middlewares.filesystem.backend import Backend
 from compose.schema import ToolInfo
-from compose.tools.arguments import SchemaTool
+from compose.tools.arguments import Run, SchemaTool
 
 __all__ = [
     "NO_FILES_FOUND",
@@ -53,18 +53,13 @@ class Shell(Protocol):
         ...
 
 
-Runner = Callable[[dict[str, Any]], Awaitable[str]]
-
-
 class FilesystemTool(SchemaTool):
-    """One filesystem tool: a :class:`~compose.tools.SchemaTool` whose function gets the parsed JSON arguments.
-
-    ``needed`` names the arguments a call must give (not null): Eino's schemas mark more as required than a
-    call needs (``offset``, ``replace_all``), and a missing ``content`` must not empty a file.
-    """
+    """One filesystem tool, a :class:`~compose.tools.SchemaTool`. ``needed`` names the arguments a call must give
+    (not null): Eino's schemas mark more as required than a call needs (``offset``, ``replace_all``), and a missing
+    ``content`` must not empty a file."""
 
     def __init__(
-        self, name: str, description: str, parameters: dict[str, Any], fn: Runner, needed: Sequence[str] = ()
+        self, name: str, description: str, parameters: dict[str, Any], fn: Run, needed: Sequence[str] = ()
     ) -> None:
         info = ToolInfo(name=name, description=description, parameters=parameters)
         super().__init__(info, fn, required=needed, not_json="not JSON")
@@ -199,7 +194,7 @@ def filesystem_tools(
         return _files_output(matches, offset, head_limit)
 
     ctx_note = "Requires output_mode: 'content', ignored otherwise."
-    specs: list[tuple[str, dict[str, Any], Runner, tuple[str, ...]]] = [
+    specs: list[tuple[str, dict[str, Any], Run, tuple[str, ...]]] = [
         ("ls", _schema({"path": _s()}, ["path"]), ls, ()),
         (
             "read_file",
