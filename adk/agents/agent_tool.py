@@ -22,7 +22,6 @@ it do not run again, also two agent tools deep.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,9 +33,9 @@ from adk.chat_model._context import current_react
 from adk.checkpointing import CheckpointBinding
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentOutput, MessageVariant
 from compose.checkpoint import InMemoryCheckPointStore
-from compose.errors import ToolArgumentsError
 from compose.interrupt import InterruptCtx, InterruptSignal, get_interrupt_state, get_resume_data
 from compose.schema import Message, ToolInfo, user_message
+from compose.tools.arguments import parse_arguments
 
 __all__ = ["AgentTool"]
 
@@ -99,13 +98,8 @@ class AgentTool:
             return chat_history_for_agent_tool(messages, agent_name=caller, dest_agent_name=self.agent.name)
         if self.input_schema is not None:
             return [user_message(arguments)]
-        try:
-            request = json.loads(arguments)["request"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ToolArgumentsError(self.agent.name, f'expected {{"request": string}}, got {arguments!r}') from exc
-        if not isinstance(request, str):
-            raise ToolArgumentsError(self.agent.name, "must be a string", field="request")
-        return [user_message(request)]
+        args = parse_arguments(self.agent.name, arguments, _REQUEST_SCHEMA, required=["request"])
+        return [user_message(args["request"])]
 
     async def run(self, arguments: str) -> str:
         """Run the agent on the call's input and return the text of its last message."""

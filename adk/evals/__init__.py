@@ -27,9 +27,10 @@ Example::
 """
 
 from adk.errors import DatasetError
-from adk.evals._dataset import Case, Dataset
+from adk.evals._dataset import Dataset
 from adk.evals._evaluators import (
     BUILTIN_EVALUATORS,
+    Case,
     Contains,
     EvaluationResult,
     Evaluator,

@@ -17,66 +17,17 @@ import anyio
 from adk.errors import DatasetError
 from adk.evals._evaluators import (
     BUILTIN_EVALUATORS,
+    Case,
     EvaluationResult,
     Evaluator,
     EvaluatorContext,
-    ExpectedToolCall,
     check_evaluators,
 )
 from adk.evals._report import CaseResult, EvaluationReport, RunResult, Score
 from adk.evals._target import RunOutcome, Target, open_target, run_case
 from compose.errors import NodeRunError
 
-__all__ = ["Case", "Dataset"]
-
-
-@dataclass
-class Case:
-    """One case: a name, the input (a text, or a list of messages, for an agent; anything a graph takes), what is
-    expected, metadata, and evaluators of its own (run after the dataset's).
-
-    ``expected_tool_calls`` lists tool names, or ``{"name": ..., "arguments": {...}}`` mappings (arguments
-    compared by ``TrajectoryMatch(check_args=True)``).
-    """
-
-    name: str
-    input: Any
-    expected_output: Any = None
-    expected_tool_calls: list[ExpectedToolCall] | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    evaluators: list[Evaluator] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise DatasetError(f"a case needs a non-empty name, got {self.name!r}")
-        where = f"case '{self.name}'"
-        calls: Any = self.expected_tool_calls
-        if calls is not None:
-            if isinstance(calls, str | bytes) or not isinstance(calls, Sequence):
-                raise DatasetError(f"{where}: expected_tool_calls must be a list, got {calls!r}")
-            self.expected_tool_calls = [ExpectedToolCall.of(c, where) for c in calls]
-        if not isinstance(self.metadata, Mapping):
-            raise DatasetError(f"{where}: metadata must be a mapping, got {type(self.metadata).__qualname__}")
-        self.metadata = dict(self.metadata)
-        self.evaluators = check_evaluators(self.evaluators, where)
-
-    def to_data(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"name": self.name, "input": _input_data(self.input)}
-        if self.expected_output is not None:
-            data["expected_output"] = self.expected_output
-        if self.expected_tool_calls is not None:
-            data["expected_tool_calls"] = [c.to_data() for c in self.expected_tool_calls]
-        if self.metadata:
-            data["metadata"] = self.metadata
-        if self.evaluators:
-            data["evaluators"] = [e.to_data() for e in self.evaluators]
-        return data
-
-
-def _input_data(value: Any) -> Any:
-    if isinstance(value, list):
-        return [m.model_dump(mode="json", exclude_defaults=True) if hasattr(m, "model_dump") else m for m in value]
-    return value
+__all__ = ["Dataset"]
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Evaluators: what a case's run is scored on, and the context they score.
+"""Cases and evaluators: what a case's run is scored on, and the context they score.
 
 An evaluator's ``evaluate(ctx)`` (sync or async) returns a ``bool`` (passes when true), a ``float`` score (passes
 when at least the evaluator's ``threshold``) or an :class:`EvaluationResult` carrying either with a reason.
@@ -10,18 +10,16 @@ import dataclasses
 import json
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from adk.errors import DatasetError
 from compose.schema import Message
 
-if TYPE_CHECKING:
-    from adk.evals._dataset import Case
-
 __all__ = [
     "BUILTIN_EVALUATORS",
+    "Case",
     "Contains",
     "EvaluationResult",
     "Evaluator",
@@ -64,6 +62,55 @@ class ExpectedToolCall:
 
     def to_data(self) -> Any:
         return self.name if self.arguments is None else {"name": self.name, "arguments": self.arguments}
+
+
+@dataclass
+class Case:
+    """One case: a name, the input (a text, or a list of messages, for an agent; anything a graph takes), what is
+    expected, metadata, and evaluators of its own (run after the dataset's).
+
+    ``expected_tool_calls`` lists tool names, or ``{"name": ..., "arguments": {...}}`` mappings (arguments
+    compared by ``TrajectoryMatch(check_args=True)``).
+    """
+
+    name: str
+    input: Any
+    expected_output: Any = None
+    expected_tool_calls: list[ExpectedToolCall] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    evaluators: list[Evaluator] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise DatasetError(f"a case needs a non-empty name, got {self.name!r}")
+        where = f"case '{self.name}'"
+        calls: Any = self.expected_tool_calls
+        if calls is not None:
+            if isinstance(calls, str | bytes) or not isinstance(calls, Sequence):
+                raise DatasetError(f"{where}: expected_tool_calls must be a list, got {calls!r}")
+            self.expected_tool_calls = [ExpectedToolCall.of(c, where) for c in calls]
+        if not isinstance(self.metadata, Mapping):
+            raise DatasetError(f"{where}: metadata must be a mapping, got {type(self.metadata).__qualname__}")
+        self.metadata = dict(self.metadata)
+        self.evaluators = check_evaluators(self.evaluators, where)
+
+    def to_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "input": _input_data(self.input)}
+        if self.expected_output is not None:
+            data["expected_output"] = self.expected_output
+        if self.expected_tool_calls is not None:
+            data["expected_tool_calls"] = [c.to_data() for c in self.expected_tool_calls]
+        if self.metadata:
+            data["metadata"] = self.metadata
+        if self.evaluators:
+            data["evaluators"] = [e.to_data() for e in self.evaluators]
+        return data
+
+
+def _input_data(value: Any) -> Any:
+    if isinstance(value, list):
+        return [m.model_dump(mode="json", exclude_defaults=True) if hasattr(m, "model_dump") else m for m in value]
+    return value
 
 
 @dataclass(slots=True)

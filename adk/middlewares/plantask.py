@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -24,8 +23,8 @@ from adk.errors import BackendFileNotFoundError, TaskListError
 from adk.middlewares import _plantask_prompts as prompts
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext
 from adk.middlewares.filesystem import Backend
-from compose.errors import ToolArgumentsError
 from compose.schema import ToolInfo
+from compose.tools.arguments import Run, SchemaTool
 
 __all__ = ["PlanTaskMiddleware", "Task"]
 
@@ -116,39 +115,17 @@ def _s(description: str) -> dict[str, Any]:
     return {"type": "string", "description": description}
 
 
-class _TaskTool:
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        props: dict[str, Any],
-        required: list[str],
-        fn: Callable[[dict[str, Any]], Awaitable[str]],
-        lock: anyio.Lock,
-    ) -> None:
-        self._info = ToolInfo(
-            name=name,
-            description=description,
-            parameters={"type": "object", "properties": props, **({"required": required} if required else {})},
-        )
-        self._fn = fn
-        self._lock = lock
+def _task_tool(
+    name: str, description: str, props: dict[str, Any], required: list[str], fn: Run, lock: anyio.Lock
+) -> SchemaTool:
+    """One of the task tools; the tools of one agent share ``lock`` and so run one at a time."""
 
-    def info(self) -> ToolInfo:
-        return self._info
+    async def run(args: dict[str, Any]) -> str:
+        async with lock:
+            return await fn(args)
 
-    def __repr__(self) -> str:
-        return f"TaskTool({self._info.name!r})"
-
-    async def run(self, arguments: str) -> str:
-        try:
-            args = json.loads(arguments) if arguments.strip() else {}
-        except ValueError as exc:
-            raise ToolArgumentsError(self._info.name, f"not JSON: {exc}") from exc
-        if not isinstance(args, dict):
-            raise ToolArgumentsError(self._info.name, f"expected a JSON object, got {arguments!r}")
-        async with self._lock:
-            return await self._fn(args)
+    schema = {"type": "object", "properties": props, **({"required": required} if required else {})}
+    return SchemaTool(ToolInfo(name=name, description=description, parameters=schema), run)
 
 
 class PlanTaskMiddleware(AgentMiddleware):
@@ -229,13 +206,12 @@ class PlanTaskMiddleware(AgentMiddleware):
         task_id = str(mark + 1)
         if f"{task_id}.json" in names:
             raise TaskListError(f"task #{task_id} already exists")
-        metadata = args.get("metadata")
         task = Task(
             id=task_id,
             subject=str(args.get("subject") or ""),
             description=str(args.get("description") or ""),
             activeForm=str(args.get("activeForm") or ""),
-            metadata=dict(metadata) if isinstance(metadata, dict) else {},
+            metadata=dict(args.get("metadata") or {}),  # the tool checked it is an object
         )
         await self.backend.write(posixpath.join(self.base_dir, _HIGH_WATERMARK), task_id)
         await self._write(task)
@@ -329,7 +305,7 @@ class PlanTaskMiddleware(AgentMiddleware):
         meta = {"type": "object", "properties": {"propertyNames": {"type": "string"}}}
         ids = {"type": "array", "items": {"type": "string"}}
         tools = [
-            _TaskTool(
+            _task_tool(
                 "TaskCreate",
                 prompts.TASK_CREATE_DESCRIPTION,
                 {
@@ -342,7 +318,7 @@ class PlanTaskMiddleware(AgentMiddleware):
                 self.task_create,
                 lock,
             ),
-            _TaskTool(
+            _task_tool(
                 "TaskGet",
                 prompts.TASK_GET_DESCRIPTION,
                 {"taskId": _s("The ID of the task to retrieve")},
@@ -350,7 +326,7 @@ class PlanTaskMiddleware(AgentMiddleware):
                 self.task_get,
                 lock,
             ),
-            _TaskTool(
+            _task_tool(
                 "TaskUpdate",
                 prompts.TASK_UPDATE_DESCRIPTION,
                 {
@@ -374,6 +350,6 @@ class PlanTaskMiddleware(AgentMiddleware):
                 self.task_update,
                 lock,
             ),
-            _TaskTool("TaskList", prompts.TASK_LIST_DESCRIPTION, {}, [], self.task_list, lock),
+            _task_tool("TaskList", prompts.TASK_LIST_DESCRIPTION, {}, [], self.task_list, lock),
         ]
         return ChatModelAgentContext(context.instruction, [*context.tools, *tools], set(context.return_directly))

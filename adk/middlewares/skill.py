@@ -32,7 +32,6 @@ Where pyeino differs: a fork's agent cannot pause (an interrupt inside it fails 
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 from collections import OrderedDict
@@ -47,10 +46,10 @@ from adk.events import AgentInput
 from adk.middlewares import _skill_prompts as prompts
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext, ModelWrapper
 from adk.middlewares.filesystem import Backend, LocalBackend
-from compose.errors import ToolArgumentsError
 from compose.models.base import ChatModel
 from compose.schema import Message, ToolInfo, tool_message, user_message
 from compose.stream import StreamReader
+from compose.tools.arguments import SchemaTool
 from compose.tools.middleware import get_tool_call_id
 
 __all__ = ["CONTEXT_MODES", "Skill", "SkillMiddleware", "load_skills", "parse_skill"]
@@ -172,34 +171,13 @@ def _listing(skills: list[Skill]) -> str:
     return f"\n<available_skills>{items}\n</available_skills>\n"
 
 
-class _SkillTool:
-    def __init__(self, owner: SkillMiddleware, skills: list[Skill]) -> None:
-        self.owner = owner
-        self.skills = {s.name: s for s in skills}
-        self._info = ToolInfo(
-            name=owner.tool_name,
-            description=prompts.TOOL_DESCRIPTION_BASE + _listing(skills),
-            parameters={
-                "type": "object",
-                "properties": {"skill": {"type": "string", "description": prompts.SKILL_PARAMETER_DESCRIPTION}},
-                "required": ["skill"],
-            },
-        )
+def _skill_tool(owner: SkillMiddleware, skills: list[Skill]) -> SchemaTool:
+    """The ``skill`` tool over ``skills``: loads one (inline) or runs its agent (fork modes)."""
+    by_name = {s.name: s for s in skills}
 
-    def info(self) -> ToolInfo:
-        return self._info
-
-    def __repr__(self) -> str:
-        return f"SkillTool({sorted(self.skills)})"
-
-    async def run(self, arguments: str) -> str:
-        name = self._info.name
-        try:
-            args = json.loads(arguments)
-        except ValueError as exc:
-            raise ToolArgumentsError(name, f"failed to unmarshal arguments: {exc}") from exc
-        wanted = args.get("skill") if isinstance(args, dict) else None
-        skill = self.skills.get(wanted) if isinstance(wanted, str) else None
+    async def run(args: dict[str, Any]) -> str:
+        wanted = args.get("skill")  # a str or None: the argument's type is checked
+        skill = by_name.get(wanted or "")
         if skill is None:
             raise SkillError(f"failed to get skill: skill not found: {wanted}", skill=str(wanted))
         text = prompts.TOOL_RESULT.format(name=skill.name) + prompts.USER_CONTENT.format(
@@ -207,9 +185,18 @@ class _SkillTool:
         )
         if skill.context == "inline":
             if skill.model:
-                self.owner.activate(skill)
+                owner.activate(skill)
             return text
-        return await self.owner.fork(skill, text)
+        return await owner.fork(skill, text)
+
+    parameters = {
+        "type": "object",
+        "properties": {"skill": {"type": "string", "description": prompts.SKILL_PARAMETER_DESCRIPTION}},
+        "required": ["skill"],
+    }
+    description = prompts.TOOL_DESCRIPTION_BASE + _listing(skills)
+    info = ToolInfo(name=owner.tool_name, description=description, parameters=parameters)
+    return SchemaTool(info, run, not_json="failed to unmarshal arguments")
 
 
 class SkillMiddleware(AgentMiddleware):
@@ -249,7 +236,7 @@ class SkillMiddleware(AgentMiddleware):
         return f"SkillMiddleware({self.backend!r}, base_dir={self.base_dir!r})"
 
     async def before_agent(self, context: ChatModelAgentContext) -> ChatModelAgentContext:
-        tool = _SkillTool(self, await load_skills(self.backend, self.base_dir))
+        tool = _skill_tool(self, await load_skills(self.backend, self.base_dir))
         return ChatModelAgentContext(
             context.instruction + "\n" + self.instruction, [*context.tools, tool], set(context.return_directly)
         )

@@ -19,6 +19,7 @@ from adk.middlewares._toolsearch_prompts import TOOL_SEARCH_DESCRIPTION
 from adk.middlewares.base import AgentMiddleware, ChatModelAgentContext, ChatModelAgentState
 from compose.errors import ToolArgumentsError
 from compose.schema import Message, ToolInfo, user_message
+from compose.tools.arguments import SchemaTool, parse_arguments
 from compose.tools.base import BaseTool
 
 __all__ = ["TOOL_SEARCH_TOOL_NAME", "ToolSearchMiddleware", "search_tools"]
@@ -69,56 +70,39 @@ def _keyword_search(query: str, max_results: int, tools: dict[str, ToolInfo]) ->
     return [name for _, name in sorted(scored)[:max_results]]
 
 
+_NOT_JSON = "failed to unmarshal tool search arguments"
+_PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "description": 'Query to find deferred tools. Use "select:<tool_name>" for direct selection, '
+            "or keywords to search.",
+        },
+        "max_results": {"type": "integer", "description": "Maximum number of results to return (default: 5)"},
+    },
+    "required": ["query"],
+}
+
+
 def search_tools(arguments: str, tools: dict[str, ToolInfo]) -> list[str]:
     """The names the ``tool_search`` arguments match (Eino's ``search``).
 
     Raises:
-        ToolArgumentsError: not JSON, or no query.
+        ToolArgumentsError: not a JSON object, an argument of the wrong type, or no query.
     """
-    try:
-        args = json.loads(arguments)
-    except ValueError as exc:
-        raise ToolArgumentsError(TOOL_SEARCH_TOOL_NAME, f"failed to unmarshal tool search arguments: {exc}") from exc
-    query = args.get("query") if isinstance(args, dict) else None
-    query = query.strip() if isinstance(query, str) else ""
+    return _search(parse_arguments(TOOL_SEARCH_TOOL_NAME, arguments, _PARAMETERS, not_json=_NOT_JSON), tools)
+
+
+def _search(args: dict[str, Any], tools: dict[str, ToolInfo]) -> list[str]:
+    query = (args.get("query") or "").strip()  # the arguments' types are checked
     if not query:
         raise ToolArgumentsError(TOOL_SEARCH_TOOL_NAME, "query is required", field="query")
-    limit = args.get("max_results")
-    max_results = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else DEFAULT_MAX_RESULTS
     if query.startswith("select:"):
         names = [n.strip() for n in query.removeprefix("select:").split(",")]
         return [n for n in names if n and n in tools]
-    return _keyword_search(query, max_results, tools)
-
-
-class _ToolSearchTool:
-    def __init__(self, tools: dict[str, ToolInfo]) -> None:
-        self.tools = tools
-
-    def info(self) -> ToolInfo:
-        return ToolInfo(
-            name=TOOL_SEARCH_TOOL_NAME,
-            description=TOOL_SEARCH_DESCRIPTION,
-            parameters={
-                "type": "object",
-                "properties": {
-                    "query": {
-                        "type": "string",
-                        "description": 'Query to find deferred tools. Use "select:<tool_name>" for direct selection, '
-                        "or keywords to search.",
-                    },
-                    "max_results": {
-                        "type": "integer",
-                        "description": "Maximum number of results to return (default: 5)",
-                    },
-                },
-                "required": ["query"],
-            },
-        )
-
-    async def run(self, arguments: str) -> str:
-        matches = search_tools(arguments, self.tools)
-        return json.dumps({"matches": matches or None}, separators=(",", ":"))
+    limit = args.get("max_results") or 0
+    return _keyword_search(query, limit if limit > 0 else DEFAULT_MAX_RESULTS, tools)
 
 
 class ToolSearchMiddleware(AgentMiddleware):
@@ -141,7 +125,12 @@ class ToolSearchMiddleware(AgentMiddleware):
         self.reminder = (
             "<available-deferred-tools>" + "".join(f"\n{n}" for n in self.infos) + "\n</available-deferred-tools>"
         )
-        self.tool = _ToolSearchTool(self.infos)
+
+        async def run(args: dict[str, Any]) -> str:
+            return json.dumps({"matches": _search(args, self.infos) or None}, separators=(",", ":"))
+
+        info = ToolInfo(name=TOOL_SEARCH_TOOL_NAME, description=TOOL_SEARCH_DESCRIPTION, parameters=_PARAMETERS)
+        self.tool = SchemaTool(info, run, not_json=_NOT_JSON)
 
     def __repr__(self) -> str:
         return f"ToolSearchMiddleware({sorted(self.infos)})"

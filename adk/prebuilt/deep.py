@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from adk.agent import Agent
 from adk.agents.agent_tool import AgentTool
@@ -41,6 +41,7 @@ from adk.session_values import add_session_value
 from compose.errors import ToolArgumentsError
 from compose.models.base import ChatModel
 from compose.schema import ToolInfo
+from compose.tools.arguments import SchemaTool, parse_arguments
 from compose.tools.base import BaseTool
 
 __all__ = [
@@ -105,13 +106,7 @@ class WriteTodosTool:
         return "WriteTodosTool()"
 
     async def run(self, arguments: str) -> str:
-        try:
-            parsed = _Todos.model_validate_json(arguments)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or None
-            raise ToolArgumentsError("write_todos", first["msg"], field=where) from exc
-        todos = [t.model_dump() for t in parsed.todos]
+        todos = [t.model_dump() for t in parse_arguments("write_todos", arguments, _Todos).todos]
         add_session_value(SESSION_KEY_TODOS, todos)
         return "Updated todo list to " + json.dumps(todos, ensure_ascii=False, separators=(",", ":"))
 
@@ -122,41 +117,22 @@ def default_task_tool_description(sub_agents: Sequence[Agent]) -> str:
     return prompts.TASK_TOOL_DESCRIPTION.format(other_agents=lines)
 
 
-class TaskTool:
+def _task_tool(sub_agents: Sequence[Agent], description: str) -> SchemaTool:
     """Eino's ``task`` tool: ``{"subagent_type", "description"}`` runs that sub-agent as an AgentTool."""
+    agents = {a.name: AgentTool(a) for a in sub_agents}
 
-    def __init__(self, sub_agents: Sequence[Agent], description: str) -> None:
-        self.agents = {a.name: AgentTool(a) for a in sub_agents}
-        self._info = ToolInfo(
-            name=TASK_TOOL_NAME,
-            description=description,
-            parameters={
-                "type": "object",
-                "properties": {"subagent_type": {"type": "string"}, "description": {"type": "string"}},
-            },
-        )
-
-    def info(self) -> ToolInfo:
-        return self._info
-
-    def __repr__(self) -> str:
-        return f"TaskTool({sorted(self.agents)})"
-
-    async def run(self, arguments: str) -> str:
-        try:
-            args = json.loads(arguments)
-        except ValueError as exc:
-            raise ToolArgumentsError(TASK_TOOL_NAME, f"failed to unmarshal task tool input json: {exc}") from exc
-        if not isinstance(args, dict):
-            raise ToolArgumentsError(TASK_TOOL_NAME, f"expected a JSON object, got {arguments!r}")
-        kind = args.get("subagent_type")
-        tool = self.agents.get(kind) if isinstance(kind, str) else None
+    async def run(args: dict[str, Any]) -> str:
+        kind = args.get("subagent_type")  # the arguments' types are checked: str or None
+        tool = agents.get(kind or "")
         if tool is None:
             raise ToolArgumentsError(
-                TASK_TOOL_NAME, f"subagent type {kind} not found (known: {sorted(self.agents)})", field="subagent_type"
+                TASK_TOOL_NAME, f"subagent type {kind} not found (known: {sorted(agents)})", field="subagent_type"
             )
-        request = args.get("description")
-        return await tool.run(json.dumps({"request": request if isinstance(request, str) else ""}))
+        return await tool.run(json.dumps({"request": args.get("description") or ""}))
+
+    props = {"subagent_type": {"type": "string"}, "description": {"type": "string"}}
+    info = ToolInfo(name=TASK_TOOL_NAME, description=description, parameters={"type": "object", "properties": props})
+    return SchemaTool(info, run, not_json="failed to unmarshal task tool input json")
 
 
 class _AddTool(AgentMiddleware):
@@ -257,7 +233,7 @@ def deep_agent(
             tool_description = task_tool_description(listed)
         else:
             tool_description = task_tool_description or default_task_tool_description(listed)
-        task = TaskTool(agents, tool_description)
+        task = _task_tool(agents, tool_description)
         stack = [*builtins, _AddTool(task, prompts.TASK_PROMPT), *middlewares]
     return DeepAgent(
         name,

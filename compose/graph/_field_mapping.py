@@ -28,8 +28,8 @@ from compose._engine.tables import NodePath
 from compose._types import ClassInfo, type_name, zero_value
 from compose.errors import FieldMappingError, FieldMappingTypeError, GraphBuildError
 from compose.stream._concat import concat_items
-from compose.stream._copy import SKIP, MapReader
-from compose.stream._core import _EMPTY, _END, StreamReader, _Signal, closed_signal
+from compose.stream._copy import MapReader
+from compose.stream._core import _EMPTY, _END, SKIP, StreamReader, _Signal, closed_signal
 
 __all__ = [
     "FieldMapping",

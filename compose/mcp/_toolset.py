@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -19,6 +18,7 @@ from pydantic import ValidationError
 from compose.errors import MCPServerError, MCPToolError, ToolArgumentsError
 from compose.mcp._results import result_text, schema_validator
 from compose.schema import ToolInfo
+from compose.tools.arguments import parse_arguments
 from compose.tools.base import _TOOL_NAME_RULE, _valid_tool_name
 
 logger = logging.getLogger("compose.mcp")
@@ -78,12 +78,7 @@ class MCPTool:
         Raises:
             ToolArgumentsError: not a JSON object, or a schema violation (``field`` is its dotted path).
         """
-        try:
-            value = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise ToolArgumentsError(self.name, f"arguments are not valid JSON: {exc}") from exc
-        if not isinstance(value, dict):
-            raise ToolArgumentsError(self.name, f"arguments must be a JSON object, got {type(value).__name__}")
+        value = parse_arguments(self.name, arguments)  # the JSON object; the schema is checked whole below
         if self._validator is not None:
             error = jsonschema.exceptions.best_match(self._validator.iter_errors(value))
             if error is not None:

@@ -28,7 +28,8 @@ Example:
     'streams'
 
 The implementation lives in the package's private modules: ``_core`` (the reader protocol, iterable and
-async-iterator readers, leak tracking), ``_pipe``, ``_copy`` (copy and map), ``_merge`` and ``_concat``.
+async-iterator readers, leak tracking), ``_copy`` (copy and map, built on ``_core``, which it plugs them into),
+``_pipe``, ``_merge`` and ``_concat``.
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ from __future__ import annotations
 from typing import TypeVar
 
 from compose.errors import ConcatError, EmptyStreamError, StreamEnd, StreamError
+from compose.stream import _copy as _copy  # sets StreamReader.copy's and map's implementations
 from compose.stream._concat import concat, concat_items, register_concat
-from compose.stream._copy import SKIP, SkipType
-from compose.stream._core import StreamReader, _IterReader
+from compose.stream._core import SKIP, SkipType, StreamReader, _IterReader
 from compose.stream._core import _open_reader_report as _open_reader_report
 from compose.stream._core import _reset_leak_tracking as _reset_leak_tracking
 from compose.stream._core import _set_leak_tracking as _set_leak_tracking

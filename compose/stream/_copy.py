@@ -15,18 +15,19 @@ The copy hub's invariants:
 
 from __future__ import annotations
 
-import enum
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 
 from compose.errors import StreamError
+from compose.stream import _core
 from compose.stream._core import (
     _EMPTY,
     _END,
+    SKIP,
     StreamReader,
     _finalize,
     _IterReader,
@@ -39,16 +40,6 @@ from compose.stream._core import (
 )
 
 T = TypeVar("T")
-
-
-class SkipType(enum.Enum):
-    """The type of :data:`SKIP`."""
-
-    SKIP = "SKIP"
-
-
-SKIP: Final = SkipType.SKIP
-"""Returned by a ``map`` function to drop the chunk."""
 
 
 _Elem = list[Any]  # [raw item or _EMPTY, next element or None]
@@ -309,3 +300,7 @@ class MapReader(StreamReader[Any]):
             return f"<StreamReader wrap-errors {self._state()} source={self._src!r}>"
         name = getattr(self._fn, "__qualname__", None) or type(self._fn).__name__
         return f"<StreamReader map({name}) {self._state()} source={self._src!r}>"
+
+
+_core._broadcast = broadcast
+_core._map_reader = MapReader  # type: ignore[assignment]  # a class is its own constructor

@@ -15,20 +15,38 @@ Owners (copy hubs, maps, merges) read their sources through this protocol, never
 
 from __future__ import annotations
 
+import enum
 import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Self, TypeVar, overload
+from typing import Any, ClassVar, Final, Generic, Self, TypeVar, overload
 
 import anyio
 
 from compose.errors import StreamEnd, StreamError
 
-if TYPE_CHECKING:
-    from compose.stream._copy import SkipType
-
 T = TypeVar("T")
 U = TypeVar("U")
+
+
+class SkipType(enum.Enum):
+    """The type of :data:`SKIP`."""
+
+    SKIP = "SKIP"
+
+
+SKIP: Final = SkipType.SKIP
+"""Returned by a ``map`` function to drop the chunk."""
+
+
+# ``copy(n)`` and ``map`` are built by ``compose.stream._copy``, the layer above this one: importing it (the
+# package does) sets these two
+def _broadcast(reader: StreamReader[Any], n: int) -> list[StreamReader[Any]]:
+    raise RuntimeError("compose.stream._copy is not imported")
+
+
+def _map_reader(reader: StreamReader[Any], fn: Callable[[Any], Any]) -> StreamReader[Any]:
+    raise RuntimeError("compose.stream._copy is not imported")
 
 
 class _Signal:
@@ -277,9 +295,7 @@ class StreamReader(Generic[T]):
             return [self]
         if self._closed:
             raise StreamError(f"cannot copy a closed stream reader: {self!r}")
-        from compose.stream._copy import broadcast
-
-        return broadcast(self, n)
+        return _broadcast(self, n)
 
     @overload
     def map(self, fn: Callable[[T], Awaitable[U | SkipType]]) -> StreamReader[U]: ...
@@ -301,9 +317,7 @@ class StreamReader(Generic[T]):
             raise TypeError(f"map(fn) takes a function, got {type(fn).__qualname__}")
         if self._closed:
             raise StreamError(f"cannot map a closed stream reader: {self!r}")
-        from compose.stream._copy import MapReader
-
-        return MapReader(self, fn)
+        return _map_reader(self, fn)
 
     @classmethod
     def from_iterable(cls, items: Iterable[T]) -> StreamReader[T]:

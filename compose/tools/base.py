@@ -32,16 +32,16 @@ import inspect
 import json
 import re
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Literal, Protocol, cast, overload, runtime_checkable
 
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic_core import PydanticSerializationError, to_json
 
-from compose.errors import ToolArgumentsError
 from compose.schema import ToolInfo
 from compose.stream import StreamReader
+from compose.tools.arguments import _unknown_arguments, parse_arguments
 
 __all__ = [
     "BaseTool",
@@ -138,9 +138,7 @@ class _FunctionToolBase:
                 f"tool name {self.name!r} is not a valid tool name ({_TOOL_NAME_RULE}): pass tool(fn, name=...)"
             )
         if extra_arguments not in _EXTRA_ARGUMENTS:
-            raise ValueError(
-                f"tool {self.name}: extra_arguments must be 'forbid' or 'ignore', got {extra_arguments!r}"
-            )
+            raise ValueError(f"tool {self.name}: extra_arguments must be 'forbid' or 'ignore', got {extra_arguments!r}")
         self.extra_arguments: Literal["forbid", "ignore"] = extra_arguments
         summary, param_docs = _parse_docstring(fn.__doc__ or "")
         self.description = summary if description is None else description
@@ -177,10 +175,7 @@ class _FunctionToolBase:
             ToolArgumentsError: the arguments are not a JSON object or fail validation (an unknown field
                 included); names the first field.
         """
-        try:
-            validated = self._model.model_validate_json(arguments if arguments.strip() else "{}")
-        except ValidationError as exc:
-            raise _arguments_error(self.name, exc, [param for _, param, _ in self._binding]) from exc
+        validated = parse_arguments(self.name, arguments, self._model)
         if self.extra_arguments == "forbid" and _INTERNAL_KEY.search(arguments):
             self._refuse_internal_names(arguments)
         args: list[Any] = []
@@ -199,15 +194,9 @@ class _FunctionToolBase:
         # (the cheap regex above keeps this off the common path)
         params = [param for _, param, _ in self._binding]
         keys = json.loads(arguments)
-        unknown = [key for key, _ in self._model.model_fields.items() if key in keys and key not in params]
+        unknown = [key for key in self._model.model_fields if key in keys and key not in params]
         if unknown:
-            takes = f"which takes {', '.join(params)}" if params else "which takes no arguments"
-            reason = (
-                f"not a parameter of the tool, {takes}"
-                if len(unknown) == 1
-                else f"{', '.join(repr(k) for k in unknown)} are not parameters of the tool, {takes}"
-            )
-            raise ToolArgumentsError(self.name, reason, field=unknown[0])
+            raise _unknown_arguments(self.name, unknown, params)
 
     def __repr__(self) -> str:
         timeout = "" if self.timeout is None else f", timeout={self.timeout}"
@@ -515,29 +504,6 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
         elif current is not None:
             params[current] = f"{params[current]} {stripped}".strip()
     return "\n".join(summary).strip(), params
-
-
-def _arguments_error(tool_name: str, exc: ValidationError, params: Sequence[str]) -> ToolArgumentsError:
-    # the errors of the fields the tool takes come before unknown keys (pydantic's own order varies by version)
-    errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] == "extra_forbidden")
-    first = errors[0]
-    if all(e["type"] == "extra_forbidden" and len(e["loc"]) == 1 for e in errors):
-        takes = f"which takes {', '.join(params)}" if params else "which takes no arguments"
-        if len(errors) == 1:
-            reason = f"not a parameter of the tool, {takes}"
-        else:
-            reason = f"{', '.join(repr(str(e['loc'][0])) for e in errors)} are not parameters of the tool, {takes}"
-        return ToolArgumentsError(tool_name, reason, field=str(first["loc"][0]))
-    if first["type"] == "json_invalid":
-        reason = first["msg"].removeprefix("Invalid JSON: ")
-        return ToolArgumentsError(tool_name, f"arguments are not valid JSON: {reason}")
-    if not first["loc"]:
-        return ToolArgumentsError(tool_name, f"arguments must be a JSON object: {first['msg']}")
-    field = ".".join(str(part) for part in first["loc"])
-    if len(errors) == 1:
-        return ToolArgumentsError(tool_name, first["msg"], field=field)
-    details = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors)
-    return ToolArgumentsError(tool_name, details, field=field)
 
 
 def _to_text(value: Any, what: str = "the result") -> str:

@@ -7,16 +7,15 @@ with ``compose.tool_errors_as_results`` to hand such errors to the model as resu
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from adk.middlewares.filesystem import _prompts as prompts
 from adk.middlewares.filesystem._vfs import GrepMatch, sort_by_base_name
 from adk.middlewares.filesystem.backend import Backend
-from compose.errors import ToolArgumentsError
 from compose.schema import ToolInfo
+from compose.tools.arguments import Run, SchemaTool
 
 __all__ = [
     "NO_FILES_FOUND",
@@ -54,55 +53,16 @@ class Shell(Protocol):
         ...
 
 
-Runner = Callable[[dict[str, Any]], Awaitable[str]]
-
-
-class FilesystemTool:
-    """One filesystem tool: its ToolInfo and a function of the parsed JSON arguments.
-
-    ``needed`` names the arguments a call must give (not null): Eino's schemas mark more as required than a
-    call needs (``offset``, ``replace_all``), and a missing ``content`` must not empty a file.
-    """
+class FilesystemTool(SchemaTool):
+    """One filesystem tool, a :class:`~compose.tools.SchemaTool`. ``needed`` names the arguments a call must give
+    (not null): Eino's schemas mark more as required than a call needs (``offset``, ``replace_all``), and a missing
+    ``content`` must not empty a file."""
 
     def __init__(
-        self, name: str, description: str, parameters: dict[str, Any], fn: Runner, needed: Sequence[str] = ()
+        self, name: str, description: str, parameters: dict[str, Any], fn: Run, needed: Sequence[str] = ()
     ) -> None:
-        self._info = ToolInfo(name=name, description=description, parameters=parameters)
-        self._fn = fn
-        self._needed = tuple(needed)
-
-    def info(self) -> ToolInfo:
-        return self._info
-
-    def __repr__(self) -> str:
-        return f"FilesystemTool({self._info.name!r})"
-
-    async def run(self, arguments: str) -> str:
-        name = self._info.name
-        try:
-            args = json.loads(arguments) if arguments.strip() else {}
-        except ValueError as exc:
-            raise ToolArgumentsError(name, f"not JSON: {exc}") from exc
-        if not isinstance(args, dict):
-            raise ToolArgumentsError(name, f"expected a JSON object, got {arguments!r}")
-        props: dict[str, Any] = self._info.parameters.get("properties", {})
-        for key, value in args.items():
-            want = props.get(key, {}).get("type")
-            if value is None or want is None:
-                continue
-            ok = {
-                "string": isinstance(value, str),
-                "integer": isinstance(value, int) and not isinstance(value, bool),
-                "boolean": isinstance(value, bool),
-            }.get(want, True)
-            if not ok:
-                raise ToolArgumentsError(name, f"must be a {want}, got {value!r}", field=key)
-        for key in self._needed:
-            if args.get(key) is None:
-                unknown = sorted(set(args) - set(props))
-                hint = f" (unknown arguments: {', '.join(unknown)})" if unknown else ""
-                raise ToolArgumentsError(name, f"is required{hint}", field=key)
-        return await self._fn(args)
+        info = ToolInfo(name=name, description=description, parameters=parameters)
+        super().__init__(info, fn, required=needed, not_json="not JSON")
 
 
 def _schema(props: dict[str, dict[str, Any]], required: Sequence[str]) -> dict[str, Any]:
@@ -162,11 +122,6 @@ def _count_output(matches: Sequence[GrepMatch], offset: int, head_limit: int) ->
     return "\n".join(lines) + "\n\n" + summary
 
 
-def _int(args: Mapping[str, Any], key: str, default: int = 0) -> int:
-    value = args.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
 def filesystem_tools(
     backend: Backend, *, descriptions: Mapping[str, str] | None = None, disabled: Sequence[str] = ()
 ) -> list[FilesystemTool]:
@@ -193,10 +148,8 @@ def filesystem_tools(
 
     async def read_file(args: dict[str, Any]) -> str:
         path = args.get("file_path") or ""
-        offset = _int(args, "offset")
-        offset = offset if offset > 0 else 1
-        limit = _int(args, "limit")
-        limit = limit if limit > 0 else 2000
+        offset = max(args.get("offset") or 1, 1)  # the types are checked: an int or None
+        limit = max(args.get("limit") or 0, 0) or 2000
         content = await backend.read(path, offset=offset, limit=limit)
         return format_line_numbers(content, offset)
 
@@ -219,7 +172,7 @@ def filesystem_tools(
         if isinstance(context, int):
             before = after = context
         else:
-            before, after = _int(args, "-B"), _int(args, "-A")
+            before, after = args.get("-B") or 0, args.get("-A") or 0
         matches = await backend.grep(
             args.get("pattern") or "",
             path=args.get("path") or "",
@@ -231,7 +184,7 @@ def filesystem_tools(
             after_lines=after,
         )
         matches = sort_by_base_name(matches)
-        offset, head_limit = _int(args, "offset"), _int(args, "head_limit")
+        offset, head_limit = args.get("offset") or 0, args.get("head_limit") or 0
         mode = args.get("output_mode")
         if mode == "content":
             numbers = args.get("-n")
@@ -241,7 +194,7 @@ def filesystem_tools(
         return _files_output(matches, offset, head_limit)
 
     ctx_note = "Requires output_mode: 'content', ignored otherwise."
-    specs: list[tuple[str, dict[str, Any], Runner, tuple[str, ...]]] = [
+    specs: list[tuple[str, dict[str, Any], Run, tuple[str, ...]]] = [
         ("ls", _schema({"path": _s()}, ["path"]), ls, ()),
         (
             "read_file",
