@@ -29,7 +29,7 @@ import anyio.lowlevel
 from adk._run import current_session
 from adk.agent import Agent, AgentContext, AgentEvents, DirectEvents, ResumableAgent, ResumeInfo, RunSession
 from adk.agents.history import RecordedEvent
-from adk.cancel import _CANCELLING, CancelController, Cancellable
+from adk.cancel import _CANCELLING, CancelController, Cancellable, restarts, stoppable
 from adk.checkpointing import AgentCheckpoint, CheckpointBinding, SavedEvent
 from adk.errors import AgentCancelledError, AgentError
 from adk.events import AgentEvent, AgentInput, AgentInterruptInfo
@@ -121,7 +121,11 @@ class AgentRun(Cancellable):
         return f"AgentRun({self._agent.name!r}, {state}, reason={self._reason!r}{checkpoint})"
 
     def _bind(self, events: AgentEvents) -> DirectEvents | None:
-        """Take the agent's events; ones that hand themselves out (``DirectEvents``) are bound to this run."""
+        """Take the agent's events; ones that hand themselves out (``DirectEvents``) are bound to this run. In a
+        cancellable run, those of an agent that does not answer its cancel itself are cut off (``adk.cancel``)."""
+        cancel = self._session.cancel
+        if cancel is not None:
+            events = stoppable(events, self._agent, cancel, self._path)
         self._events = events
         bind = getattr(events, "bind_root", None)
         if bind is None:
@@ -191,11 +195,13 @@ class AgentRun(Cancellable):
         session.skip_transfer_messages = saved.skip_transfer_messages
         session.history.restore([RecordedEvent(e.agent_name, e.message, e.role, e.transfer) for e in saved.history])
         agent = self._agent
+        ctx = AgentContext(session, self._path, self._path)
         try:
+            if restarts(saved.state):  # a cancel cut it off where it kept no state: it runs afresh
+                return agent.run(AgentInput(list(session.root_input), saved.enable_streaming), ctx)
             if not isinstance(agent, ResumableAgent):
                 raise TypeError(f"agent '{agent.name}' ({type(agent).__qualname__}) cannot resume: it has no resume()")
-            info = ResumeInfo(saved.state, dict(cp.targets), saved.enable_streaming)
-            return agent.resume(info, AgentContext(session, self._path, self._path))
+            return agent.resume(ResumeInfo(saved.state, dict(cp.targets), saved.enable_streaming), ctx)
         except BaseException as exc:
             await cp.release(exc)
             self._finished = True

@@ -32,9 +32,14 @@ run starts afresh on resume). With ``recursive=True`` those agents stop at their
 cancel cuts off their calls, not the agent tool's), their pauses become the outer run's, and resume continues
 each inner run where it stopped. Workflow agents (Sequential, Loop) also stop between two children, in any mode.
 
-**One stop request.** A ChatModelAgent's graph run is given its agent's :class:`CancelLink` as its stop request
-(``compose.interrupt.StopRequest``), which the engine asks at each step boundary; a hang-up (AG-UI, A2A's
-``tasks/cancel``) is ``cancel("immediate", recursive=True)``.
+**One stop request.** Every agent answers the run's :class:`CancelLink`, a ``compose.interrupt.StopRequest``,
+through its one hook ``stops_here(last, next)``: a ChatModelAgent's graph asks it at each step boundary; a
+workflow agent between two children; and the events of any other agent (a custom agent, ``RemoteA2AAgent``) are
+driven through :func:`stoppable` by the layer that runs it (the Runner's run, an agent tool's, a flow agent),
+which asks it before each event and runs each wait for one in a guard. Such an agent keeps no state at a cut:
+its iterator is closed (a remote agent's close cancels its remote task) and it pauses with a resume state that
+runs it afresh on resume (:func:`restarts`). A hang-up (AG-UI, A2A's ``tasks/cancel``) is
+``cancel("immediate", recursive=True)``.
 
 **Cost.** Nothing for runs not started with ``cancellable=True`` (a check per superstep, model call and tool
 call); a cancellable run runs each model call, tool call and model stream read in a cancel scope.
@@ -44,18 +49,22 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Awaitable, Collection, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Collection, Sequence
 from contextvars import ContextVar
-from typing import Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 import anyio
 
 from adk.errors import StreamCancelledError
+from adk.events import AgentAction, AgentEvent, AgentInterruptInfo
 from compose.errors import GraphInterrupt, StreamEnd
 from compose.interrupt import InterruptCtx, InterruptSignal, StopRequest
 from compose.schema import Message
 from compose.stream import StreamReader
 from compose.stream._core import ReaderRelay
+
+if TYPE_CHECKING:
+    from adk.agent import AgentEvents
 
 __all__ = ["CancelHandle", "CancelMode", "CancelOutcome"]
 
@@ -70,6 +79,8 @@ _RUNNING, _CANCELLING, _HANDLED, _DONE = range(4)
 
 # the interrupt info of a call cut off by an immediate cancel (Eino names its safe points' interrupts so)
 CANCEL_INFO = "CancelImmediate"
+# the kind of the resume state of an agent a cancel cut off where it kept no state: its resume runs it afresh
+_RESTART = "pyeino.restart"
 
 
 class CancelHandle:
@@ -362,15 +373,19 @@ class CancelLink(StopRequest):
     # ------------------------------------------------------------------ safe points (between supersteps)
 
     def stops_here(self, last_nodes: list[str], next_nodes: list[str]) -> bool:
-        """Before a node of a ChatModelAgent's graph runs (its graph's stop request): whether the run stops
-        here. Immediate: at once. ``after_chat_model``: the model just answered and its tool calls are next (a final
-        answer goes to END first: the run completes). ``after_tool_calls``: the tool calls just finished."""
+        """At a step boundary (the one check: see the module docstring): whether the run stops here.
+
+        Between agents (``next_nodes`` names an agent, ``agent:<name>``: a workflow agent before a child, a custom
+        agent before its next event) nothing is in flight: any pending cancel stops there. Between the nodes of a
+        ChatModelAgent's graph: immediate: at once; ``after_chat_model``: the model just answered and its tool
+        calls are next (a final answer goes to END first: the run completes); ``after_tool_calls``: the tool calls
+        just finished."""
         ctl = self.ctl
         if not ctl.applies(self.nested):
             return False
         ctl.check_deadline()
         modes = ctl.modes
-        if modes == _IMMEDIATE:
+        if modes == _IMMEDIATE or (next_nodes and next_nodes[0].startswith("agent:")):
             return True
         from adk.chat_model.react import CHAT_MODEL_NODE, TOOL_NODE
 
@@ -378,16 +393,52 @@ class CancelLink(StopRequest):
             "after_tool_calls" in modes and last_nodes == [TOOL_NODE]
         )
 
-    def at_transition(self) -> bool:
-        """A workflow agent between two children: any pending cancel that reaches it stops it here."""
-        if not self.ctl.applies(self.nested):
-            return False
-        self.ctl.check_deadline()
-        return True
+
+def stoppable(events: AgentEvents, agent: Any, link: CancelLink, addresses: Sequence[str]) -> AgentEvents:
+    """The events of the agent at ``addresses``, as a cancellable run drives them. A ChatModelAgent's run (its
+    graph asks the stop request) and agents running other agents (``runs_agents``: workflow and flow agents)
+    answer it themselves; any other agent's events stop before the next one when a cancel reaching the agent is
+    pending, and an immediate cancel cuts off the wait for one: its iterator is closed and it pauses (see the
+    module docstring)."""
+    if hasattr(events, "bind_root") or getattr(agent, "runs_agents", False):
+        return events
+    return _cut_at_events(events, link.for_agent(addresses), addresses)
+
+
+async def _cut_at_events(
+    events: AgentEvents, link: CancelLink, addresses: Sequence[str]
+) -> AsyncGenerator[AgentEvent, None]:
+    here = [f"agent:{addresses[-1]}"]
+    try:
+        while True:
+            if link.stops_here(here, here):
+                info = "CancelAtTransition"
+                break
+            try:
+                event: AgentEvent = await link.guard(events.__anext__())
+            except StopAsyncIteration:
+                return
+            except InterruptSignal as signal:
+                if signal.info != CANCEL_INFO:
+                    raise
+                info = CANCEL_INFO
+                break
+            yield event
+    finally:
+        with anyio.CancelScope(shield=True):
+            await events.aclose()  # a remote agent's close cancels its remote task
+    pause = AgentInterruptInfo(cancel_contexts(addresses, info), None, {"kind": _RESTART})
+    yield AgentEvent(action=AgentAction(interrupted=pause))
+
+
+def restarts(state: Any) -> bool:
+    """``state`` is the resume state of an agent :func:`stoppable` cut off: its resume runs it afresh."""
+    return isinstance(state, dict) and state.get("kind") == _RESTART
 
 
 def cancel_contexts(addresses: Sequence[str], info: str) -> list[InterruptCtx]:
-    """The one interrupt context of a run stopped where no graph paused (a workflow between children)."""
+    """The one interrupt context of a run stopped where no graph paused (a workflow between children, a custom
+    agent between events)."""
     return [InterruptCtx(uuid.uuid4().hex, ";".join(f"agent:{a}" for a in addresses), info)]
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from adk.agent import Agent, AgentContext, AgentEvents, History, ResumableAgent, ResumeInfo, check_agent
 from adk.agents.history import HistoryRewriter, RecordedEvent, Retelling
+from adk.cancel import restarts, stoppable
 from adk.chat_model.instruction import gen_transfer_messages
 from adk.errors import TransferError
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentOutput, MessageVariant
@@ -66,6 +67,8 @@ class _Wrapping:
 class FlowAgent(_Wrapping):
     """An agent in a multi-agent tree (see the module docstring): made by :func:`set_sub_agents` and
     :func:`agent_with_options`, and around every child of a workflow agent."""
+
+    runs_agents = True  # its agent (and the ones it transfers to) answer the run's stop request (adk.cancel)
 
     def __init__(
         self,
@@ -137,11 +140,15 @@ class FlowAgent(_Wrapping):
                 await events.aclose()
             return
         agent = self.agent
-        if not isinstance(agent, ResumableAgent):
+        if restarts(inner.state):  # a cancel cut it off where it kept no state: it runs afresh on the history
+            driven = self._drive(ctx, None, AgentInput([], ctx.session.enable_streaming), Retelling())
+        elif not isinstance(agent, ResumableAgent):
             error = TypeError(f"agent '{self.name}' ({type(agent).__qualname__}) cannot resume: it has no resume()")
             yield AgentEvent(self.name, ctx.run_path, error=error)
             return
-        async with aclosing(self._drive(ctx, agent.resume(inner, ctx), None, None)) as driven:
+        else:
+            driven = self._drive(ctx, agent.resume(inner, ctx), None, None)
+        async with aclosing(driven):
             async for event in driven:
                 yield event
 
@@ -157,6 +164,8 @@ class FlowAgent(_Wrapping):
             except Exception as exc:  # e.g. an instruction placeholder naming no session value: the run's error
                 yield AgentEvent(self.name, ctx.run_path, error=exc)
                 return
+        if ctx.session.cancel is not None:  # a cancellable run: an agent that does not answer it is cut off
+            events = stoppable(events, self.agent, ctx.session.cancel, ctx.addresses)
         last: AgentAction | None = None
         path, records = ctx.run_path, ctx.records
         try:
@@ -284,6 +293,8 @@ def set_sub_agents(parent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
 
 class DeterministicTransfer(_Wrapping):
     """``agent``, then a transfer to each of ``to_agent_names`` (see :func:`agent_with_deterministic_transfer_to`)."""
+
+    runs_agents = True  # its agent answers the run's stop request (adk.cancel)
 
     def __init__(self, agent: Agent, to_agent_names: Sequence[str]) -> None:
         check_agent(agent, "agent_with_deterministic_transfer_to(agent)")

@@ -16,6 +16,11 @@ a2a-sdk client, streaming when the remote's card says it can, and turns what com
   targets={id: data})`` sends ``data`` as the next message on the remote task: an ``ApprovalDecision`` as the
   data part ``{"approved", "reason"?, "editedArgs"?}``, a string as text, anything else JSON as a data part.
 
+**Cancel** (``adk.cancel``): in a cancellable run the agent is cut off as any custom agent is, before its next
+event or while it waits for the remote; closing its run cancels the remote task (``tasks/cancel``, once the
+remote named it in its first response) and the run pauses: a resume sends the conversation again as a new task
+(a canceled A2A task does not continue; one that was answering an ``input-required`` asks again).
+
 The conversation: a single input message is sent as its text; more (a session's history) as a transcript
 ("role: text" lines) followed by the last message's text. The card is fetched on the first run (or by
 :meth:`RemoteA2AAgent.resolve`); a name or description not given is the card's.

@@ -58,6 +58,7 @@ class _WorkflowAgent:
     """What the three workflow agents share: their children (as flow agents) and their saved state."""
 
     _is_workflow_agent = True
+    runs_agents = True  # its children answer the run's stop request, and it does between them (adk.cancel)
     mode = "workflow"
 
     def __init__(self, name: str, description: str, sub_agents: Sequence[Agent]) -> None:
@@ -181,7 +182,7 @@ async def _run_children(
             events = child.resume(ResumeInfo(saved["child"], resume.targets, resume.enable_streaming), child_ctx)
             resume = None
         else:
-            if cancel is not None and resume is None and cancel.at_transition():
+            if cancel is not None and resume is None and cancel.stops_here([], [f"agent:{name}"]):
                 # a cancel between two children (any mode: no child is working): resume starts child j
                 outcome.stop = True
                 state: dict[str, Any] = {"kind": _KIND, "agent": wf.name, "index": j, "child": None}
