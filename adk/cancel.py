@@ -30,16 +30,14 @@ business interrupt fires again on resume.
 workflow agent does not see the cancel (an immediate cancel still cuts the agent tool's call off, and the inner
 run starts afresh on resume). With ``recursive=True`` those agents stop at their own safe points (an immediate
 cancel cuts off their calls, not the agent tool's), their pauses become the outer run's, and resume continues
-each inner run where it stopped. Workflow agents (Sequential, Loop) also stop between two children, in any mode.
+each inner run where it stopped.
 
-**One stop request.** Every agent answers the run's :class:`CancelLink`, a ``compose.interrupt.StopRequest``,
-through its one hook ``stops_here(last, next)``: a ChatModelAgent's graph asks it at each step boundary; a
-workflow agent between two children; and the events of any other agent (a custom agent, ``RemoteA2AAgent``) are
-driven through :func:`stoppable` by the layer that runs it (the Runner's run, an agent tool's, a flow agent),
-which asks it before each event and runs each wait for one in a guard. Such an agent keeps no state at a cut:
-its iterator is closed (a remote agent's close cancels its remote task) and it pauses with a resume state that
-runs it afresh on resume (:func:`restarts`). A hang-up (AG-UI, A2A's ``tasks/cancel``) is
-``cancel("immediate", recursive=True)``.
+**One stop request.** Every agent answers the run's :class:`CancelLink` (a ``compose.interrupt.StopRequest``)
+through its one hook, ``stops_here``: a ChatModelAgent's graph at each step boundary; a workflow agent between
+two children, in any mode; any other agent (custom, ``RemoteA2AAgent``) through :func:`stoppable`, in the layer
+that runs it: before its next event in any mode, or at once while it waits for one. Its iterator is then closed (a
+remote task is cancelled) and it pauses with :data:`RESTART`: it runs afresh on resume. A hang-up (AG-UI, A2A's
+``tasks/cancel``) is ``cancel("immediate", recursive=True)``.
 
 **Cost.** Nothing for runs not started with ``cancellable=True`` (a check per superstep, model call and tool
 call); a cancellable run runs each model call, tool call and model stream read in a cancel scope.
@@ -79,8 +77,8 @@ _RUNNING, _CANCELLING, _HANDLED, _DONE = range(4)
 
 # the interrupt info of a call cut off by an immediate cancel (Eino names its safe points' interrupts so)
 CANCEL_INFO = "CancelImmediate"
-# the kind of the resume state of an agent a cancel cut off where it kept no state: its resume runs it afresh
-_RESTART = "pyeino.restart"
+# the resume state of an agent a cancel cut off where it kept no state (:func:`stoppable`): it runs afresh
+RESTART = {"kind": "pyeino.restart"}
 
 
 class CancelHandle:
@@ -182,14 +180,6 @@ class CancelController:
         self.timed_out = timed_out
         self._sync()
 
-    def check_deadline(self) -> None:
-        if self.deadline != math.inf and self.modes != _IMMEDIATE and anyio.current_time() >= self.deadline:
-            self.escalate(timed_out=True)
-
-    @property
-    def immediate(self) -> bool:
-        return self.state == _CANCELLING and self.modes == _IMMEDIATE
-
     def applies(self, nested: bool) -> bool:
         """A cancel is pending and reaches an agent at this level."""
         return self.state == _CANCELLING and (self.recursive or not nested)
@@ -244,11 +234,6 @@ class CancelController:
         if self.state == _HANDLED:
             return "timed_out_escalated" if self.timed_out else "cancelled"
         return None
-
-    def nest(self, prefix: tuple[str, ...]) -> None:
-        """Agents below ``prefix`` (a workflow agent's children) are nested: reached by recursive cancels only."""
-        if prefix not in self.nested_prefixes:
-            self.nested_prefixes.append(prefix)
 
 
 class Cancellable:
@@ -318,6 +303,12 @@ class CancelLink(StopRequest):
                 return CancelLink(self.ctl, nested=True)
         return self
 
+    def for_children(self, addresses: Sequence[str]) -> CancelLink:
+        """The view of the workflow agent at ``addresses``, whose children are nested (recursive cancels only)."""
+        if tuple(addresses) not in self.ctl.nested_prefixes:
+            self.ctl.nested_prefixes.append(tuple(addresses))
+        return self.for_agent(addresses)
+
     def inner(self) -> CancelLink:
         """The view of the run inside an agent tool: nested; the tool's call becomes a container that a recursive
         cancel does not cut off (the inner run stops at its own safe points and pauses the call)."""
@@ -327,21 +318,13 @@ class CancelLink(StopRequest):
             self.ctl._sync_guard(g)
         return CancelLink(self.ctl, nested=True)
 
-    @property
-    def active(self) -> bool:
-        return self.ctl.applies(self.nested)
-
     # ------------------------------------------------------------------ guards (cancellable runs only)
-
-    def _cut_off(self) -> bool:
-        ctl = self.ctl
-        return ctl.modes == _IMMEDIATE and ctl.applies(self.nested)
 
     async def guard(self, call: Awaitable[T]) -> T:
         """Await ``call`` in a cancel scope: an immediate cancel (or a safe-point cancel's passed timeout) cuts
         it off, and it raises an interrupt instead (the graph re-runs the node or tool on resume)."""
         ctl = self.ctl
-        if self._cut_off():
+        if ctl.modes == _IMMEDIATE and ctl.applies(self.nested):
             _discard(call)
             raise InterruptSignal(CANCEL_INFO)
         g = _Guard(anyio.CancelScope(), self.nested)
@@ -373,17 +356,14 @@ class CancelLink(StopRequest):
     # ------------------------------------------------------------------ safe points (between supersteps)
 
     def stops_here(self, last_nodes: list[str], next_nodes: list[str]) -> bool:
-        """At a step boundary (the one check: see the module docstring): whether the run stops here.
-
-        Between agents (``next_nodes`` names an agent, ``agent:<name>``: a workflow agent before a child, a custom
-        agent before its next event) nothing is in flight: any pending cancel stops there. Between the nodes of a
-        ChatModelAgent's graph: immediate: at once; ``after_chat_model``: the model just answered and its tool
-        calls are next (a final answer goes to END first: the run completes); ``after_tool_calls``: the tool calls
-        just finished."""
+        """At a step boundary, the one check: whether the run stops here. Between agents (``next_nodes`` names one,
+        ``agent:<name>``) nothing is in flight: any pending cancel stops. In a ChatModelAgent's graph: immediate at
+        once; ``after_chat_model`` when the model just asked for tools; ``after_tool_calls`` after a tool round."""
         ctl = self.ctl
         if not ctl.applies(self.nested):
             return False
-        ctl.check_deadline()
+        if ctl.deadline != math.inf and ctl.modes != _IMMEDIATE and anyio.current_time() >= ctl.deadline:
+            ctl.escalate(timed_out=True)  # the safe point was not reached in time
         modes = ctl.modes
         if modes == _IMMEDIATE or (next_nodes and next_nodes[0].startswith("agent:")):
             return True
@@ -395,19 +375,14 @@ class CancelLink(StopRequest):
 
 
 def stoppable(events: AgentEvents, agent: Any, link: CancelLink, addresses: Sequence[str]) -> AgentEvents:
-    """The events of the agent at ``addresses``, as a cancellable run drives them. A ChatModelAgent's run (its
-    graph asks the stop request) and agents running other agents (``runs_agents``: workflow and flow agents)
-    answer it themselves; any other agent's events stop before the next one when a cancel reaching the agent is
-    pending, and an immediate cancel cuts off the wait for one: its iterator is closed and it pauses (see the
-    module docstring)."""
+    """The events of the agent at ``addresses`` as a cancellable run drives them: as they are for a ChatModelAgent
+    and agents running others (``runs_agents``), cut off as the module docstring says for any other agent."""
     if hasattr(events, "bind_root") or getattr(agent, "runs_agents", False):
         return events
-    return _cut_at_events(events, link.for_agent(addresses), addresses)
+    return _cut(events, link.for_agent(addresses), addresses)
 
 
-async def _cut_at_events(
-    events: AgentEvents, link: CancelLink, addresses: Sequence[str]
-) -> AsyncGenerator[AgentEvent, None]:
+async def _cut(events: AgentEvents, link: CancelLink, addresses: Sequence[str]) -> AsyncGenerator[AgentEvent, None]:
     here = [f"agent:{addresses[-1]}"]
     try:
         while True:
@@ -427,13 +402,8 @@ async def _cut_at_events(
     finally:
         with anyio.CancelScope(shield=True):
             await events.aclose()  # a remote agent's close cancels its remote task
-    pause = AgentInterruptInfo(cancel_contexts(addresses, info), None, {"kind": _RESTART})
+    pause = AgentInterruptInfo(cancel_contexts(addresses, info), None, dict(RESTART))
     yield AgentEvent(action=AgentAction(interrupted=pause))
-
-
-def restarts(state: Any) -> bool:
-    """``state`` is the resume state of an agent :func:`stoppable` cut off: its resume runs it afresh."""
-    return isinstance(state, dict) and state.get("kind") == _RESTART
 
 
 def cancel_contexts(addresses: Sequence[str], info: str) -> list[InterruptCtx]:

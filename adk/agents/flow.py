@@ -27,7 +27,7 @@ from typing import Any
 
 from adk.agent import Agent, AgentContext, AgentEvents, History, ResumableAgent, ResumeInfo, check_agent
 from adk.agents.history import HistoryRewriter, RecordedEvent, Retelling
-from adk.cancel import restarts, stoppable
+from adk.cancel import RESTART, stoppable
 from adk.chat_model.instruction import gen_transfer_messages
 from adk.errors import TransferError
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentOutput, MessageVariant
@@ -54,6 +54,7 @@ class _Wrapping:
     """An agent around ``agent``: it goes by the wrapped agent's name and description."""
 
     agent: Agent
+    runs_agents = True  # the agents it runs answer the run's stop request (adk.cancel)
 
     @property
     def name(self) -> str:
@@ -67,8 +68,6 @@ class _Wrapping:
 class FlowAgent(_Wrapping):
     """An agent in a multi-agent tree (see the module docstring): made by :func:`set_sub_agents` and
     :func:`agent_with_options`, and around every child of a workflow agent."""
-
-    runs_agents = True  # its agent (and the ones it transfers to) answer the run's stop request (adk.cancel)
 
     def __init__(
         self,
@@ -140,7 +139,7 @@ class FlowAgent(_Wrapping):
                 await events.aclose()
             return
         agent = self.agent
-        if restarts(inner.state):  # a cancel cut it off where it kept no state: it runs afresh on the history
+        if inner.state == RESTART:  # a cancel cut it off where it kept no state: it runs afresh on the history
             driven = self._drive(ctx, None, AgentInput([], ctx.session.enable_streaming), Retelling())
         elif not isinstance(agent, ResumableAgent):
             error = TypeError(f"agent '{self.name}' ({type(agent).__qualname__}) cannot resume: it has no resume()")
@@ -293,8 +292,6 @@ def set_sub_agents(parent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
 
 class DeterministicTransfer(_Wrapping):
     """``agent``, then a transfer to each of ``to_agent_names`` (see :func:`agent_with_deterministic_transfer_to`)."""
-
-    runs_agents = True  # its agent answers the run's stop request (adk.cancel)
 
     def __init__(self, agent: Agent, to_agent_names: Sequence[str]) -> None:
         check_agent(agent, "agent_with_deterministic_transfer_to(agent)")
