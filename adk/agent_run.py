@@ -29,10 +29,10 @@ import anyio.lowlevel
 from adk._run import current_session
 from adk.agent import Agent, AgentContext, AgentEvents, DirectEvents, ResumableAgent, ResumeInfo, RunSession
 from adk.agents.history import RecordedEvent
-from adk.cancel import _CANCELLING, CancelController, Cancellable
+from adk.cancel import _CANCELLING, RESTART, CancelController, Cancellable, stoppable
 from adk.checkpointing import AgentCheckpoint, CheckpointBinding, SavedEvent
 from adk.errors import AgentCancelledError, AgentError
-from adk.events import AgentEvent, AgentInput, AgentInterruptInfo
+from adk.events import AgentEvent, AgentInput
 from compose.schema import Message
 
 __all__ = ["AgentRun"]
@@ -121,10 +121,13 @@ class AgentRun(Cancellable):
         return f"AgentRun({self._agent.name!r}, {state}, reason={self._reason!r}{checkpoint})"
 
     def _bind(self, events: AgentEvents) -> DirectEvents | None:
-        """Take the agent's events; ones that hand themselves out (``DirectEvents``) are bound to this run."""
+        """Take the agent's events; ones that hand themselves out (``DirectEvents``) are bound to this run. In a
+        cancellable run, those of an agent that does not answer its cancel itself are cut off (``adk.cancel``)."""
         self._events = events
         bind = getattr(events, "bind_root", None)
         if bind is None:
+            if self._session.cancel is not None:
+                self._events = stoppable(events, self._agent, self._session.cancel, self._path)
             return None
         bind(self)
         react = self._react = cast(DirectEvents, events)
@@ -191,11 +194,13 @@ class AgentRun(Cancellable):
         session.skip_transfer_messages = saved.skip_transfer_messages
         session.history.restore([RecordedEvent(e.agent_name, e.message, e.role, e.transfer) for e in saved.history])
         agent = self._agent
+        ctx = AgentContext(session, self._path, self._path)
         try:
+            if saved.state == RESTART:  # a cancel cut it off where it kept no state: it runs afresh
+                return agent.run(AgentInput(list(session.root_input), saved.enable_streaming), ctx)
             if not isinstance(agent, ResumableAgent):
                 raise TypeError(f"agent '{agent.name}' ({type(agent).__qualname__}) cannot resume: it has no resume()")
-            info = ResumeInfo(saved.state, dict(cp.targets), saved.enable_streaming)
-            return agent.resume(info, AgentContext(session, self._path, self._path))
+            return agent.resume(ResumeInfo(saved.state, dict(cp.targets), saved.enable_streaming), ctx)
         except BaseException as exc:
             await cp.release(exc)
             self._finished = True
@@ -218,49 +223,35 @@ class AgentRun(Cancellable):
         if action.exit:
             self._exit = True
         info = action.interrupted
-        if info is not None:  # one per run: agents nested in the root's pause fold theirs into its event
-            self._reason = "interrupted"
-            cp = self._checkpoint
-            if self._cancel is not None and self._cancel.state == _CANCELLING:
-                return await self._cancelled(event, info)
-            if cp is not None:
-                try:
-                    await cp.save(await self._snapshot(info))
-                except Exception as error:  # e.g. a session value pydantic cannot serialise: the pause is lost
-                    self._reason = "error"
-                    await cp.release(error)
-                    await self._close_events()
-                    return AgentEvent(event.agent_name, event.run_path, error=error)
-                info.checkpoint_id = cp.checkpoint_id
-        return event
-
-    async def _cancelled(self, event: AgentEvent, info: AgentInterruptInfo) -> AgentEvent:
-        """A pause while a cancel is pending (the cancel's, or a business interrupt it absorbs): the run is saved
-        as for any pause, and ends with ``AgentCancelledError`` instead of the interrupt event."""
-        ctl = self._cancel
-        assert ctl is not None
-        self._reason = "cancelled"
+        if info is None:
+            return event
+        # one per run (agents nested in the root's pause fold theirs into its event). While a cancel is pending, a
+        # pause (the cancel's, or a business interrupt it absorbs) is saved as any is and ends the run with
+        # ``AgentCancelledError`` instead of the interrupt event
+        ctl = self._cancel if self._cancel is not None and self._cancel.state == _CANCELLING else None
+        self._reason = "interrupted" if ctl is None else "cancelled"
         cp = self._checkpoint
-        checkpoint_id: str | None = None
-        if cp is not None and info.resume_state is not None:
+        if cp is not None and (ctl is None or info.resume_state is not None):
             try:
                 await cp.save(await self._snapshot(info))
-            except Exception as error:
+            except Exception as error:  # e.g. a session value pydantic cannot serialise: the pause is lost
                 self._reason = "error"
-                ctl.finish()
+                if self._cancel is not None:
+                    self._cancel.finish()
                 await cp.release(error)
                 await self._close_events()
                 return AgentEvent(event.agent_name, event.run_path, error=error)
-            checkpoint_id = info.checkpoint_id = cp.checkpoint_id
-        modes, escalated, timed_out = ctl.modes, ctl.escalated, ctl.timed_out
-        ctl.handled()
+            info.checkpoint_id = cp.checkpoint_id
+        if ctl is None:
+            return event
         cancelled = AgentCancelledError(
-            modes,
-            escalated=escalated,
-            timed_out=timed_out,
+            ctl.modes,
+            escalated=ctl.escalated,
+            timed_out=ctl.timed_out,
             interrupt_contexts=info.interrupt_contexts,
-            checkpoint_id=checkpoint_id,
+            checkpoint_id=info.checkpoint_id,
         )
+        ctl.handled()
         return AgentEvent(event.agent_name, event.run_path, error=cancelled)
 
     async def _snapshot(self, info: Any) -> AgentCheckpoint:

@@ -30,10 +30,13 @@ business interrupt fires again on resume.
 workflow agent does not see the cancel (an immediate cancel still cuts the agent tool's call off, and the inner
 run starts afresh on resume). With ``recursive=True`` those agents stop at their own safe points (an immediate
 cancel cuts off their calls, not the agent tool's), their pauses become the outer run's, and resume continues
-each inner run where it stopped. Workflow agents (Sequential, Loop) also stop between two children, in any mode.
+each inner run where it stopped.
 
-**One stop request.** A ChatModelAgent's graph run is given its agent's :class:`CancelLink` as its stop request
-(``compose.interrupt.StopRequest``), which the engine asks at each step boundary; a hang-up (AG-UI, A2A's
+**One stop request.** Every agent answers the run's :class:`CancelLink` (a ``compose.interrupt.StopRequest``)
+through its one hook, ``stops_here``: a ChatModelAgent's graph at each step boundary; a workflow agent between
+two children, in any mode; any other agent (custom, ``RemoteA2AAgent``) through :func:`stoppable`, in the layer
+that runs it: before its next event in any mode, or at once while it waits for one. Its iterator is then closed (a
+remote task is cancelled) and it pauses with :data:`RESTART`: it runs afresh on resume. A hang-up (AG-UI, A2A's
 ``tasks/cancel``) is ``cancel("immediate", recursive=True)``.
 
 **Cost.** Nothing for runs not started with ``cancellable=True`` (a check per superstep, model call and tool
@@ -44,18 +47,22 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Awaitable, Collection, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Collection, Sequence
 from contextvars import ContextVar
-from typing import Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 import anyio
 
 from adk.errors import StreamCancelledError
+from adk.events import AgentAction, AgentEvent, AgentInterruptInfo
 from compose.errors import GraphInterrupt, StreamEnd
 from compose.interrupt import InterruptCtx, InterruptSignal, StopRequest
 from compose.schema import Message
 from compose.stream import StreamReader
 from compose.stream._core import ReaderRelay
+
+if TYPE_CHECKING:
+    from adk.agent import AgentEvents
 
 __all__ = ["CancelHandle", "CancelMode", "CancelOutcome"]
 
@@ -70,6 +77,8 @@ _RUNNING, _CANCELLING, _HANDLED, _DONE = range(4)
 
 # the interrupt info of a call cut off by an immediate cancel (Eino names its safe points' interrupts so)
 CANCEL_INFO = "CancelImmediate"
+# the resume state of an agent a cancel cut off where it kept no state (:func:`stoppable`): it runs afresh
+RESTART = {"kind": "pyeino.restart"}
 
 
 class CancelHandle:
@@ -171,14 +180,6 @@ class CancelController:
         self.timed_out = timed_out
         self._sync()
 
-    def check_deadline(self) -> None:
-        if self.deadline != math.inf and self.modes != _IMMEDIATE and anyio.current_time() >= self.deadline:
-            self.escalate(timed_out=True)
-
-    @property
-    def immediate(self) -> bool:
-        return self.state == _CANCELLING and self.modes == _IMMEDIATE
-
     def applies(self, nested: bool) -> bool:
         """A cancel is pending and reaches an agent at this level."""
         return self.state == _CANCELLING and (self.recursive or not nested)
@@ -233,11 +234,6 @@ class CancelController:
         if self.state == _HANDLED:
             return "timed_out_escalated" if self.timed_out else "cancelled"
         return None
-
-    def nest(self, prefix: tuple[str, ...]) -> None:
-        """Agents below ``prefix`` (a workflow agent's children) are nested: reached by recursive cancels only."""
-        if prefix not in self.nested_prefixes:
-            self.nested_prefixes.append(prefix)
 
 
 class Cancellable:
@@ -307,6 +303,12 @@ class CancelLink(StopRequest):
                 return CancelLink(self.ctl, nested=True)
         return self
 
+    def for_children(self, addresses: Sequence[str]) -> CancelLink:
+        """The view of the workflow agent at ``addresses``, whose children are nested (recursive cancels only)."""
+        if tuple(addresses) not in self.ctl.nested_prefixes:
+            self.ctl.nested_prefixes.append(tuple(addresses))
+        return self.for_agent(addresses)
+
     def inner(self) -> CancelLink:
         """The view of the run inside an agent tool: nested; the tool's call becomes a container that a recursive
         cancel does not cut off (the inner run stops at its own safe points and pauses the call)."""
@@ -316,21 +318,13 @@ class CancelLink(StopRequest):
             self.ctl._sync_guard(g)
         return CancelLink(self.ctl, nested=True)
 
-    @property
-    def active(self) -> bool:
-        return self.ctl.applies(self.nested)
-
     # ------------------------------------------------------------------ guards (cancellable runs only)
-
-    def _cut_off(self) -> bool:
-        ctl = self.ctl
-        return ctl.modes == _IMMEDIATE and ctl.applies(self.nested)
 
     async def guard(self, call: Awaitable[T]) -> T:
         """Await ``call`` in a cancel scope: an immediate cancel (or a safe-point cancel's passed timeout) cuts
         it off, and it raises an interrupt instead (the graph re-runs the node or tool on resume)."""
         ctl = self.ctl
-        if self._cut_off():
+        if ctl.modes == _IMMEDIATE and ctl.applies(self.nested):
             _discard(call)
             raise InterruptSignal(CANCEL_INFO)
         g = _Guard(anyio.CancelScope(), self.nested)
@@ -362,15 +356,16 @@ class CancelLink(StopRequest):
     # ------------------------------------------------------------------ safe points (between supersteps)
 
     def stops_here(self, last_nodes: list[str], next_nodes: list[str]) -> bool:
-        """Before a node of a ChatModelAgent's graph runs (its graph's stop request): whether the run stops
-        here. Immediate: at once. ``after_chat_model``: the model just answered and its tool calls are next (a final
-        answer goes to END first: the run completes). ``after_tool_calls``: the tool calls just finished."""
+        """At a step boundary, the one check: whether the run stops here. Between agents (``next_nodes`` names one,
+        ``agent:<name>``) nothing is in flight: any pending cancel stops. In a ChatModelAgent's graph: immediate at
+        once; ``after_chat_model`` when the model just asked for tools; ``after_tool_calls`` after a tool round."""
         ctl = self.ctl
         if not ctl.applies(self.nested):
             return False
-        ctl.check_deadline()
+        if ctl.deadline != math.inf and ctl.modes != _IMMEDIATE and anyio.current_time() >= ctl.deadline:
+            ctl.escalate(timed_out=True)  # the safe point was not reached in time
         modes = ctl.modes
-        if modes == _IMMEDIATE:
+        if modes == _IMMEDIATE or (next_nodes and next_nodes[0].startswith("agent:")):
             return True
         from adk.chat_model.react import CHAT_MODEL_NODE, TOOL_NODE
 
@@ -378,16 +373,42 @@ class CancelLink(StopRequest):
             "after_tool_calls" in modes and last_nodes == [TOOL_NODE]
         )
 
-    def at_transition(self) -> bool:
-        """A workflow agent between two children: any pending cancel that reaches it stops it here."""
-        if not self.ctl.applies(self.nested):
-            return False
-        self.ctl.check_deadline()
-        return True
+
+def stoppable(events: AgentEvents, agent: Any, link: CancelLink, addresses: Sequence[str]) -> AgentEvents:
+    """The events of the agent at ``addresses`` as a cancellable run drives them: as they are for a ChatModelAgent
+    and agents running others (``runs_agents``), cut off as the module docstring says for any other agent."""
+    if hasattr(events, "bind_root") or getattr(agent, "runs_agents", False):
+        return events
+    return _cut(events, link.for_agent(addresses), addresses)
+
+
+async def _cut(events: AgentEvents, link: CancelLink, addresses: Sequence[str]) -> AsyncGenerator[AgentEvent, None]:
+    here = [f"agent:{addresses[-1]}"]
+    try:
+        while True:
+            if link.stops_here(here, here):
+                info = "CancelAtTransition"
+                break
+            try:
+                event: AgentEvent = await link.guard(events.__anext__())
+            except StopAsyncIteration:
+                return
+            except InterruptSignal as signal:
+                if signal.info != CANCEL_INFO:
+                    raise
+                info = CANCEL_INFO
+                break
+            yield event
+    finally:
+        with anyio.CancelScope(shield=True):
+            await events.aclose()  # a remote agent's close cancels its remote task
+    pause = AgentInterruptInfo(cancel_contexts(addresses, info), None, dict(RESTART))
+    yield AgentEvent(action=AgentAction(interrupted=pause))
 
 
 def cancel_contexts(addresses: Sequence[str], info: str) -> list[InterruptCtx]:
-    """The one interrupt context of a run stopped where no graph paused (a workflow between children)."""
+    """The one interrupt context of a run stopped where no graph paused (a workflow between children, a custom
+    agent between events)."""
     return [InterruptCtx(uuid.uuid4().hex, ";".join(f"agent:{a}" for a in addresses), info)]
 
 

@@ -166,7 +166,7 @@ class AgentTool:
         state = {
             "kind": _STATE_KIND,
             "checkpoint": data.decode(),
-            "interrupts": sorted({c.id for c in _lineage(contexts)}),
+            "interrupts": sorted({c.id for c in lineage(contexts)}),
         }
         return InterruptSignal("agent tool interrupt", state=state, has_state=True, subs=subs)
 
@@ -188,7 +188,7 @@ def _forward(event: AgentEvent, prefix: tuple[str, ...], send: Any) -> AgentEven
     return mine
 
 
-def _lineage(contexts: list[InterruptCtx]) -> list[InterruptCtx]:
+def lineage(contexts: list[InterruptCtx]) -> list[InterruptCtx]:
     """The contexts and all their ancestors, each once, ancestors first."""
     seen: dict[str, InterruptCtx] = {}
     for leaf in contexts:
@@ -207,7 +207,7 @@ def _signals(contexts: list[InterruptCtx]) -> list[InterruptSignal]:
     parents, each with the part of its address below its parent's as segment."""
     made: dict[str, InterruptSignal] = {}
     tops: list[InterruptSignal] = []
-    for ctx in _lineage(contexts):
+    for ctx in lineage(contexts):
         parent = ctx.parent
         above = parent.address if parent is not None else ""
         segment = ctx.address[len(above) + 1 :] if above and ctx.address.startswith(above + ";") else ctx.address

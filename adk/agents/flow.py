@@ -27,6 +27,7 @@ from typing import Any
 
 from adk.agent import Agent, AgentContext, AgentEvents, History, ResumableAgent, ResumeInfo, check_agent
 from adk.agents.history import HistoryRewriter, RecordedEvent, Retelling
+from adk.cancel import RESTART, stoppable
 from adk.chat_model.instruction import gen_transfer_messages
 from adk.errors import TransferError
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentOutput, MessageVariant
@@ -53,6 +54,7 @@ class _Wrapping:
     """An agent around ``agent``: it goes by the wrapped agent's name and description."""
 
     agent: Agent
+    runs_agents = True  # the agents it runs answer the run's stop request (adk.cancel)
 
     @property
     def name(self) -> str:
@@ -137,11 +139,15 @@ class FlowAgent(_Wrapping):
                 await events.aclose()
             return
         agent = self.agent
-        if not isinstance(agent, ResumableAgent):
+        if inner.state == RESTART:  # a cancel cut it off where it kept no state: it runs afresh on the history
+            driven = self._drive(ctx, None, AgentInput([], ctx.session.enable_streaming), Retelling())
+        elif not isinstance(agent, ResumableAgent):
             error = TypeError(f"agent '{self.name}' ({type(agent).__qualname__}) cannot resume: it has no resume()")
             yield AgentEvent(self.name, ctx.run_path, error=error)
             return
-        async with aclosing(self._drive(ctx, agent.resume(inner, ctx), None, None)) as driven:
+        else:
+            driven = self._drive(ctx, agent.resume(inner, ctx), None, None)
+        async with aclosing(driven):
             async for event in driven:
                 yield event
 
@@ -157,6 +163,8 @@ class FlowAgent(_Wrapping):
             except Exception as exc:  # e.g. an instruction placeholder naming no session value: the run's error
                 yield AgentEvent(self.name, ctx.run_path, error=exc)
                 return
+        if ctx.session.cancel is not None:  # a cancellable run: an agent that does not answer it is cut off
+            events = stoppable(events, self.agent, ctx.session.cancel, ctx.addresses)
         last: AgentAction | None = None
         path, records = ctx.run_path, ctx.records
         try:

@@ -16,6 +16,9 @@ a2a-sdk client, streaming when the remote's card says it can, and turns what com
   targets={id: data})`` sends ``data`` as the next message on the remote task: an ``ApprovalDecision`` as the
   data part ``{"approved", "reason"?, "editedArgs"?}``, a string as text, anything else JSON as a data part.
 
+A cancel (``adk.cancel``) cuts the run off as any custom agent's: closing it cancels the remote task (once its
+first response named it), and a resume sends the conversation again as a new task (a canceled task does not go on).
+
 The conversation: a single input message is sent as its text; more (a session's history) as a transcript
 ("role: text" lines) followed by the last message's text. The card is fetched on the first run (or by
 :meth:`RemoteA2AAgent.resolve`); a name or description not given is the card's.
@@ -27,7 +30,7 @@ import json
 import re
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from contextlib import aclosing
+from contextlib import aclosing, nullcontext
 from typing import Any
 
 import anyio
@@ -255,7 +258,7 @@ class RemoteA2AAgent:
 
     def _http(self) -> Any:
         if self.httpx_client is not None:
-            return _Borrowed(self.httpx_client)
+            return nullcontext(self.httpx_client)  # the caller's: left open
         return httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=self.timeout))
 
     async def _fetch(self, http: httpx.AsyncClient) -> AgentCard:
@@ -412,19 +415,6 @@ class RemoteA2AAgent:
                 break
         if final is not None:
             ctx.session.final_message = final
-
-
-class _Borrowed:
-    """A caller's client as a context manager that leaves it open."""
-
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.client = client
-
-    async def __aenter__(self) -> httpx.AsyncClient:
-        return self.client
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
 
 
 async def _cancel(client: Client, pump: _Pump, task_id: str) -> None:

@@ -32,32 +32,23 @@ from typing import Any
 import anyio
 
 from adk.agent import Agent, AgentContext, AgentEvents, History, ResumeInfo, check_agent
+from adk.agents.agent_tool import lineage
 from adk.agents.flow import FlowAgent, _dump_record, _load_record, set_sub_agents, to_flow
 from adk.agents.history import Retelling
 from adk.cancel import cancel_contexts
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentInterruptInfo
 from compose.errors import CheckpointError
-from compose.interrupt import InterruptCtx
 
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent"]
 
 _KIND = "pyeino.workflow"
 
 
-def _lineage_ids(contexts: list[InterruptCtx]) -> list[str]:
-    seen: dict[str, None] = {}
-    for c in contexts:
-        node: InterruptCtx | None = c
-        while node is not None and node.id not in seen:
-            seen[node.id] = None
-            node = node.parent
-    return list(seen)
-
-
 class _WorkflowAgent:
     """What the three workflow agents share: their children (as flow agents) and their saved state."""
 
     _is_workflow_agent = True
+    runs_agents = True  # its children answer the run's stop request, and it does between them (adk.cancel)
     mode = "workflow"
 
     def __init__(self, name: str, description: str, sub_agents: Sequence[Agent]) -> None:
@@ -166,7 +157,7 @@ async def _run_children(
     # the run path accumulates every child run before (in earlier iterations too)
     before = [c.name for _ in range(iteration) for c in children] + [c.name for c in children[:start]]
     path = (*ctx.run_path, *before)
-    cancel = _cancel_link(ctx) if ctx.session.cancel is not None else None
+    cancel = ctx.session.cancel.for_children(ctx.addresses) if ctx.session.cancel is not None else None
     session, addresses, history = ctx.session, ctx.addresses, ctx.history
     nothing = AgentInput([], session.enable_streaming)  # a child's input is the history (flow agents)
     for j in range(start, len(children)):
@@ -181,7 +172,7 @@ async def _run_children(
             events = child.resume(ResumeInfo(saved["child"], resume.targets, resume.enable_streaming), child_ctx)
             resume = None
         else:
-            if cancel is not None and resume is None and cancel.at_transition():
+            if cancel is not None and resume is None and cancel.stops_here([], [f"agent:{name}"]):
                 # a cancel between two children (any mode: no child is working): resume starts child j
                 outcome.stop = True
                 state: dict[str, Any] = {"kind": _KIND, "agent": wf.name, "index": j, "child": None}
@@ -247,13 +238,6 @@ async def _run_children(
             return
 
 
-def _cancel_link(ctx: AgentContext) -> Any:
-    """A cancellable run's view of its cancel for this workflow agent, whose children are nested (``adk.cancel``)."""
-    link = ctx.session.cancel.for_agent(ctx.addresses)
-    link.ctl.nest(tuple(ctx.addresses))
-    return link
-
-
 def _mark_break(event: AgentEvent, iteration: int) -> bool:
     """A break-loop action not acted on yet is this loop's: mark it done at ``iteration``."""
     action = event.action
@@ -290,7 +274,7 @@ class ParallelAgent(_WorkflowAgent):
             return
         state = self._state(resume) if resume is not None else None
         if ctx.session.cancel is not None:
-            _cancel_link(ctx)  # a cancellable run: the children are nested
+            ctx.session.cancel.for_children(ctx.addresses)  # a cancellable run: the children are nested
         lanes: list[History] = [ctx.session.track(ctx.records.fork()) for _ in self.sub_agents]
         runs: dict[int, AgentEvents] = {}
         for i, child in enumerate(self.sub_agents):
@@ -350,7 +334,7 @@ class ParallelAgent(_WorkflowAgent):
                 "agent": self.name,
                 "lanes": {str(i): [_dump_record(r) for r in await lane.own()] for i, lane in enumerate(lanes)},
                 "paused": {
-                    str(i): {"state": p.resume_state, "ids": _lineage_ids(p.interrupt_contexts)}
+                    str(i): {"state": p.resume_state, "ids": [c.id for c in lineage(p.interrupt_contexts)]}
                     for i, p in pauses.items()
                 },
             }

@@ -1,14 +1,16 @@
 """``RemoteA2AAgent`` against agents served by the a2a-sdk's own server classes (an ``AgentExecutor`` written
 here, not pyeino's server), over real HTTP on loopback: directly, under a Runner (streaming or not, paused and
-resumed) and as an ``AgentTool`` of a scripted supervisor."""
+resumed) and as an ``AgentTool`` of a scripted supervisor; a hang-up of its run cancels the remote task and leaves
+a checkpoint whose resume sends the conversation again."""
 
 from __future__ import annotations
 
 import re
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing
+from typing import Any
 
 import anyio
 import httpx
@@ -25,15 +27,17 @@ from starlette.routing import Mount
 
 from adk import AgentTool, ApprovalDecision, ChatModelAgent, Runner
 from adk.agents import RemoteA2AAgent
-from adk.errors import RemoteAgentError
+from adk.errors import AgentCancelledError, RemoteAgentError
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.schema import Message
+from tests.adk.test_cancel import drain
 from tests.serve.helpers import Live, PolicyModel, calling, live_server, tool_results
 
 pytestmark = pytest.mark.anyio
 
 cancelled = threading.Event()
 waiting = threading.Event()
+asked: list[str] = []  # what SlowOnce was asked, in order
 
 
 class Echo(AgentExecutor):
@@ -105,6 +109,22 @@ class Slow(AgentExecutor):
         await updater.cancel()
 
 
+class SlowOnce(Slow):
+    """Works until cancelled the first time it is asked; answers "done: <input>" after that."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        asked.append(context.get_user_input())
+        if len(asked) == 1:
+            await super().execute(context, event_queue)
+            return
+        task = new_task_from_user_message(context.message)
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        await updater.add_artifact([new_text_part(f"done: {context.get_user_input()}")], artifact_id="a")
+        await updater.complete()
+
+
 def sdk_agent(name: str, description: str, executor: AgentExecutor, url: str) -> Starlette:
     card = AgentCard(
         name=name,
@@ -124,6 +144,7 @@ def sdk_agent(name: str, description: str, executor: AgentExecutor, url: str) ->
 def _reset() -> Iterator[None]:
     cancelled.clear()
     waiting.clear()
+    asked.clear()
     yield
 
 
@@ -136,6 +157,7 @@ def remote() -> Iterator[Live]:
             ("booker", "Books a trip to a city.", Booker()),
             ("broken", "Always fails.", Broken()),
             ("slow", "Never finishes.", Slow()),
+            ("slowonce", "Finishes when asked again.", SlowOnce()),
         ]:
             app.router.routes.append(
                 Mount(f"/{name}", app=sdk_agent(name, description, executor, f"{live.url}/{name}/"))
@@ -324,3 +346,118 @@ async def test_run_directly(remote: Live) -> None:
     assert event.message is not None and event.message.message is not None
     assert event.message.message.content == "echo: Conversation so far:\nuser: first\nassistant: ok\n\nx"
     assert ctx.session.final_message == event.message.message
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# a hang-up (``run.cancel("immediate", recursive=True)``, as the AG-UI and A2A servers do)
+
+
+class Watched(httpx.AsyncBaseTransport):
+    """Loopback HTTP whose streamed answers set ``named`` once their first event (the task, naming its id) was
+    read through: a hang-up after it is one the client can cancel the remote task for."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.named = anyio.Event()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        if "text/event-stream" not in response.headers.get("content-type", ""):
+            return response
+        return httpx.Response(
+            response.status_code, headers=response.headers, stream=_Watch(response.stream, self.named)
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _Watch(httpx.AsyncByteStream):
+    def __init__(self, stream: Any, named: anyio.Event) -> None:
+        self.stream = stream
+        self.named = named
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        read = b""
+        async for chunk in self.stream:
+            yield chunk
+            read += chunk  # the client asks for more only once it handled what it was given
+            if b"\n\n" in read.replace(b"\r\n", b"\n"):
+                self.named.set()
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+async def hang_up_when(run: Any, named: anyio.Event, recursive: bool = True) -> AgentCancelledError | None:
+    async with anyio.create_task_group() as tg:
+
+        async def hang_up() -> None:
+            await named.wait()
+            assert await run.cancel("immediate", recursive=recursive).wait() == "cancelled"
+
+        tg.start_soon(hang_up)
+        return await drain(run)
+
+
+def slow_once(remote: Live, streaming: bool, http: httpx.AsyncClient | None = None) -> Runner:
+    agent = RemoteA2AAgent(f"{remote.url}/slowonce/", httpx_client=http)
+    return Runner(agent, enable_streaming=streaming, checkpoint_store=InMemoryCheckPointStore())
+
+
+async def test_a_hang_up_while_the_remote_works_cancels_its_task_and_resume_sends_it_again(remote: Live) -> None:
+    transport = Watched()
+    async with httpx.AsyncClient(transport=transport) as http:
+        runner = slow_once(remote, False, http)
+        run = runner.query("book", checkpoint_id="trip", cancellable=True)
+        error = await hang_up_when(run, transport.named)  # the run waits inside the agent for the artifact's end
+        assert error is not None and error.checkpoint_id == "trip" and run.termination_reason == "cancelled"
+        assert [c.address for c in error.interrupt_contexts] == ["agent:slowonce"]
+        assert await anyio.to_thread.run_sync(cancelled.wait, 10)  # the remote task was canceled
+        resumed = runner.resume("trip")
+        assert await drain(resumed) is None
+    assert asked == ["book", "book"]  # a canceled task does not continue: the conversation is sent again
+    assert resumed.final_message is not None and resumed.final_message.content == "done: book"
+
+
+async def test_a_hang_up_between_streamed_events_cancels_the_remote_task(remote: Live) -> None:
+    runner = slow_once(remote, streaming=True)
+    run = runner.query("book", checkpoint_id="trip", cancellable=True)
+    errors: list[BaseException] = []
+    async with run:
+        async for event in run:
+            if event.error is not None:
+                errors.append(event.error)
+                continue
+            assert event.message is not None and event.message.message_stream is not None
+            assert (await event.message.message_stream.recv()).content == "working on it"
+            await event.aclose()
+            handle = run.cancel("immediate", recursive=True)  # the client is gone: the run stops at its next event
+    assert await handle.wait() == "cancelled"
+    [error] = errors
+    assert isinstance(error, AgentCancelledError) and error.checkpoint_id == "trip"
+    assert await anyio.to_thread.run_sync(cancelled.wait, 10)
+    async with runner.resume("trip") as resumed:
+        async for event in resumed:
+            await event.aclose()
+    assert resumed.final_message is not None and resumed.final_message.content == "done: book"
+
+
+@pytest.mark.parametrize("recursive", [True, False])
+async def test_a_hang_up_inside_an_agent_tool_cancels_the_remote_task_and_resumes_it(
+    remote: Live, recursive: bool
+) -> None:
+    transport = Watched()
+    async with httpx.AsyncClient(transport=transport) as http:
+        agent = supervisor(RemoteA2AAgent(f"{remote.url}/slowonce/", httpx_client=http))
+        runner = Runner(agent, checkpoint_store=InMemoryCheckPointStore())
+        error = await hang_up_when(runner.query("go", checkpoint_id="c", cancellable=True), transport.named, recursive)
+        assert error is not None and error.checkpoint_id == "c"
+        # recursive: the remote agent's run paused where it was cut; else the agent tool's call was cut off
+        assert any("agent:slowonce" in c.address for c in error.interrupt_contexts) == recursive
+        assert await anyio.to_thread.run_sync(cancelled.wait, 10)
+        resumed = runner.resume("c")
+        assert await drain(resumed) is None
+    assert asked == ["book Paris", "book Paris"]
+    assert resumed.final_message is not None
+    assert resumed.final_message.content == "The booker says: done: book Paris"
