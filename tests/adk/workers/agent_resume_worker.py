@@ -114,7 +114,9 @@ async def main(phase: str, kind: str, where: str, log: str, mode: str, target: s
                 "model_saw": [[m.role, m.content] for m in model.calls[-1].messages],
                 "streaming": [c.streaming for c in model.calls],
                 "session_values": run.session_values,
-                "remaining_checkpoints": await store.list(),
+                "remaining_checkpoints": [
+                    c for c in await store.list() if c.startswith("job-7")
+                ],  # the database is shared
             }
             print(json.dumps(summary), flush=True)
     finally:
