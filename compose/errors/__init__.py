@@ -55,9 +55,10 @@ derive from :class:`ComposeError`. Each area's classes live in a private module 
     │   │   └── MessagesPlaceholderError  a placeholder's variable is missing or is not a list of messages
     │   ├── LoaderError                   a document loader could not read its source; cause in ``__cause__``
     │   │   └── PathOutsideRootError(PermissionError)  a FileLoader source escapes its root directory
-    │   └── CassetteError                 a record/replay cassette cannot be used (compose.testing.cassette)
-    │       ├── CassetteNotFoundError(FileNotFoundError)  replay-only mode and no cassette file
-    │       └── CassetteMismatchError(LookupError)  a replayed call matches no recorded one; ``.field`` differs
+    │   ├── CassetteError                 a record/replay cassette cannot be used (compose.testing.cassette)
+    │   │   ├── CassetteNotFoundError(FileNotFoundError)  replay-only mode and no cassette file
+    │   │   └── CassetteMismatchError(LookupError)  a replayed call matches no recorded one; ``.field`` differs
+    │   └── SourceEOF                     an error item of ``merge_named_streams``: source ``.name`` ended (not the end)
     ├── StreamEnd(EOFError)               the end of a stream; raised by ``recv()`` again on every later call
     └── GraphInterrupt                    a run paused at an interrupt (not a failure); ``.info``, ``.checkpoint_id``
 """
@@ -103,7 +104,7 @@ from compose.errors._run import (
     StateError,
     StateUpdateError,
 )
-from compose.errors._streams import ConcatError, EmptyStreamError, StreamEnd, StreamError
+from compose.errors._streams import ConcatError, EmptyStreamError, SourceEOF, StreamEnd, StreamError
 from compose.errors._tools import (
     MCPServerError,
     MCPToolError,
@@ -158,6 +159,7 @@ __all__ = [
     "ResponseFormatUnsupportedError",
     "RuntimeTypeError",
     "ScriptExhaustedError",
+    "SourceEOF",
     "StateError",
     "StateUpdateError",
     "StreamEnd",
