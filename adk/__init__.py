@@ -84,7 +84,7 @@ from adk.middlewares import (
 from adk.runner import AgentRun, Runner
 from adk.session_values import add_session_value, add_session_values, get_session_value, get_session_values
 from adk.telemetry import TELEMETRY_EVENT_NAMES, JSONLTraceWriter, TelemetryEvent, TelemetryHandler
-from compose._lazy import lazy_names as _lazy_names
+from compose.lowlevel import lazy_names as _lazy_names
 
 if typing.TYPE_CHECKING:
     from adk.middlewares.reduction import ToolResultReductionMiddleware

@@ -49,9 +49,9 @@ import anyio
 from adk.errors import StreamCancelledError
 from compose.errors import GraphInterrupt, StreamEnd
 from compose.interrupt import InterruptCtx, InterruptSignal
+from compose.lowlevel import ReaderRelay
 from compose.schema import Message
 from compose.stream import StreamReader
-from compose.stream._core import ReaderRelay
 
 __all__ = ["CancelHandle", "CancelMode", "CancelOutcome"]
 

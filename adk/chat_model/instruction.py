@@ -19,7 +19,7 @@ from typing import Any
 
 from adk.errors import InstructionFormatError
 from compose.errors import TemplateFormatError
-from compose.prompt._formats import format_fstring
+from compose.lowlevel import format_fstring
 from compose.schema import FunctionCall, Message, ToolCall, assistant_message, tool_message
 
 __all__ = [

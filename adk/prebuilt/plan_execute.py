@@ -31,9 +31,9 @@ from adk.agents.workflow import LoopAgent, SequentialAgent
 from adk.chat_model.agent import ChatModelAgent, ToolsConfig
 from adk.errors import PlanExecuteError
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentOutput, MessageVariant
+from compose.lowlevel import format_fstring
 from compose.models.base import ChatModel
 from compose.prompt import ChatTemplate, MessagesPlaceholder
-from compose.prompt._formats import format_fstring
 from compose.schema import Message, ToolInfo, assistant_message, system_message, user_message
 from compose.stream import SKIP, SkipType, StreamReader, concat
 from compose.tools.base import BaseTool

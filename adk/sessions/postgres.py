@@ -31,9 +31,7 @@ from adk.sessions.base import (
     encode_values,
     turn_of,
 )
-from compose._db.keeper import LeaseKeeper, holder_name
-from compose._db.postgres import PostgresDatabase, require_psycopg
-from compose._db.store import ClosingStore, check_table_name
+from compose.lowlevel import ClosingStore, LeaseKeeper, PostgresDatabase, check_table_name, holder_name, require_psycopg
 from compose.schema import Message
 
 if TYPE_CHECKING:

@@ -32,9 +32,7 @@ from adk.sessions.base import (
     encode_values,
     turn_of,
 )
-from compose._db.keeper import LeaseKeeper, holder_name
-from compose._db.sqlite import SQLiteDatabase
-from compose._db.store import ClosingStore, check_table_name
+from compose.lowlevel import ClosingStore, LeaseKeeper, SQLiteDatabase, check_table_name, holder_name
 from compose.schema import Message
 
 if TYPE_CHECKING:
