@@ -135,6 +135,36 @@ def test_adk_imports_nothing_private_from_compose() -> None:
     assert private == []
 
 
+def test_every_imported_distribution_is_declared() -> None:
+    """Each third-party module compose and adk import (optional ones too) comes from a distribution that
+    pyproject declares, in the core dependencies or an extra."""
+    import re
+    import sys
+    from importlib.metadata import packages_distributions
+
+    root = Path(__file__).resolve().parents[2]
+    with (root / "pyproject.toml").open("rb") as f:
+        project = tomllib.load(f)["project"]
+    extras = project["optional-dependencies"].values()
+    requirements = [*project["dependencies"], *(r for extra in extras for r in extra)]
+    declared = {re.sub(r"[-_.]+", "-", re.split(r"[\[<>=;! ]", r)[0]).lower() for r in requirements}
+    modules = set()
+    for path in [*(root / "compose").rglob("*.py"), *(root / "adk").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules.add(node.module.split(".")[0])
+            elif isinstance(node, ast.Import):
+                modules.update(a.name.split(".")[0] for a in node.names)
+    third_party = modules - set(sys.stdlib_module_names) - {"compose", "adk", "__future__"}
+    distributions = packages_distributions()
+    undeclared = {
+        m: distributions.get(m)
+        for m in third_party
+        if not {re.sub(r"[-_.]+", "-", d).lower() for d in distributions.get(m, [m])} & declared
+    }
+    assert undeclared == {}
+
+
 def test_importing_compose_does_not_import_test_dependencies() -> None:
     import subprocess
     import sys
