@@ -3,7 +3,7 @@
 Every error names what is at fault (node, edge, tool, field or type). Interrupts are not failures and do not
 derive from :class:`ComposeError`. Each area's classes live in a private module of this package (``_build``,
 ``_run``, ``_streams``, ``_tools``, ``_models``, ``_checkpoints``, ``_prompts``, ``_loaders``, ``_cassettes``,
-``_interrupts``); import them from ``compose.errors`` (or ``compose``)::
+``_interrupts``); import them from ``compose.errors`` (``compose`` keeps the older names importable)::
 
     Exception
     ├── ComposeError                      base of every pyeino failure
