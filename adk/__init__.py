@@ -1,7 +1,6 @@
 """pyeino's agent kit: ChatModelAgent on the ReAct graph, Runner and events.
 
-``__all__`` lists what a user reaches for first; the exceptions live in ``adk.errors``, whose names this package
-listed before stay importable from it (a star import).
+``__all__`` lists what a user reaches for first; the exceptions live in ``adk.errors`` (still importable from here).
 """
 
 import typing

@@ -3,10 +3,9 @@
 A Python port of CloudWeGo Eino's ``compose``. Build a :class:`Graph`, join nodes with edges and branches,
 ``compile()`` it into a :class:`Runnable`, and run it with ``invoke``, ``stream``, ``collect`` or ``transform``.
 
-``__all__`` lists what a user reaches for first; the rest lives in namespaces: the exceptions in
-``compose.errors``, retrieval (documents, loaders, splitters, embedders, indexes) in ``compose.components``, the
-scripted model, cassettes and property-test helpers in ``compose.testing``. Their names that this package listed
-before stay importable from it (star imports of ``errors`` and ``components``; ``ScriptedChatModel``).
+``__all__`` lists what a user reaches for first; the exceptions live in ``compose.errors``, retrieval in
+``compose.components``, the scripted model and test helpers in ``compose.testing`` (the names this package listed
+before stay importable from it).
 """
 
 import typing

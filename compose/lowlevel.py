@@ -1,16 +1,7 @@
 """What packages built on compose use (pyeino's ``adk``, your own stores, agents and stream adapters): public and
-kept stable, but not what an application reaches for first (that is the ``compose`` root). As ``trio.lowlevel``.
-
-Each name is defined in a private module of compose; this is its public home, so that ``adk`` imports nothing
-private from compose::
-
-    streams      ReaderRelay, MapReader, copies_of_own          (compose.stream)
-    prompts      format_fstring                                 (compose.prompt)
-    tools        MessageOutput                                  (compose.tools.middleware)
-    checkpoints  release_claim, release_claim_after, retire_claim   (compose.checkpoint's claims)
-    SQL stores   ClosingStore, check_table_name, LeaseKeeper, holder_name, SQLiteDatabase, PostgresDatabase,
-                 require_psycopg                                (the plumbing of compose's and adk's stores)
-    packaging    lazy_names                                     (a package's names imported on first use)
+kept stable, but not what an application reaches for first. As ``trio.lowlevel``: each name is defined in a
+private module of compose (streams, prompts, tools, checkpoint claims, the SQL stores' plumbing, lazy package
+names) and this is its public home, so that ``adk`` imports nothing private from compose.
 """
 
 from compose._db.keeper import LeaseKeeper, holder_name

@@ -62,46 +62,17 @@ Each area's classes live in a private module of this package (``_base``, ``_run`
     └── ResumePayloadError              a resume entry's payload does not fit its interrupt; ``.field`` (422)
 """
 
-from __future__ import annotations
-
-from adk.errors._agents import InstructionFormatError, PlanExecuteError, RemoteAgentError, TransferError
-from adk.errors._base import AgentError
-from adk.errors._durable import (
-    DurableBackendError,
-    DurableError,
-    DurableRunError,
-    DurableSerializationError,
-    DurableStepError,
-    DurableTimeoutError,
-)
-from adk.errors._evals import DatasetError
-from adk.errors._filesystem import (
-    BackendFileNotFoundError,
-    EditError,
-    FilesystemError,
-    FileTooLargeError,
-    GrepPatternError,
-    SearchLimitError,
-    UnsafePathError,
-)
-from adk.errors._middlewares import SkillError, TaskListError
-from adk.errors._models import FailoverError, RetryExhaustedError, StructuredOutputError, WillRetryError
-from adk.errors._run import (
-    AgentCancelledError,
-    AgentTimeoutError,
-    ExceedMaxIterationsError,
-    StallDetectedError,
-    StreamCancelledError,
-    TokenBudgetExceededError,
-)
-from adk.errors._serve import (
-    InterruptPendingError,
-    ResumePayloadError,
-    RunNotFoundError,
-    ServeError,
-    ThreadNotFoundError,
-)
-from adk.errors._sessions import SessionBusyError, SessionError, SessionLeaseLostError, SessionStoreError
+# ruff: noqa: F403, F405 (each module's __all__ is its part of the tree; this __all__ lists them all)
+from adk.errors._agents import *
+from adk.errors._base import *
+from adk.errors._durable import *
+from adk.errors._evals import *
+from adk.errors._filesystem import *
+from adk.errors._middlewares import *
+from adk.errors._models import *
+from adk.errors._run import *
+from adk.errors._serve import *
+from adk.errors._sessions import *
 from compose.errors import CheckpointNotFoundError
 
 __all__ = [

@@ -63,59 +63,18 @@ derive from :class:`ComposeError`. Each area's classes live in a private module 
     └── GraphInterrupt                    a run paused at an interrupt (not a failure); ``.info``, ``.checkpoint_id``
 """
 
-from __future__ import annotations
-
-from compose.errors._base import ComposeError
-from compose.errors._build import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
-from compose.errors._cassettes import CassetteError, CassetteMismatchError, CassetteNotFoundError
-from compose.errors._checkpoints import (
-    CheckpointClaimedError,
-    CheckpointError,
-    CheckpointExistsError,
-    CheckpointNotFoundError,
-    CheckpointProblem,
-    CheckpointStoreError,
-    InterruptNotFoundError,
-)
-from compose.errors._interrupts import GraphInterrupt
-from compose.errors._loaders import LoaderError, PathOutsideRootError
-from compose.errors._models import (
-    ChatModelError,
-    ModelAuthError,
-    ModelBadRequestError,
-    ModelRateLimitError,
-    ModelResponseError,
-    ModelServerError,
-    ModelTimeoutError,
-    ResponseFormatUnsupportedError,
-    ScriptExhaustedError,
-)
-from compose.errors._prompts import MessagesPlaceholderError, PromptError, TemplateFormatError, TemplateSandboxError
-from compose.errors._run import (
-    BranchError,
-    FanInMergeError,
-    FieldMappingError,
-    FieldMappingTypeError,
-    GraphRunError,
-    MaxStepsExceededError,
-    NodeOutputTypeError,
-    NodeRunError,
-    RuntimeTypeError,
-    StateError,
-    StateUpdateError,
-)
-from compose.errors._streams import ConcatError, EmptyStreamError, SourceEOF, StreamEnd, StreamError
-from compose.errors._tools import (
-    MCPServerError,
-    MCPToolError,
-    ToolArgumentsError,
-    ToolArgumentsHandlerError,
-    ToolError,
-    ToolExecutionError,
-    ToolInputError,
-    ToolNotFoundError,
-    ToolTimeoutError,
-)
+# ruff: noqa: F403, F405 (each module's __all__ is its part of the tree; this __all__ lists them all)
+from compose.errors._base import *
+from compose.errors._build import *
+from compose.errors._cassettes import *
+from compose.errors._checkpoints import *
+from compose.errors._interrupts import *
+from compose.errors._loaders import *
+from compose.errors._models import *
+from compose.errors._prompts import *
+from compose.errors._run import *
+from compose.errors._streams import *
+from compose.errors._tools import *
 
 __all__ = [
     "BranchError",

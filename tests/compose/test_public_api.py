@@ -6,6 +6,7 @@ import ast
 import importlib
 import tomllib
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,59 +23,15 @@ def _public_packages() -> list[str]:
 # these import helpers under public names (TYPE_CHECKING, lazy_names, one_chunk, ...) that __all__ rightly leaves out
 _NOT_YET = {"compose.stream", "adk.agents", "adk.serve"}
 
-# a root lists what a user reaches for first; the names of these namespaces it keeps importable without listing them
-_NAMESPACES = {"compose": ("compose.errors", "compose.components", "compose.testing"), "adk": ("adk.errors",)}
+# a root lists what a user reaches for first, and keeps importable (unlisted) every name of these namespaces: with
+# its __all__ they cover every name it listed before issue #35 (errors, retrieval and ScriptedChatModel moved out)
+_NAMESPACES = {"compose": ("compose.errors", "compose.components"), "adk": ("adk.errors",)}
+_MOVED = {"compose": {"ScriptedChatModel"}}
 
-# every name the roots listed before issue #35 trimmed them: each still imports from its root
-_OLD_ROOT_NAMES = {
-    "compose": """
-        END SKIP START AudioPart BaseTool BranchError BranchInfo CallbackHandler Chain ChainBranch ChainNodeOptions
-        ChatModel ChatModelError ChatModelOptions ChatTemplate CheckPointStore CheckpointClaimedError CheckpointError
-        CheckpointExistsError CheckpointNotFoundError CheckpointStoreError CompileCallback ComposeError ConcatError
-        ContentPart Document DocumentTransformer Embedder EmptyStreamError ExternalInterrupt FanInMergeConfig
-        FanInMergeError FieldMapping FieldMappingError FieldMappingTypeError FileLoader FilePart FormatType
-        FunctionCall Graph GraphBranch GraphBuildError GraphCompileCallback GraphCompiledError GraphInfo
-        GraphInterrupt GraphMultiBranch GraphRunError HashingEmbedder ImageDetail ImagePart InMemoryCheckPointStore
-        InMemoryVectorIndex Indexer IndexerOptions InterruptCtx InterruptInfo InterruptNotFoundError InterruptSignal
-        InvalidGraphError InvokableTool JSONActionChatModel Lambda Loader LoaderError MCPServerError MCPToolError
-        MaxStepsExceededError Message MessagesPlaceholder MessagesPlaceholderError MessagesTemplate ModelAuthError
-        ModelBadRequestError ModelRateLimitError ModelResponseError ModelServerError ModelTimeoutError NodeInfo
-        NodeOptions NodeOutputTypeError NodeRunError OTelHandler OpenAIChatModel Parallel PathOutsideRootError
-        PostgresCheckPointStore PromptError ResponseFormatUnsupportedError ResponseMeta ResumeContext Retriever
-        RetrieverOptions Role RunInfo Runnable RuntimeTypeError SQLiteCheckPointStore ScriptExhaustedError
-        ScriptedChatModel Source SourceEOF StateError StateSnapshot StateUpdateError StreamEnd StreamError
-        StreamGraphBranch StreamGraphMultiBranch StreamMode StreamObserver StreamPart StreamReader StreamToolOutput
-        StreamWriter StreamableTool TemplateFormatError TemplateSandboxError TextPart TextSplitter ToolArgumentsError
-        ToolArgumentsHandlerError ToolCall ToolError ToolExecutionError ToolInfo ToolInput ToolInputError
-        ToolMiddleware ToolNotFoundError ToolOutput ToolTimeoutError ToolsNode TriggerMode TypeMismatchError Usage
-        VideoPart Workflow WorkflowNode append_global_callbacks approx_part_tokens assistant_message
-        clear_global_callbacks concat concat_items concat_message_lists concat_messages from_field from_field_path
-        get_interrupt_state get_resume_context get_resume_data get_stream_writer get_tool_call_id interrupt
-        map_field_paths map_fields merge_named_streams merge_streams observe_stream pipe process_state prune
-        register_concat register_values_merge stateful_interrupt system_message to_field to_field_path tool
-        tool_errors_as_results tool_message user_message
-    """.split(),  # noqa: SIM905 (frozen lists, read as words)
-    "adk": """
-        TELEMETRY_EVENT_NAMES TRANSFER_TO_AGENT_TOOL_DESCRIPTION TRANSFER_TO_AGENT_TOOL_NAME Agent AgentAction
-        AgentCancelledError AgentCheckpoint AgentContext AgentError AgentEvent AgentInput AgentInterruptInfo
-        AgentMiddleware AgentOutput AgentRun AgentTimeoutError AgentTool ApprovalDecision ApprovalMiddleware
-        ApprovalPredicate ApprovalRequest BackendFileNotFoundError BreakLoopAction CancelHandle CancelMode
-        CancelOutcome ChatModelAgent ChatModelAgentContext ChatModelAgentState ChatModelHook CheckpointNotFoundError
-        EditError ExceedMaxIterationsError FailoverContext FailoverError FileTooLargeError FilesystemError FlowAgent
-        GrepPatternError HistoryEntry HistoryLimit HistoryRewriter InMemorySessionStore InstructionFormatError
-        JSONActionChatModel JSONLTraceWriter LoopAgent MessageVariant ModelFailoverConfig ModelRetryConfig
-        ModelWrapper ParallelAgent PatchToolCallsMiddleware PostgresSessionStore ResumableAgent ResumeInfo
-        RetryExhaustedError RunSession Runner SQLiteSessionStore SearchLimitError SequentialAgent Session
-        SessionBusyError SessionError SessionLeaseLostError SessionRun SessionStore SessionStoreError SkillError
-        StallDetectedError State StreamCancelledError StructuredOutputError SummarizationMiddleware Summarized
-        TaskListError TelemetryEvent TelemetryHandler TokenBudgetExceededError ToolExecutionMode
-        ToolResultReductionMiddleware ToolsConfig TransferError TransferToAgentAction Turn UnsafePathError
-        WillRetryError add_session_value add_session_values agent_with_deterministic_transfer_to agent_with_options
-        approval_middleware approximate_tokens default_backoff default_history_rewriter default_is_retryable exit_tool
-        format_instruction gen_transfer_messages get_session_value get_session_values rewrite_message send_event
-        send_tool_gen_action set_sub_agents transfer_instruction
-    """.split(),  # noqa: SIM905 (frozen lists, read as words)
-}
+
+def _namespaced(package: str) -> set[str]:
+    names = {name for ns in _NAMESPACES.get(package, ()) for name in importlib.import_module(ns).__all__}
+    return names | _MOVED.get(package, set())
 
 
 @pytest.mark.parametrize("package", _public_packages())
@@ -89,49 +46,48 @@ def test_all_is_exact_and_importable(package: str) -> None:
         and not isinstance(getattr(mod, name), types.ModuleType)
         and name != "annotations"
     }
-    namespaced = {name for ns in _NAMESPACES.get(package, ()) for name in importlib.import_module(ns).__all__}
     assert set(exported) <= public
-    assert public - set(exported) <= namespaced, sorted(public - set(exported) - namespaced)
+    assert public - set(exported) <= _namespaced(package), sorted(public - set(exported) - _namespaced(package))
     assert len(exported) == len(set(exported))
     for name in exported:
         assert getattr(mod, name) is not None
         exec(f"from {package} import {name}", {})
 
 
-def test_roots_list_no_error_retrieval_or_testing_name_and_keep_every_old_name() -> None:
-    import adk
-    import compose
+def test_roots_list_no_error_nor_retrieval_name_and_keep_the_moved_ones() -> None:
     from compose.errors import GraphInterrupt
 
-    for root in (compose, adk):
+    for package in _NAMESPACES:
+        root = importlib.import_module(package)
         exported = [getattr(root, name) for name in root.__all__]
-        # errors live in .errors; interrupts are not failures
         errors = [v for v in exported if isinstance(v, type) and issubclass(v, Exception)]
-        assert [e for e in errors if not issubclass(e, GraphInterrupt)] == []
-    assert not {*compose.components.__all__, "ScriptedChatModel"} & set(compose.__all__)
-    for package, names in _OLD_ROOT_NAMES.items():
-        for name in names:
+        assert [e for e in errors if not issubclass(e, GraphInterrupt)] == []  # an interrupt is not a failure
+        assert not (_namespaced(package) - {"GraphInterrupt"}) & set(root.__all__)
+        for name in _namespaced(package):
             exec(f"from {package} import {name}", {})
-    assert compose.ToolError is compose.errors.ToolError and adk.AgentError is adk.errors.AgentError
+
+
+def _imports(*packages: str) -> Iterator[tuple[str, str, list[str]]]:
+    """``(where, module, names)`` of each absolute import in the packages' sources."""
+    root = Path(__file__).resolve().parents[2]
+    for path in sorted(f for package in packages for f in (root / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                yield where, node.module, [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                yield from ((where, a.name, []) for a in node.names)
 
 
 def test_adk_imports_nothing_private_from_compose() -> None:
     """adk reaches compose through public names only: compose.lowlevel is the home of what it needs beyond the
     user's API (compose._engine, which the run driver is moving out of adk's reach, excepted)."""
-    root = Path(__file__).resolve().parents[2]
-    private = []
-    for path in sorted((root / "adk").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("compose"):
-                names = [node.module or "", *(a.name for a in node.names)]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names if a.name.startswith("compose")]
-            else:
-                continue
-            if any(part.startswith("_") for name in names for part in name.split(".")) and not names[0].startswith(
-                "compose._engine"
-            ):
-                private.append(f"{path.relative_to(root)}:{node.lineno}")
+    private = [
+        where
+        for where, module, names in _imports("adk")
+        if module.startswith("compose") and not module.startswith("compose._engine")
+        if any(part.startswith("_") for part in [*module.split("."), *names])
+    ]
     assert private == []
 
 
@@ -142,27 +98,15 @@ def test_every_imported_distribution_is_declared() -> None:
     import sys
     from importlib.metadata import packages_distributions
 
-    root = Path(__file__).resolve().parents[2]
-    with (root / "pyproject.toml").open("rb") as f:
+    with (Path(__file__).resolve().parents[2] / "pyproject.toml").open("rb") as f:
         project = tomllib.load(f)["project"]
-    extras = project["optional-dependencies"].values()
-    requirements = [*project["dependencies"], *(r for extra in extras for r in extra)]
+    requirements = [*project["dependencies"], *(r for e in project["optional-dependencies"].values() for r in e)]
     declared = {re.sub(r"[-_.]+", "-", re.split(r"[\[<>=;! ]", r)[0]).lower() for r in requirements}
-    modules = set()
-    for path in [*(root / "compose").rglob("*.py"), *(root / "adk").rglob("*.py")]:
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                modules.add(node.module.split(".")[0])
-            elif isinstance(node, ast.Import):
-                modules.update(a.name.split(".")[0] for a in node.names)
+    modules = {module.split(".")[0] for _, module, _ in _imports("compose", "adk")}
     third_party = modules - set(sys.stdlib_module_names) - {"compose", "adk", "__future__"}
-    distributions = packages_distributions()
-    undeclared = {
-        m: distributions.get(m)
-        for m in third_party
-        if not {re.sub(r"[-_.]+", "-", d).lower() for d in distributions.get(m, [m])} & declared
-    }
-    assert undeclared == {}
+    dists = packages_distributions()
+    undeclared = [m for m in third_party if not {re.sub(r"[-_.]+", "-", d).lower() for d in dists[m]} & declared]
+    assert undeclared == []
 
 
 def test_importing_compose_does_not_import_test_dependencies() -> None:
