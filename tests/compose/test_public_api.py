@@ -26,12 +26,11 @@ _NOT_YET = {"compose.stream", "adk.agents", "adk.serve"}
 # a root lists what a user reaches for first, and keeps importable (unlisted) every name of these namespaces: with
 # its __all__ they cover every name it listed before issue #35 (errors, retrieval and ScriptedChatModel moved out)
 _NAMESPACES = {"compose": ("compose.errors", "compose.components"), "adk": ("adk.errors",)}
-_MOVED = {"compose": {"ScriptedChatModel"}}
 
 
 def _namespaced(package: str) -> set[str]:
-    names = {name for ns in _NAMESPACES.get(package, ()) for name in importlib.import_module(ns).__all__}
-    return names | _MOVED.get(package, set())
+    moved = {"ScriptedChatModel"} if package == "compose" else set()
+    return moved | {name for ns in _NAMESPACES.get(package, ()) for name in importlib.import_module(ns).__all__}
 
 
 @pytest.mark.parametrize("package", _public_packages())
