@@ -1,4 +1,7 @@
-"""pyeino's agent kit: ChatModelAgent on the ReAct graph, Runner and events."""
+"""pyeino's agent kit: ChatModelAgent on the ReAct graph, Runner and events.
+
+``__all__`` lists what a user reaches for first; the exceptions live in ``adk.errors`` (still importable from here).
+"""
 
 import typing
 
@@ -22,7 +25,6 @@ from adk.chat_model.failover import FailoverContext, ModelFailoverConfig
 from adk.chat_model.instruction import (
     TRANSFER_TO_AGENT_TOOL_DESCRIPTION,
     TRANSFER_TO_AGENT_TOOL_NAME,
-    InstructionFormatError,
     format_instruction,
     gen_transfer_messages,
     transfer_instruction,
@@ -30,34 +32,7 @@ from adk.chat_model.instruction import (
 from adk.chat_model.react import ChatModelAgentState, ChatModelHook, State
 from adk.chat_model.retry import ModelRetryConfig, default_backoff, default_is_retryable
 from adk.checkpointing import AgentCheckpoint
-from adk.errors import (
-    AgentCancelledError,
-    AgentError,
-    AgentTimeoutError,
-    BackendFileNotFoundError,
-    CheckpointNotFoundError,
-    EditError,
-    ExceedMaxIterationsError,
-    FailoverError,
-    FilesystemError,
-    FileTooLargeError,
-    GrepPatternError,
-    RetryExhaustedError,
-    SearchLimitError,
-    SessionBusyError,
-    SessionError,
-    SessionLeaseLostError,
-    SessionStoreError,
-    SkillError,
-    StallDetectedError,
-    StreamCancelledError,
-    StructuredOutputError,
-    TaskListError,
-    TokenBudgetExceededError,
-    TransferError,
-    UnsafePathError,
-    WillRetryError,
-)
+from adk.errors import *  # noqa: F403
 from adk.events import (
     AgentAction,
     AgentEvent,
@@ -85,7 +60,7 @@ from adk.middlewares.approval import (
 from adk.runner import AgentRun, Runner
 from adk.session_values import add_session_value, add_session_values, get_session_value, get_session_values
 from adk.telemetry import TELEMETRY_EVENT_NAMES, JSONLTraceWriter, TelemetryEvent, TelemetryHandler
-from compose._lazy import lazy_names as _lazy_names
+from compose.lowlevel import lazy_names as _lazy_names
 
 if typing.TYPE_CHECKING:
     from adk.middlewares.reduction import ToolResultReductionMiddleware
@@ -128,23 +103,19 @@ __all__ = [
     "TRANSFER_TO_AGENT_TOOL_NAME",
     "Agent",
     "AgentAction",
-    "AgentCancelledError",
     "AgentCheckpoint",
     "AgentContext",
-    "AgentError",
     "AgentEvent",
     "AgentInput",
     "AgentInterruptInfo",
     "AgentMiddleware",
     "AgentOutput",
     "AgentRun",
-    "AgentTimeoutError",
     "AgentTool",
     "ApprovalDecision",
     "ApprovalMiddleware",
     "ApprovalPredicate",
     "ApprovalRequest",
-    "BackendFileNotFoundError",
     "BreakLoopAction",
     "CancelHandle",
     "CancelMode",
@@ -153,20 +124,12 @@ __all__ = [
     "ChatModelAgentContext",
     "ChatModelAgentState",
     "ChatModelHook",
-    "CheckpointNotFoundError",
-    "EditError",
-    "ExceedMaxIterationsError",
     "FailoverContext",
-    "FailoverError",
-    "FileTooLargeError",
-    "FilesystemError",
     "FlowAgent",
-    "GrepPatternError",
     "HistoryEntry",
     "HistoryLimit",
     "HistoryRewriter",
     "InMemorySessionStore",
-    "InstructionFormatError",
     "JSONActionChatModel",
     "JSONLTraceWriter",
     "Limits",
@@ -182,38 +145,23 @@ __all__ = [
     "PostgresSessionStore",
     "ResumableAgent",
     "ResumeInfo",
-    "RetryExhaustedError",
     "RunSession",
     "Runner",
     "SQLiteSessionStore",
-    "SearchLimitError",
     "SequentialAgent",
     "Session",
-    "SessionBusyError",
-    "SessionError",
-    "SessionLeaseLostError",
     "SessionRun",
     "SessionStore",
-    "SessionStoreError",
-    "SkillError",
-    "StallDetectedError",
     "State",
-    "StreamCancelledError",
-    "StructuredOutputError",
     "SummarizationMiddleware",
     "Summarized",
-    "TaskListError",
     "TelemetryEvent",
     "TelemetryHandler",
-    "TokenBudgetExceededError",
     "ToolExecutionMode",
     "ToolResultReductionMiddleware",
     "ToolsConfig",
-    "TransferError",
     "TransferToAgentAction",
     "Turn",
-    "UnsafePathError",
-    "WillRetryError",
     "add_session_value",
     "add_session_values",
     "agent_with_deterministic_transfer_to",

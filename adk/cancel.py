@@ -57,9 +57,9 @@ from adk.errors import StreamCancelledError
 from adk.events import AgentAction, AgentEvent, AgentInterruptInfo
 from compose.errors import GraphInterrupt, StreamEnd
 from compose.interrupt import InterruptCtx, InterruptSignal, StopRequest
+from compose.lowlevel import ReaderRelay
 from compose.schema import Message
 from compose.stream import StreamReader
-from compose.stream._core import ReaderRelay
 
 if TYPE_CHECKING:
     from adk.agent import AgentEvents

@@ -54,9 +54,9 @@ from compose.checkpoint import (
     decode_checkpoint,
     encode_checkpoint,
 )
-from compose.checkpoint._protocol import _release_claim, _release_claim_after, _retire
 from compose.errors import CheckpointError, InterruptNotFoundError
 from compose.interrupt import InterruptCtx
+from compose.lowlevel import release_claim, release_claim_after, retire_claim
 from compose.schema import Message
 
 __all__ = ["AGENT_CHECKPOINT_KIND", "AgentCheckpoint", "CheckpointBinding", "SavedEvent", "agent_contexts"]
@@ -226,7 +226,7 @@ class CheckpointBinding:
         """
         owner, self.owner = self.owner, ""
         if owner:
-            await _retire(self.store, self.checkpoint_id, owner)
+            await retire_claim(self.store, self.checkpoint_id, owner)
 
     async def release(self, error: BaseException | None = None) -> None:
         """The resumed run failed (with ``error``) or was closed: give the checkpoint back, resumable again.
@@ -241,8 +241,8 @@ class CheckpointBinding:
         reported = error if error is not None else self.unreleased
         with anyio.CancelScope(shield=True):
             if reported is None:
-                await _release_claim(self.store, self.checkpoint_id, owner)
-            elif await _release_claim_after(reported, self.store, self.checkpoint_id, owner):
+                await release_claim(self.store, self.checkpoint_id, owner)
+            elif await release_claim_after(reported, self.store, self.checkpoint_id, owner):
                 self.unreleased = None
             elif self.unreleased is None:  # retried once more, by aclose()
                 self.owner, self.unreleased = owner, reported

@@ -26,7 +26,7 @@ from adk.agents.history import (
     rewrite_message,
 )
 from adk.agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
-from compose._lazy import lazy_names
+from compose.lowlevel import lazy_names
 
 if TYPE_CHECKING:
     from adk.agents.remote_a2a import RemoteA2AAgent

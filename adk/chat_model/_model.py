@@ -38,11 +38,10 @@ from adk.errors import AgentTimeoutError, WillRetryError
 from adk.events import AgentEvent, AgentOutput, MessageVariant
 from adk.middlewares.base import same_items
 from compose.errors import StreamEnd
+from compose.lowlevel import MapReader, ReaderRelay, copies_of_own, ready_mapped
 from compose.models.base import ChatModel, checked_chunk, checked_message, checked_stream
 from compose.schema import Message, ToolInfo, concat_messages
 from compose.stream import StreamReader
-from compose.stream._copy import MapReader, copies_of_own, ready_mapped
-from compose.stream._core import ReaderRelay
 
 if TYPE_CHECKING:
     from adk.chat_model.structured_output import OutputSchema

@@ -17,9 +17,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from adk.errors import AgentError
+from adk.errors import InstructionFormatError
 from compose.errors import TemplateFormatError
-from compose.prompt._formats import format_fstring
+from compose.lowlevel import format_fstring
 from compose.schema import FunctionCall, Message, ToolCall, assistant_message, tool_message
 
 __all__ = [
@@ -57,26 +57,6 @@ Decision rule:
 
 When transferring: OUTPUT ONLY THE FUNCTION CALL"""
 _AGENT_LINE = "\n- Agent name: {name}\n  Agent description: {description}"
-
-
-class InstructionFormatError(AgentError, ValueError):
-    """Raised when an instruction cannot be filled from the session values (Eino's ``defaultGenModelInput``
-    FString error): a placeholder naming no session value (``key``), a positional ``{}``/``{0}``, a lone ``{``
-    or ``}``, a ``!r``-style conversion or a format spec the value does not accept.
-
-    Attributes:
-        agent_name: the agent whose instruction it is.
-        key: the placeholder's field name (``None`` for a malformed instruction).
-    """
-
-    def __init__(self, problem: str, *, agent_name: str, key: str | None = None) -> None:
-        super().__init__(
-            f"agent {agent_name!r}: cannot fill the instruction from the session values: {problem}. Placeholders "
-            "are filled whenever the run has session values; write a literal brace as '{{' or '}}' (e.g. in "
-            "JSON), or give the agent an instruction without placeholders"
-        )
-        self.agent_name = agent_name
-        self.key = key
 
 
 def format_instruction(instruction: str, session_values: Mapping[str, Any], *, agent_name: str) -> str:

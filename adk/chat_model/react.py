@@ -47,6 +47,7 @@ from compose.errors import GraphInterrupt
 from compose.graph.branch import StreamGraphBranch
 from compose.graph.builder import END, START, Graph
 from compose.lambdas import Lambda
+from compose.lowlevel import MessageOutput
 from compose.models.base import ChatModel
 from compose.runnable import Runnable
 from compose.schema import Message, ToolInfo, tool_message
@@ -59,7 +60,6 @@ from compose.tools.middleware import (
     ToolInput,
     ToolMiddleware,
     ToolOutput,
-    _MessageOutput,
     named_tool_stream,
 )
 
@@ -549,7 +549,7 @@ def tool_result_collector() -> ToolMiddleware:
             msg = tool_message(out.result, inp.call_id, tool_name=inp.name)
             output = AgentOutput(MessageVariant(False, msg, None, "tool", inp.name))
             _deliver(run, AgentEvent(run.agent_name, run.run_path, output, action), held, inp.call_id)
-            return _MessageOutput(out.result, msg)  # the node's output is the event's message, not a copy
+            return MessageOutput(out.result, msg)  # the node's output is the event's message, not a copy
 
         return endpoint
 

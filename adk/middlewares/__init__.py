@@ -18,7 +18,7 @@ from adk.middlewares.base import (
     send_event,
 )
 from adk.middlewares.dangling import PatchToolCallsMiddleware, patch_dangling_tool_calls
-from compose._lazy import lazy_names as _lazy_names
+from compose.lowlevel import lazy_names as _lazy_names
 
 if typing.TYPE_CHECKING:
     from adk.middlewares.agentsmd import AgentsMDMiddleware

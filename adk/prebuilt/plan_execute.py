@@ -29,11 +29,11 @@ from pydantic import BaseModel, ValidationError
 from adk.agent import AgentContext, AgentEvents
 from adk.agents.workflow import LoopAgent, SequentialAgent
 from adk.chat_model.agent import ChatModelAgent, ToolsConfig
-from adk.errors import AgentError
+from adk.errors import PlanExecuteError
 from adk.events import AgentAction, AgentEvent, AgentInput, AgentOutput, MessageVariant
+from compose.lowlevel import format_fstring
 from compose.models.base import ChatModel
 from compose.prompt import ChatTemplate, MessagesPlaceholder
-from compose.prompt._formats import format_fstring
 from compose.schema import Message, ToolInfo, assistant_message, system_message, user_message
 from compose.stream import SKIP, SkipType, StreamReader, concat
 from compose.tools.base import BaseTool
@@ -96,10 +96,6 @@ _REPLANNER_SYSTEM = (
     "completed ones), revised with what the results taught."
 )
 _REPLANNER_USER = "## OBJECTIVE\n{input}\n## PLAN\n{plan}\n## COMPLETED STEPS AND RESULTS\n{executed_steps}"
-
-
-class PlanExecuteError(AgentError):
-    """A planner or replanner answer that is not a plan or a response (names the agent and what was wrong)."""
 
 
 class Plan(BaseModel):

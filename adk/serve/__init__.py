@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 from adk.serve._app import Auth, RunTracker, create_app
 from adk.serve._client_tools import ClientToolCall, RequestExtras
 from adk.serve._mapping import EventMapper
-from compose._lazy import lazy_names
+from compose.lowlevel import lazy_names
 
 if TYPE_CHECKING:
     from adk.serve._a2a_app import a2a_app

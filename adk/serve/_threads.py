@@ -36,6 +36,8 @@ from typing import Any
 from ag_ui.core import Interrupt, ResumeEntry
 
 from adk.errors import InterruptPendingError, SessionBusyError
+from adk.errors import ResumePayloadError as ResumePayloadError
+from adk.errors import ThreadNotFoundError as ThreadNotFoundError
 from adk.middlewares.approval import ApprovalDecision, ApprovalRequest
 from adk.serve._client_tools import ClientToolCall
 from adk.sessions import SessionStore
@@ -147,15 +149,6 @@ async def save_record(store: CheckPointStore, thread_id: str, record: ThreadReco
 
 async def delete_record(store: CheckPointStore, thread_id: str) -> None:
     await forget(store, _PREFIX + thread_id)
-
-
-class ThreadNotFoundError(LookupError):
-    """An id the asking principal may not use as a thread (another's thread or branch, a session the server
-    keeps no record of); answered as "not found"."""
-
-    def __init__(self, thread_id: str) -> None:
-        super().__init__(f"no thread {thread_id!r}")
-        self.thread_id = thread_id
 
 
 async def open_thread(
@@ -314,16 +307,6 @@ def resume_targets(thread_id: str, pending: Sequence[Interrupt], entries: Sequen
     if missing:
         raise InterruptPendingError(thread_id, missing)
     return check_resume(pending, entries)
-
-
-class ResumePayloadError(ValueError):
-    """A resume entry's payload does not fit the interrupt it answers; ``.field`` names it
-    (``resume[0].payload.editedArgs``), ``.interrupt_id`` the interrupt."""
-
-    def __init__(self, index: int, interrupt_id: str, field: str, problem: str) -> None:
-        self.field = f"resume[{index}].payload{'.' + field if field else ''}"
-        self.interrupt_id = interrupt_id
-        super().__init__(f"{self.field} (resume of interrupt {interrupt_id!r}): {problem}")
 
 
 def check_resume(pending: Sequence[Interrupt], entries: Sequence[ResumeEntry]) -> dict[str, Any]:

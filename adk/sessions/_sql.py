@@ -29,9 +29,7 @@ from adk.sessions.base import (
     encode_values,
     turn_of,
 )
-from compose._db.core import Conn, Dialect, SqlStore, quote
-from compose._db.keeper import holder_name
-from compose._db.store import check_table_name
+from compose.lowlevel import Conn, Dialect, SqlStore, check_table_name, holder_name, quote
 from compose.schema import Message
 
 __all__ = ["SqlSessionStore"]

@@ -32,7 +32,7 @@ from adk.sessions.base import (
     encode_values,
     turn_time,
 )
-from compose._db.store import ClosingStore
+from compose.lowlevel import ClosingStore
 from compose.schema import Message
 
 __all__ = ["InMemorySessionStore"]

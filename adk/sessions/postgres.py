@@ -5,7 +5,7 @@ from __future__ import annotations
 from adk.errors import SessionStoreError
 from adk.sessions._sql import SqlSessionStore
 from adk.sessions.base import HistoryLimit, TokenCounter, approximate_tokens
-from compose._db.postgres import PostgresDialect, require_psycopg
+from compose.lowlevel import PostgresDialect, require_psycopg
 
 __all__ = ["PostgresSessionStore"]
 

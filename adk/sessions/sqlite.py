@@ -7,7 +7,7 @@ import os
 from adk.errors import SessionStoreError
 from adk.sessions._sql import SqlSessionStore
 from adk.sessions.base import HistoryLimit, TokenCounter, approximate_tokens
-from compose._db.sqlite import SQLiteDialect
+from compose.lowlevel import SQLiteDialect
 
 __all__ = ["SQLiteSessionStore"]
 

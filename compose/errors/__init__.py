@@ -3,7 +3,7 @@
 Every error names what is at fault (node, edge, tool, field or type). Interrupts are not failures and do not
 derive from :class:`ComposeError`. Each area's classes live in a private module of this package (``_build``,
 ``_run``, ``_streams``, ``_tools``, ``_models``, ``_checkpoints``, ``_prompts``, ``_loaders``, ``_cassettes``,
-``_interrupts``); import them from ``compose.errors`` (or ``compose``)::
+``_interrupts``); import them from ``compose.errors`` (``compose`` keeps the older names importable)::
 
     Exception
     ├── ComposeError                      base of every pyeino failure
@@ -55,66 +55,26 @@ derive from :class:`ComposeError`. Each area's classes live in a private module 
     │   │   └── MessagesPlaceholderError  a placeholder's variable is missing or is not a list of messages
     │   ├── LoaderError                   a document loader could not read its source; cause in ``__cause__``
     │   │   └── PathOutsideRootError(PermissionError)  a FileLoader source escapes its root directory
-    │   └── CassetteError                 a record/replay cassette cannot be used (compose.testing.cassette)
-    │       ├── CassetteNotFoundError(FileNotFoundError)  replay-only mode and no cassette file
-    │       └── CassetteMismatchError(LookupError)  a replayed call matches no recorded one; ``.field`` differs
+    │   ├── CassetteError                 a record/replay cassette cannot be used (compose.testing.cassette)
+    │   │   ├── CassetteNotFoundError(FileNotFoundError)  replay-only mode and no cassette file
+    │   │   └── CassetteMismatchError(LookupError)  a replayed call matches no recorded one; ``.field`` differs
+    │   └── SourceEOF                     an error item of ``merge_named_streams``: source ``.name`` ended (not the end)
     ├── StreamEnd(EOFError)               the end of a stream; raised by ``recv()`` again on every later call
     └── GraphInterrupt                    a run paused at an interrupt (not a failure); ``.info``, ``.checkpoint_id``
 """
 
-from __future__ import annotations
-
-from compose.errors._base import ComposeError
-from compose.errors._build import GraphBuildError, GraphCompiledError, InvalidGraphError, TypeMismatchError
-from compose.errors._cassettes import CassetteError, CassetteMismatchError, CassetteNotFoundError
-from compose.errors._checkpoints import (
-    CheckpointClaimedError,
-    CheckpointError,
-    CheckpointExistsError,
-    CheckpointNotFoundError,
-    CheckpointProblem,
-    CheckpointStoreError,
-    InterruptNotFoundError,
-)
-from compose.errors._interrupts import GraphInterrupt
-from compose.errors._loaders import LoaderError, PathOutsideRootError
-from compose.errors._models import (
-    ChatModelError,
-    ModelAuthError,
-    ModelBadRequestError,
-    ModelRateLimitError,
-    ModelResponseError,
-    ModelServerError,
-    ModelTimeoutError,
-    ResponseFormatUnsupportedError,
-    ScriptExhaustedError,
-)
-from compose.errors._prompts import MessagesPlaceholderError, PromptError, TemplateFormatError, TemplateSandboxError
-from compose.errors._run import (
-    BranchError,
-    FanInMergeError,
-    FieldMappingError,
-    FieldMappingTypeError,
-    GraphRunError,
-    MaxStepsExceededError,
-    NodeOutputTypeError,
-    NodeRunError,
-    RuntimeTypeError,
-    StateError,
-    StateUpdateError,
-)
-from compose.errors._streams import ConcatError, EmptyStreamError, StreamEnd, StreamError
-from compose.errors._tools import (
-    MCPServerError,
-    MCPToolError,
-    ToolArgumentsError,
-    ToolArgumentsHandlerError,
-    ToolError,
-    ToolExecutionError,
-    ToolInputError,
-    ToolNotFoundError,
-    ToolTimeoutError,
-)
+# ruff: noqa: F403, F405 (each module's __all__ is its part of the tree; this __all__ lists them all)
+from compose.errors._base import *
+from compose.errors._build import *
+from compose.errors._cassettes import *
+from compose.errors._checkpoints import *
+from compose.errors._interrupts import *
+from compose.errors._loaders import *
+from compose.errors._models import *
+from compose.errors._prompts import *
+from compose.errors._run import *
+from compose.errors._streams import *
+from compose.errors._tools import *
 
 __all__ = [
     "BranchError",
@@ -158,6 +118,7 @@ __all__ = [
     "ResponseFormatUnsupportedError",
     "RuntimeTypeError",
     "ScriptExhaustedError",
+    "SourceEOF",
     "StateError",
     "StateUpdateError",
     "StreamEnd",

@@ -1,10 +1,10 @@
-"""The end of a stream, and errors of stream misuse and concat."""
+"""The end of a stream (or of one merged source), and errors of stream misuse and concat."""
 
 from __future__ import annotations
 
 from compose.errors._base import ComposeError
 
-__all__ = ["ConcatError", "EmptyStreamError", "StreamEnd", "StreamError"]
+__all__ = ["ConcatError", "EmptyStreamError", "SourceEOF", "StreamEnd", "StreamError"]
 
 
 class StreamEnd(EOFError):
@@ -24,3 +24,14 @@ class EmptyStreamError(StreamError):
 
 class ConcatError(StreamError, ValueError):
     """Raised when chunks cannot be concatenated (conflicting values, or no rule for their type)."""
+
+
+class SourceEOF(ComposeError):
+    """Error item of :func:`merge_named_streams`: the source called ``name`` has ended (the stream continues).
+
+    ``concat`` skips these; other consumers usually ``except SourceEOF`` and go on reading.
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"source stream {name!r} ended")
+        self.name = name

@@ -15,21 +15,11 @@ from typing import Any, TypeVar
 
 import anyio
 
-from compose.errors import ComposeError, StreamError
+from compose.errors import SourceEOF as SourceEOF
+from compose.errors import StreamError
 from compose.stream._core import _EMPTY, _END, StreamReader, _IterReader, _Signal
 
 T = TypeVar("T")
-
-
-class SourceEOF(ComposeError):
-    """Error item of :func:`merge_named_streams`: the source called ``name`` has ended (the stream continues).
-
-    ``concat`` skips these; other consumers usually ``except SourceEOF`` and go on reading.
-    """
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"source stream {name!r} ended")
-        self.name = name
 
 
 class _Race:
