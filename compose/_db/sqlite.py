@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,7 +38,9 @@ class SQLiteDialect(Dialect):
     INT = INT32 = "INTEGER"
     TIME = FLOAT = "REAL"
     WITHOUT_ROWID = " WITHOUT ROWID"
-    NOW = CLOCK = "((julianday('now') - 2440587.5) * 86400.0)"
+    # the machine's clock to the microsecond, as Python reads it (``julianday('now')`` has milliseconds only: two
+    # writes in one millisecond would tie, and "least recently updated first" would fall back to the id)
+    NOW = CLOCK = "pyeino_now()"
     FOR_UPDATE = ""  # the transaction holds the write lock already
     NO_LIMIT = -1
 
@@ -129,6 +132,7 @@ class SQLiteDialect(Dialect):
         # autocommit (isolation_level=None): each statement is its own transaction unless an operation BEGINs one
         timeout = min(self.busy_timeout, LOCK_POLL)
         db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+        db.create_function("pyeino_now", 0, time.time)
         try:
             db.execute("PRAGMA journal_mode = WAL")
             with self.transaction(db):  # one creator (or upgrader) at a time across processes
