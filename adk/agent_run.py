@@ -20,7 +20,6 @@ layer, not two, and each event passes one ``__anext__``.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from types import TracebackType
 from typing import Any, cast
 
 import anyio
@@ -33,12 +32,13 @@ from adk.cancel import _CANCELLING, RESTART, CancelController, Cancellable, stop
 from adk.checkpointing import AgentCheckpoint, CheckpointBinding, SavedEvent
 from adk.errors import AgentCancelledError, AgentError
 from adk.events import AgentEvent, AgentInput
+from compose.lowlevel import Closing
 from compose.schema import Message
 
 __all__ = ["AgentRun"]
 
 
-class AgentRun(Cancellable):
+class AgentRun(Cancellable, Closing):
     """One Runner run: an async iterator of ``AgentEvent``s (see the module docstring).
 
     After the iteration, ``final_message`` holds the answer (the last agent's final message: the model's last
@@ -324,11 +324,3 @@ class AgentRun(Cancellable):
             await self._checkpoint.release()  # shielded
         if self._reason is None:
             self._reason = "closed"
-
-    async def __aenter__(self) -> AgentRun:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()

@@ -434,19 +434,16 @@ class _GuardedModel:
         return await self._link.guard(self._inner.stream(messages, **opts))
 
 
-class _GuardedStream(ReaderRelay):
+class _GuardedStream(ReaderRelay[Message]):
     """A model stream read in cancel scopes: cut off, it ends with the cancel interrupt (the graph's copy, read by
     the model node's post handler, then makes the node re-run on resume)."""
 
-    __slots__ = ("_done", "_link", "_reader")
+    __slots__ = ("_done", "_link")
 
     def __init__(self, reader: StreamReader[Message], link: CancelLink) -> None:
         self._reader = reader
         self._link = link
         self._done = False
-
-    def __aiter__(self) -> _GuardedStream:
-        return self
 
     async def __anext__(self) -> Message:
         if self._done:
@@ -466,16 +463,13 @@ class _GuardedStream(ReaderRelay):
         await self._reader.aclose()
 
 
-class _EventSide(ReaderRelay):
+class _EventSide(ReaderRelay[Message]):
     """The event's copy of a guarded model stream: the cancel interrupt becomes ``StreamCancelledError``."""
 
-    __slots__ = ("_reader",)
+    __slots__ = ()
 
     def __init__(self, reader: StreamReader[Message]) -> None:
         self._reader = reader
-
-    def __aiter__(self) -> _EventSide:
-        return self
 
     async def __anext__(self) -> Message:
         try:
@@ -484,6 +478,3 @@ class _EventSide(ReaderRelay):
             raise StopAsyncIteration from None
         except GraphInterrupt:
             raise StreamCancelledError() from None
-
-    async def aclose(self) -> None:
-        await self._reader.aclose()

@@ -42,11 +42,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
-from pydantic import BaseModel, ConfigDict, TypeAdapter
-from pydantic_core import PydanticSerializationError
+from pydantic import BaseModel, ConfigDict
 
 from adk.errors import CheckpointNotFoundError
 from adk.middlewares.approval import as_approval_request
+from adk.sessions.base import unsaveable_value
 from compose.checkpoint import (
     CheckPointStore,
     check_store,
@@ -205,7 +205,7 @@ class CheckpointBinding:
         try:
             data = encode_checkpoint(saved, kind=AGENT_CHECKPOINT_KIND, fingerprint=saved.agent_name)
         except CheckpointError as exc:
-            key = _unsaveable_session_value(saved.session_values)
+            key = unsaveable_value(saved.session_values)
             if key is None:
                 raise
             value = saved.session_values[key]
@@ -248,17 +248,3 @@ class CheckpointBinding:
                 self.owner, self.unreleased = owner, reported
             else:
                 self.unreleased = None
-
-
-def _unsaveable_session_value(values: dict[str, Any]) -> str | None:
-    """The key of the first session value pydantic cannot serialise, if any."""
-    for key, value in values.items():
-        try:
-            _ANY.dump_json(value, warnings="error")
-        except PydanticSerializationError:
-            return key
-    return None
-
-
-_ANY: TypeAdapter[Any] = TypeAdapter(Any)
-

@@ -158,12 +158,24 @@ def stream_item_type(tp: Any) -> Any:
     return Any
 
 
-def type_argument(obj: object, explicit: Any, index: int) -> Any:
-    """``explicit`` if given, else type argument ``index`` of a ``Builder[I, O]()`` instance, else ``Any``.
+class TypedBuilder:
+    """The ``input_type`` and ``output_type`` of a builder (``Graph``, ``Chain``): the types given to its
+    constructor, else its type arguments (``Graph[int, str]()`` records them in ``__orig_class__``, set after
+    ``__init__``), else ``Any``."""
 
-    (``Graph[int, str]()`` records its arguments in ``__orig_class__``, set after ``__init__``.)
-    """
-    if explicit is not None:
-        return explicit
-    args = get_args(getattr(obj, "__orig_class__", None))
-    return args[index] if len(args) > index else Any
+    _input_type: Any
+    _output_type: Any
+
+    @property
+    def input_type(self) -> Any:
+        """The input type (START's output)."""
+        return self._input_type if self._input_type is not None else self._type_argument(0)
+
+    @property
+    def output_type(self) -> Any:
+        """The output type (END's input)."""
+        return self._output_type if self._output_type is not None else self._type_argument(1)
+
+    def _type_argument(self, index: int) -> Any:
+        args = get_args(getattr(self, "__orig_class__", None))
+        return args[index] if len(args) > index else Any

@@ -8,7 +8,7 @@ from compose._db.core import Conn, Dialect, SqlStore, quote
 from compose._db.keeper import LeaseKeeper, holder_name
 from compose._db.postgres import PostgresDialect, require_psycopg
 from compose._db.sqlite import SQLiteDialect
-from compose._db.store import ClosingStore, check_table_name
+from compose._db.store import Closing, ClosingStore, check_table_name
 from compose._lazy import lazy_names
 from compose.checkpoint._protocol import _release_claim as release_claim
 from compose.checkpoint._protocol import _release_claim_after as release_claim_after
@@ -19,6 +19,7 @@ from compose.stream._core import ReaderRelay
 from compose.tools.middleware import _MessageOutput as MessageOutput
 
 __all__ = [
+    "Closing",
     "ClosingStore",
     "Conn",
     "Dialect",

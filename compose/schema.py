@@ -335,10 +335,10 @@ def concat_messages(msgs: Sequence[Message | None]) -> Message:
     for idx, msg in enumerate(msgs):
         if msg is None:
             raise ConcatError(f"unexpected nil chunk in message stream, index: {idx}")
-        role = _first_non_empty(role, msg.role, "roles")
-        name = _first_non_empty(name, msg.name, "names")
-        tool_call_id = _first_non_empty(tool_call_id, msg.tool_call_id, "toolCallIDs")
-        tool_name = _first_non_empty(tool_name, msg.tool_name, "toolNames")
+        role = _first_non_empty(role, msg.role, "messages with different roles")
+        name = _first_non_empty(name, msg.name, "messages with different names")
+        tool_call_id = _first_non_empty(tool_call_id, msg.tool_call_id, "messages with different toolCallIDs")
+        tool_name = _first_non_empty(tool_name, msg.tool_name, "messages with different toolNames")
         if msg.content:
             contents.append(msg.content)
         if msg.reasoning_content:
@@ -425,16 +425,17 @@ def concat_message_lists(lists: Sequence[Sequence[Message | None]]) -> list[Mess
     return [concat_messages(slot) if slot else None for slot in slots]
 
 
-_T = TypeVar("_T", bound=str)
+_T = TypeVar("_T", bound=str | None)
 
 
-def _first_non_empty(current: _T | None, value: _T | None, what: str) -> _T | None:
+def _first_non_empty(current: _T, value: _T, what: str) -> _T:
+    """``value`` unless it is empty, ``current`` unless it is empty; a conflict is a ConcatError naming ``what``."""
     if not value:
         return current
     if not current:
         return value
     if current != value:
-        raise ConcatError(f"cannot concat messages with different {what}: '{current}' '{value}'")
+        raise ConcatError(f"cannot concat {what}: '{current}' '{value}'")
     return current
 
 
@@ -453,9 +454,9 @@ def _concat_tool_calls(calls: list[ToolCall]) -> list[ToolCall]:
         call_id = call_type = call_name = ""
         arguments: list[str] = []
         for frag in fragments:
-            call_id = _merge_call_field(call_id, frag.id, "id")
-            call_type = _merge_call_field(call_type, frag.type, "type")
-            call_name = _merge_call_field(call_name, frag.function.name, "name")
+            call_id = _first_non_empty(call_id, frag.id, "ToolCalls with different tool id")
+            call_type = _first_non_empty(call_type, frag.type, "ToolCalls with different tool type")
+            call_name = _first_non_empty(call_name, frag.function.name, "ToolCalls with different tool name")
             if frag.function.arguments:
                 arguments.append(frag.function.arguments)
         merged.append(
@@ -468,16 +469,6 @@ def _concat_tool_calls(calls: list[ToolCall]) -> list[ToolCall]:
             )
         )
     return merged
-
-
-def _merge_call_field(current: str, value: str, what: str) -> str:
-    if not value:
-        return current
-    if not current:
-        return value
-    if current != value:
-        raise ConcatError(f"cannot concat ToolCalls with different tool {what}: '{current}' '{value}'")
-    return current
 
 
 def _concat_parts(parts: list[TextPart | _MediaPart], role: Role) -> list[TextPart | _MediaPart]:

@@ -160,11 +160,11 @@ class EventModel:
         return out
 
 
-class _Tap(ReaderRelay):
+class _Tap(ReaderRelay[Message]):
     """Passes a model stream through, reporting ``text.delta`` per content chunk and ``model.call.completed``
     at its end (with the usage of the last chunk that carried one)."""
 
-    __slots__ = ("_attempt", "_done", "_reader", "_run", "_usage")
+    __slots__ = ("_attempt", "_done", "_run", "_usage")
 
     def __init__(self, reader: StreamReader[Message], run: ReactContext, attempt: int) -> None:
         self._reader = reader
@@ -198,15 +198,12 @@ class _Tap(ReaderRelay):
         else:
             self._run.emit("model.call.completed", attempt=self._attempt, usage=self._usage, error=repr(error))
 
-    async def aclose(self) -> None:
-        await self._reader.aclose()
 
-
-class _RetryMarker(ReaderRelay):
+class _RetryMarker(ReaderRelay[Message]):
     """An attempt's event stream whose failure becomes ``WillRetryError`` when the call will be retried (or
     another failover attempt follows)."""
 
-    __slots__ = ("_attempt", "_config", "_failed", "_failover", "_reader")
+    __slots__ = ("_attempt", "_config", "_failed", "_failover")
 
     def __init__(
         self, reader: StreamReader[Message], config: ModelRetryConfig | None, attempt: int, failover: bool = False
@@ -230,16 +227,13 @@ class _RetryMarker(ReaderRelay):
                 raise WillRetryError(str(exc), self._attempt) from exc
             raise
 
-    async def aclose(self) -> None:
-        await self._reader.aclose()
 
-
-class _Deadline(ReaderRelay):
+class _Deadline(ReaderRelay[Message]):
     """Passes a model stream through; a read still waiting when the run's deadline passes ends the stream with
     ``AgentTimeoutError`` (the runner's own deadline covers only the supersteps it drives, not a consumer
     reading the tokens of a model event between them)."""
 
-    __slots__ = ("_deadline", "_done", "_reader", "_timeout")
+    __slots__ = ("_deadline", "_done", "_timeout")
 
     def __init__(self, reader: StreamReader[Message], deadline: float, timeout: float) -> None:
         self._reader = reader
@@ -266,11 +260,11 @@ class _Deadline(ReaderRelay):
         await self._reader.aclose()
 
 
-class _ParseAtEnd(ReaderRelay):
+class _ParseAtEnd(ReaderRelay[Message]):
     """Passes an event's stream through; at its end, a whole answer without tool calls that parses as the
     output type becomes the event's ``output.structured``."""
 
-    __slots__ = ("_chunks", "_output", "_reader", "_schema")
+    __slots__ = ("_chunks", "_output", "_schema")
 
     def __init__(self, reader: StreamReader[Message], schema: OutputSchema, output: AgentOutput) -> None:
         self._reader = reader
@@ -290,9 +284,6 @@ class _ParseAtEnd(ReaderRelay):
             raise StopAsyncIteration from None
         self._chunks.append(chunk)
         return chunk
-
-    async def aclose(self) -> None:
-        await self._reader.aclose()
 
 
 class OptionsModel:

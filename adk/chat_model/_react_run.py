@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -38,6 +37,7 @@ from adk.errors import AgentError, AgentTimeoutError
 from adk.events import AgentAction, AgentEvent, AgentInterruptInfo
 from compose.checkpoint import InMemoryCheckPointStore
 from compose.errors import CheckpointError, GraphInterrupt
+from compose.lowlevel import Closing
 from compose.runnable import RunHandle, Runnable
 from compose.schema import Message
 from compose.stream import concat, one_chunk
@@ -94,7 +94,7 @@ def load_resume_state(state: Any, agent_name: str) -> ReactResumeState:
     return saved
 
 
-class ReactRun:
+class ReactRun(Closing):
     """One ``ChatModelAgent`` run (see the module docstring); an async iterator of its events.
 
     ``root``: the Runner's run (``adk.agent.RunRoot``) when this is its root agent's run (``adk.agent.DirectEvents``):
@@ -389,14 +389,6 @@ class ReactRun:
         if ctx.termination_reason is None:
             ctx.termination_reason = "closed"
         self._count()
-
-    async def __aenter__(self) -> ReactRun:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 def _all_contexts(contexts: list[Any]) -> list[Any]:

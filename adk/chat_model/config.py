@@ -151,12 +151,7 @@ _MOVED = {
     "output_mode": ("output", "mode"),
     "approval": ("middlewares", ""),
 }
-_SPELLING = {
-    "model_config": "ModelConfig",
-    "tools": "ToolsConfig",
-    "limits": "Limits",
-    "output": "OutputConfig",
-}
+_GROUPS: dict[str, Any] = {"model_config": ModelConfig, "tools": ToolsConfig, "limits": Limits, "output": OutputConfig}
 
 
 def grouped(
@@ -173,7 +168,6 @@ def grouped(
         TypeError: an unknown keyword argument.
     """
     groups: dict[str, Any] = {"model_config": model_config, "tools": tools, "limits": limits, "output": output}
-    empty = {"model_config": ModelConfig, "tools": ToolsConfig, "limits": Limits, "output": OutputConfig}
     for name, value in old.items():
         moved = _MOVED.get(name)
         if moved is None:
@@ -182,9 +176,9 @@ def grouped(
         if group == "middlewares":
             new = "middlewares=[ApprovalMiddleware(predicate), ...] (adk.middlewares.approval)"
         else:
-            new = f"{group}={_SPELLING[group]}({attr}=...)"
+            new = f"{group}={_GROUPS[group].__name__}({attr}=...)"
             current = groups[group]
-            groups[group] = replace(current if current is not None else empty[group](), **{attr: value})
+            groups[group] = replace(current if current is not None else _GROUPS[group](), **{attr: value})
         # stacklevel: this function, ChatModelAgent.__init__, its caller
         warnings.warn(f"ChatModelAgent({name}=...) is deprecated: use {new}", DeprecationWarning, stacklevel=3)
     return groups["model_config"], groups["tools"], groups["limits"], groups["output"], old.get("approval")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from adk.chat_model._context import current_react
@@ -87,7 +87,6 @@ class ModelFailoverConfig:
     get_failover_model: Callable[[FailoverContext], FailoverPick | Awaitable[FailoverPick]] | None = None
     should_failover: Callable[[Message | None, BaseException], bool] = default_should_failover
     max_retries: int | None = None
-    _chain: tuple[ChatModel, ...] = field(default=(), init=False, repr=False)
 
     def __post_init__(self) -> None:
         if bool(self.models) == (self.get_failover_model is not None):

@@ -11,7 +11,6 @@ import math
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, cast
 
 import anyio
@@ -25,6 +24,7 @@ from adk.durable._events import EVENTS_STREAM, RESUME_TOPIC, DurableEvent, Durab
 from adk.durable._liveness import DurableWorker, read_workers
 from adk.durable._serializer import JsonSerializer, refuse_pickled_rows
 from adk.errors import DurableRunError, DurableStepError, DurableTimeoutError
+from compose.lowlevel import Closing
 from compose.schema import Message
 
 __all__ = ["DurableClient", "DurableHandle", "DurableResult", "DurableWorker"]
@@ -123,7 +123,7 @@ class DurableHandle:
         await self._client._dbos.send_async(self.run_id, data, topic=RESUME_TOPIC)
 
 
-class DurableClient:
+class DurableClient(Closing):
     """Submits durable runs to a queue and gives handles to them, from any process.
 
     The client may come first: on a new system database its first call creates DBOS's tables (as a worker's
@@ -199,14 +199,6 @@ class DurableClient:
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self._dbos.destroy)
-
-    async def __aenter__(self) -> DurableClient:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     async def _ensure_schema(self) -> None:
         """DBOS's tables, created on first use if no worker has yet (DBOS serialises concurrent creators)."""

@@ -62,7 +62,8 @@ Each area's classes live in a private module of this package (``_base``, ``_run`
     └── ResumePayloadError              a resume entry's payload does not fit its interrupt; ``.field`` (422)
 """
 
-# ruff: noqa: F403, F405 (each module's __all__ is its part of the tree; this __all__ lists them all)
+# ruff: noqa: F403 (each module's __all__ is its part of the tree; this __all__ is theirs together)
+from adk.errors import _agents, _base, _durable, _evals, _filesystem, _middlewares, _models, _run, _serve, _sessions
 from adk.errors._agents import *
 from adk.errors._base import *
 from adk.errors._durable import *
@@ -75,46 +76,14 @@ from adk.errors._serve import *
 from adk.errors._sessions import *
 from compose.errors import CheckpointNotFoundError
 
-__all__ = [
-    "AgentCancelledError",
-    "AgentError",
-    "AgentTimeoutError",
-    "BackendFileNotFoundError",
-    "CheckpointNotFoundError",
-    "DatasetError",
-    "DurableBackendError",
-    "DurableError",
-    "DurableRunError",
-    "DurableSerializationError",
-    "DurableStepError",
-    "DurableTimeoutError",
-    "EditError",
-    "ExceedMaxIterationsError",
-    "FailoverError",
-    "FileTooLargeError",
-    "FilesystemError",
-    "GrepPatternError",
-    "InstructionFormatError",
-    "InterruptPendingError",
-    "PlanExecuteError",
-    "RemoteAgentError",
-    "ResumePayloadError",
-    "RetryExhaustedError",
-    "RunNotFoundError",
-    "SearchLimitError",
-    "ServeError",
-    "SessionBusyError",
-    "SessionError",
-    "SessionLeaseLostError",
-    "SessionStoreError",
-    "SkillError",
-    "StallDetectedError",
-    "StreamCancelledError",
-    "StructuredOutputError",
-    "TaskListError",
-    "ThreadNotFoundError",
-    "TokenBudgetExceededError",
-    "TransferError",
-    "UnsafePathError",
-    "WillRetryError",
-]
+__all__ = ["CheckpointNotFoundError"]
+__all__ += _agents.__all__
+__all__ += _base.__all__
+__all__ += _durable.__all__
+__all__ += _evals.__all__
+__all__ += _filesystem.__all__
+__all__ += _middlewares.__all__
+__all__ += _models.__all__
+__all__ += _run.__all__
+__all__ += _serve.__all__
+__all__ += _sessions.__all__

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -120,8 +119,3 @@ class LLMJudge(Evaluator):
                 f"(got {type(value).__qualname__})"
             )
         return value
-
-
-def verdict_json(score: float, passed: bool, reason: str) -> str:
-    """A verdict as the JSON a judge model answers with (for scripted judges in tests and examples)."""
-    return json.dumps({"score": score, "passed": passed, "reason": reason})

@@ -51,7 +51,6 @@ from ag_ui.core import (
     StateDeltaEvent,
     StateSnapshotEvent,
 )
-from pydantic import TypeAdapter
 
 from adk.errors import DurableRunError, InterruptPendingError, SessionBusyError
 from adk.middlewares.approval import ApprovalRequest
@@ -70,7 +69,6 @@ __all__ = ["catch_up", "durable_agui_run", "durable_client", "durable_run", "num
 logger = logging.getLogger("adk.serve")
 _TERMINAL = {"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
 _SCAN_IDLE = 0.5  # seconds without an event after which a run read to see where it is counts as waiting
-_AGUI_MESSAGES: TypeAdapter[list[Any]] = TypeAdapter(list[Any])
 
 
 def stable_ids(thread_id: str, run_id: str) -> Callable[[str], str]:

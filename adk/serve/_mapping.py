@@ -40,7 +40,19 @@ __all__ = ["EventMapper", "agui_events"]
 
 _SUCCESS, _SUSPENDED = SubagentFinishedSuccessOutcome(), SubagentFinishedSuspendedOutcome()
 
-_STEPS: dict[str, Callable[[Record], BaseEvent]] = {
+# one AG-UI event per record kind (the answer records, which AG-UI has no event for, are not here)
+_EVENTS: dict[str, Callable[[Record], BaseEvent]] = {
+    "message_delta": lambda r: TextMessageContentEvent(message_id=r["id"], delta=r["delta"], subagent_run_id=r["sub"]),
+    "tool_call_args": lambda r: ToolCallArgsEvent(tool_call_id=r["id"], delta=r["delta"], subagent_run_id=r["sub"]),
+    "message_started": lambda r: TextMessageStartEvent(message_id=r["id"], role=r["role"], subagent_run_id=r["sub"]),
+    "message_ended": lambda r: TextMessageEndEvent(message_id=r["id"], subagent_run_id=r["sub"]),
+    "tool_call_started": lambda r: ToolCallStartEvent(
+        tool_call_id=r["id"], tool_call_name=r["name"], parent_message_id=r["message"], subagent_run_id=r["sub"]
+    ),
+    "tool_call_ended": lambda r: ToolCallEndEvent(tool_call_id=r["id"], subagent_run_id=r["sub"]),
+    "tool_result": lambda r: ToolCallResultEvent(
+        message_id=r["message"], tool_call_id=r["call"], content=r["content"], subagent_run_id=r["sub"]
+    ),
     "step_started": lambda r: StepStartedEvent(step_name=r["name"], subagent_run_id=r["sub"]),
     "step_finished": lambda r: StepFinishedEvent(step_name=r["name"], subagent_run_id=r["sub"]),
     "subagent_started": lambda r: SubagentStartedEvent(
@@ -54,38 +66,7 @@ _STEPS: dict[str, Callable[[Record], BaseEvent]] = {
 
 def agui_events(records: list[Record]) -> list[BaseEvent]:
     """The AG-UI events of ``records`` (the answer records, which AG-UI has no event for, left out)."""
-    out: list[BaseEvent] = []
-    add = out.append
-    for r in records:
-        kind = r["kind"]
-        if kind == "message_delta":
-            add(TextMessageContentEvent(message_id=r["id"], delta=r["delta"], subagent_run_id=r["sub"]))
-        elif kind == "tool_call_args":
-            add(ToolCallArgsEvent(tool_call_id=r["id"], delta=r["delta"], subagent_run_id=r["sub"]))
-        elif kind == "message_started":
-            add(TextMessageStartEvent(message_id=r["id"], role=r["role"], subagent_run_id=r["sub"]))
-        elif kind == "message_ended":
-            add(TextMessageEndEvent(message_id=r["id"], subagent_run_id=r["sub"]))
-        elif kind == "tool_call_started":
-            add(
-                ToolCallStartEvent(
-                    tool_call_id=r["id"],
-                    tool_call_name=r["name"],
-                    parent_message_id=r["message"],
-                    subagent_run_id=r["sub"],
-                )
-            )
-        elif kind == "tool_call_ended":
-            add(ToolCallEndEvent(tool_call_id=r["id"], subagent_run_id=r["sub"]))
-        elif kind == "tool_result":
-            add(
-                ToolCallResultEvent(
-                    message_id=r["message"], tool_call_id=r["call"], content=r["content"], subagent_run_id=r["sub"]
-                )
-            )
-        elif kind in _STEPS:
-            add(_STEPS[kind](r))
-    return out
+    return [_EVENTS[r["kind"]](r) for r in records if r["kind"] in _EVENTS]
 
 
 class EventMapper:

@@ -314,19 +314,27 @@ def decode_messages(data: str | bytes) -> list[Message]:
     return _MESSAGES.validate_json(data)
 
 
+def unsaveable_value(values: Mapping[str, Any]) -> str | None:
+    """The key of the first session value pydantic cannot serialise, if any."""
+    for key, value in values.items():
+        try:
+            _ANY.dump_json(value, warnings="error")
+        except PydanticSerializationError:
+            return key
+    return None
+
+
 def encode_values(session_id: str, values: Mapping[str, Any]) -> str:
     """The session values as JSON; a value pydantic cannot serialise is named in a ``SessionError``."""
     try:
         return _VALUES.dump_json(dict(values), warnings="error").decode()
     except PydanticSerializationError as exc:
-        for key, value in values.items():
-            try:
-                _ANY.dump_json(value, warnings="error")
-            except PydanticSerializationError:
-                raise SessionError(
-                    f"session {session_id!r}: session value {key!r} ({type(value).__qualname__}) cannot be stored as "
-                    "JSON: keep JSON-serialisable data (or pydantic models) in session values"
-                ) from exc
+        key = unsaveable_value(values)
+        if key is not None:
+            raise SessionError(
+                f"session {session_id!r}: session value {key!r} ({type(values[key]).__qualname__}) cannot be stored "
+                "as JSON: keep JSON-serialisable data (or pydantic models) in session values"
+            ) from exc
         raise SessionError(f"session {session_id!r}: the session values cannot be stored as JSON: {exc}") from exc
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -31,6 +30,7 @@ from adk.cancel import Cancellable
 from adk.errors import AgentCancelledError, SessionError, StreamCancelledError, WillRetryError
 from adk.events import AgentEvent
 from adk.sessions.base import SessionLease, SessionStore
+from compose.lowlevel import Closing
 from compose.schema import Message
 from compose.stream import StreamReader, concat
 
@@ -44,7 +44,7 @@ StartRun = Callable[[list[Message], dict[str, Any]], "AgentRun"]
 """Starts the agent run on the given messages with the session's stored values (the Runner's ``_start``)."""
 
 
-class SessionRun(Cancellable, AsyncIterator[AgentEvent]):
+class SessionRun(Cancellable, Closing, AsyncIterator[AgentEvent]):
     """A run on a session (``runner.run(..., session_id=...)``): the events of the agent's run, recorded.
 
     It has ``AgentRun``'s interface (``final_message``, ``termination_reason``, ``total_tokens``,
@@ -199,14 +199,6 @@ class SessionRun(Cancellable, AsyncIterator[AgentEvent]):
                 lease, self._lease = self._lease, None
                 if lease is not None:
                     await self._store.release(lease)
-
-    async def __aenter__(self) -> SessionRun:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     # ------------------------------------------------------------------------------------------------------
 

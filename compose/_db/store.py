@@ -1,5 +1,5 @@
-"""What the checkpoint and session stores share besides their databases: closing with ``async with``, and the
-checks on the table names and claim lifetimes they are given."""
+"""What the checkpoint and session stores share besides their databases: closing with ``async with`` (as runs,
+clients and models do), and the checks on the table names and claim lifetimes they are given."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from types import TracebackType
 from typing import Self
 
-__all__ = ["ClosingStore", "check_claim_ttl", "check_table_name"]
+__all__ = ["Closing", "ClosingStore", "check_claim_ttl", "check_table_name"]
 
 _TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -26,11 +26,13 @@ def check_claim_ttl(claim_ttl: float | None) -> float | None:
     return claim_ttl
 
 
-class ClosingStore:
-    """``async with store:`` closes the store on exit (every store defines ``aclose()``)."""
+class Closing:
+    """``async with x:`` closes ``x`` on exit with its ``aclose()`` (stores, runs, clients, models)."""
+
+    __slots__ = ()
 
     async def aclose(self) -> None:
-        """Release the store's resources (nothing by default)."""
+        """Release the resources (nothing by default)."""
 
     async def __aenter__(self) -> Self:
         return self
@@ -39,3 +41,6 @@ class ClosingStore:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+ClosingStore = Closing  # the stores' name for it (compose.lowlevel)

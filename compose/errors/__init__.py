@@ -63,7 +63,20 @@ derive from :class:`ComposeError`. Each area's classes live in a private module 
     └── GraphInterrupt                    a run paused at an interrupt (not a failure); ``.info``, ``.checkpoint_id``
 """
 
-# ruff: noqa: F403, F405 (each module's __all__ is its part of the tree; this __all__ lists them all)
+# ruff: noqa: F403 (each module's __all__ is its part of the tree; this __all__ is theirs together)
+from compose.errors import (
+    _base,
+    _build,
+    _cassettes,
+    _checkpoints,
+    _interrupts,
+    _loaders,
+    _models,
+    _prompts,
+    _run,
+    _streams,
+    _tools,
+)
 from compose.errors._base import *
 from compose.errors._build import *
 from compose.errors._cassettes import *
@@ -76,61 +89,15 @@ from compose.errors._run import *
 from compose.errors._streams import *
 from compose.errors._tools import *
 
-__all__ = [
-    "BranchError",
-    "CassetteError",
-    "CassetteMismatchError",
-    "CassetteNotFoundError",
-    "ChatModelError",
-    "CheckpointClaimedError",
-    "CheckpointError",
-    "CheckpointExistsError",
-    "CheckpointNotFoundError",
-    "CheckpointProblem",
-    "CheckpointStoreError",
-    "ComposeError",
-    "ConcatError",
-    "EmptyStreamError",
-    "FanInMergeError",
-    "FieldMappingError",
-    "FieldMappingTypeError",
-    "GraphBuildError",
-    "GraphCompiledError",
-    "GraphInterrupt",
-    "GraphRunError",
-    "InterruptNotFoundError",
-    "InvalidGraphError",
-    "LoaderError",
-    "MCPServerError",
-    "MCPToolError",
-    "MaxStepsExceededError",
-    "MessagesPlaceholderError",
-    "ModelAuthError",
-    "ModelBadRequestError",
-    "ModelRateLimitError",
-    "ModelResponseError",
-    "ModelServerError",
-    "ModelTimeoutError",
-    "NodeOutputTypeError",
-    "NodeRunError",
-    "PathOutsideRootError",
-    "PromptError",
-    "ResponseFormatUnsupportedError",
-    "RuntimeTypeError",
-    "ScriptExhaustedError",
-    "SourceEOF",
-    "StateError",
-    "StateUpdateError",
-    "StreamEnd",
-    "StreamError",
-    "TemplateFormatError",
-    "TemplateSandboxError",
-    "ToolArgumentsError",
-    "ToolArgumentsHandlerError",
-    "ToolError",
-    "ToolExecutionError",
-    "ToolInputError",
-    "ToolNotFoundError",
-    "ToolTimeoutError",
-    "TypeMismatchError",
-]
+__all__ = []
+__all__ += _base.__all__
+__all__ += _build.__all__
+__all__ += _cassettes.__all__
+__all__ += _checkpoints.__all__
+__all__ += _interrupts.__all__
+__all__ += _loaders.__all__
+__all__ += _models.__all__
+__all__ += _prompts.__all__
+__all__ += _run.__all__
+__all__ += _streams.__all__
+__all__ += _tools.__all__

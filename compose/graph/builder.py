@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypedDict, TypeVar, Unpack, runtime_checkable
 
 from compose._engine.names import END, START, FanInMergeConfig, Handler
-from compose._types import Assignable, assignable, type_argument, type_name
+from compose._types import Assignable, TypedBuilder, assignable, type_name
 from compose.components.document import Document, Source
 from compose.errors import GraphBuildError, GraphCompiledError, TypeMismatchError
 from compose.graph._type_checks import check_edge as _check_edge
@@ -108,7 +108,7 @@ def _state_type(factory: Callable[..., Any] | None) -> Any:
     return ret
 
 
-class Graph(Generic[I, O]):
+class Graph(TypedBuilder, Generic[I, O]):
     """A typed graph of nodes joined by edges and branches; ``compile()`` makes it runnable.
 
     Example::
@@ -148,16 +148,6 @@ class Graph(Generic[I, O]):
         self._input_builds: dict[str, RunMapping] = {}
 
     # ------------------------------------------------------------------ types
-
-    @property
-    def input_type(self) -> Any:
-        """The graph's input type (START's output)."""
-        return type_argument(self, self._input_type, 0)
-
-    @property
-    def output_type(self) -> Any:
-        """The graph's output type (END's input)."""
-        return type_argument(self, self._output_type, 1)
 
     def _out_type(self, key: str) -> Any:
         return self.input_type if key == START else self._nodes[key].outer_output_type

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, Unpack, cast
 
-from compose._types import type_argument
+from compose._types import TypedBuilder
 from compose.errors import BranchError, GraphBuildError, GraphCompiledError, InvalidGraphError
 from compose.graph.branch import GraphBranch, GraphMultiBranch, StreamGraphBranch, StreamGraphMultiBranch, _Branch
 from compose.graph.builder import END, START, FanInMergeConfig, Graph, NodeOptions, TriggerMode
@@ -248,7 +248,7 @@ def _mapped(cond: Callable[[Any], Any], key_of: Mapping[str, str], multi: bool, 
     return scond
 
 
-class Chain(Generic[I, O]):
+class Chain(TypedBuilder, Generic[I, O]):
     """A typed chain of nodes; ``compile()`` makes it a ``Runnable`` (Pregel mode).
 
     Example::
@@ -268,16 +268,6 @@ class Chain(Generic[I, O]):
         self._idx = 0
         self._tails: list[str] = []  # empty: START
         self._has_end = False
-
-    @property
-    def input_type(self) -> Any:
-        """The chain's input type."""
-        return type_argument(self, self._input_type, 0)
-
-    @property
-    def output_type(self) -> Any:
-        """The chain's output type."""
-        return type_argument(self, self._output_type, 1)
 
     @property
     def _graph(self) -> Graph[I, O]:

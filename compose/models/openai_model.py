@@ -8,12 +8,12 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from types import TracebackType
 from typing import Any
 
 import httpx2
 from openai import AsyncOpenAI
 
+from compose._db.store import Closing
 from compose.errors import ChatModelError, ModelBadRequestError, ModelResponseError, ResponseFormatUnsupportedError
 from compose.models._openai_errors import translate_openai_error, translated_errors
 from compose.models._openai_stream import ChunkIterator
@@ -33,7 +33,7 @@ _AUDIO_FORMATS = {"mpeg": "mp3", "mpeg3": "mp3", "x-mp3": "mp3", "x-wav": "wav",
 DEFAULT_STREAM_IDLE_TIMEOUT = 120.0
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(Closing):
     """A chat model on the ``openai`` SDK's ``AsyncOpenAI`` client.
 
     Works with OpenAI and with OpenAI-compatible servers (vLLM, Ollama, DeepSeek, ...). ``stream()`` asks for
@@ -187,14 +187,6 @@ class OpenAIChatModel:
         """Close the client, if this model created it."""
         if self._owns_client:
             await self.client.close()
-
-    async def __aenter__(self) -> OpenAIChatModel:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         tools = f", tools={[t.name for t in self._tools]}" if self._tools else ""
@@ -410,5 +402,3 @@ def _tool_choice(choice: ToolChoice) -> Any:
     if isinstance(choice, str) and choice not in _CHOICE_KEYWORDS:
         return {"type": "function", "function": {"name": choice}}
     return choice
-
-

@@ -467,18 +467,20 @@ class _IterReader(StreamReader[T]):
 _RUNNING, _FINISHED, _BROKEN = 0, 1, 2
 
 
-class ReaderRelay:
+class ReaderRelay(Generic[T]):
     """Base of the framework's async iterators that pass one reader through (adding a check, a deadline, a
     marker: ``adk.chat_model._model``, ``adk.cancel``): ``aclose()`` closes that reader and runs nothing else, so
-    a reader over a relay closes it without a cancel scope of its own (the inner reader shields what it must)."""
+    a reader over a relay closes it without a cancel scope of its own (the inner reader shields what it must).
+    A subclass sets ``_reader``, the reader it passes through."""
 
-    __slots__ = ()
+    __slots__ = ("_reader",)
+    _reader: StreamReader[T]
 
     def __aiter__(self) -> Self:
         return self
 
     async def aclose(self) -> None:
-        raise NotImplementedError
+        await self._reader.aclose()
 
 
 class _AsyncIterReader(StreamReader[T]):

@@ -379,28 +379,19 @@ def tool(
     def build(f: Callable[..., Any], namespace: Mapping[str, Any]) -> _AnyTool:
         if not callable(f):
             raise TypeError(f"tool() needs a function, got {type(f).__qualname__}")
+        options: dict[str, Any] = {
+            "name": name,
+            "description": description,
+            "parallel_safe": parallel_safe,
+            "timeout": timeout,
+            "namespace": namespace,
+            "extra_arguments": extra_arguments,
+        }
         if inspect.isasyncgenfunction(f):
             if run_in_thread:
                 raise TypeError(f"tool {name or f.__name__}: run_in_thread applies to plain functions only")
-            return StreamingFunctionTool(
-                f,
-                name=name,
-                description=description,
-                parallel_safe=parallel_safe,
-                timeout=timeout,
-                namespace=namespace,
-                extra_arguments=extra_arguments,
-            )
-        return FunctionTool(
-            f,
-            name=name,
-            description=description,
-            parallel_safe=parallel_safe,
-            timeout=timeout,
-            run_in_thread=run_in_thread,
-            namespace=namespace,
-            extra_arguments=extra_arguments,
-        )
+            return StreamingFunctionTool(f, **options)
+        return FunctionTool(f, run_in_thread=run_in_thread, **options)
 
     # The caller's locals resolve postponed annotations naming classes local to the caller.
     if fn is None:

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from adk.errors import GrepPatternError
 
-__all__ = ["MAX_GLOB_ALTERNATIVES", "MAX_GLOB_CHARS", "Glob", "compile_glob", "glob_match"]
+__all__ = ["MAX_GLOB_ALTERNATIVES", "MAX_GLOB_CHARS", "Glob", "compile_glob"]
 
 MAX_GLOB_CHARS = 1024
 MAX_GLOB_ALTERNATIVES = 256
@@ -183,12 +183,3 @@ def compile_glob(pattern: str) -> Glob:
         GrepPatternError: the pattern is malformed or too big.
     """
     return Glob(pattern)
-
-
-def glob_match(pattern: str, name: str) -> bool:
-    """Does ``name`` match the doublestar ``pattern``?
-
-    Raises:
-        GrepPatternError: the pattern is malformed or too big.
-    """
-    return compile_glob(pattern).match(name)
