@@ -78,7 +78,24 @@ if typing.TYPE_CHECKING:
     )
     from compose.models.json_action import JSONActionChatModel
 else:
-    __getattr__, __dir__ = _lazy_names(__name__)
+    __getattr__, __dir__ = _lazy_names(
+        __name__,
+        {
+            "HistoryLimit": "adk.sessions",
+            "SummarizationMiddleware": "adk.middlewares.summarization",
+            "Summarized": "adk.middlewares.summarization",
+            "ToolResultReductionMiddleware": "adk.middlewares.reduction",
+            "InMemorySessionStore": "adk.sessions",
+            "JSONActionChatModel": "compose.models.json_action",
+            "PostgresSessionStore": "adk.sessions",
+            "SQLiteSessionStore": "adk.sessions",
+            "Session": "adk.sessions",
+            "SessionRun": "adk.sessions",
+            "SessionStore": "adk.sessions",
+            "Turn": "adk.sessions",
+            "approximate_tokens": "adk.sessions",
+        },
+    )
 
 __all__ = [
     "TELEMETRY_EVENT_NAMES",

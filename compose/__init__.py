@@ -112,10 +112,17 @@ from compose.tools.node import ToolsNode
 if typing.TYPE_CHECKING:
     from compose.models.json_action import JSONActionChatModel
     from compose.models.openai_model import OpenAIChatModel
-    from compose.otel import OTelHandler  # extra `otel`
+    from compose.otel import OTelHandler
 else:
     # imported on first use: the openai SDK is more than half of a cold start (see compose._lazy)
-    __getattr__, __dir__ = _lazy_names(__name__)
+    __getattr__, __dir__ = _lazy_names(
+        __name__,
+        {
+            "JSONActionChatModel": "compose.models.json_action",
+            "OpenAIChatModel": "compose.models.openai_model",
+            "OTelHandler": "compose.otel",  # extra `otel`
+        },
+    )
 
 __all__ = [
     "END",

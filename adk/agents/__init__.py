@@ -31,7 +31,7 @@ from compose.lowlevel import lazy_names
 if TYPE_CHECKING:
     from adk.agents.remote_a2a import RemoteA2AAgent
 else:  # the a2a extra's client is imported on first use
-    __getattr__, __dir__ = lazy_names(__name__)
+    __getattr__, __dir__ = lazy_names(__name__, {"RemoteA2AAgent": "adk.agents.remote_a2a"})
 
 __all__ = [
     "AgentTool",

@@ -42,7 +42,32 @@ if typing.TYPE_CHECKING:
     from adk.middlewares.toolsearch import ToolSearchMiddleware
 else:
     # the built-ins are imported on first use: a plain agent needs none of them (see compose._lazy)
-    __getattr__, __dir__ = _lazy_names(__name__)
+    __getattr__, __dir__ = _lazy_names(
+        __name__,
+        {
+            "AgentsMDMiddleware": "adk.middlewares.agentsmd",
+            "ApprovalMiddleware": "adk.middlewares.approval",
+            "Backend": "adk.middlewares.filesystem",
+            "ExecuteResponse": "adk.middlewares.filesystem",
+            "FileInfo": "adk.middlewares.filesystem",
+            "FilesystemMiddleware": "adk.middlewares.filesystem",
+            "GrepMatch": "adk.middlewares.filesystem",
+            "GrepOptions": "adk.middlewares.filesystem",
+            "InMemoryBackend": "adk.middlewares.filesystem",
+            "LocalBackend": "adk.middlewares.filesystem",
+            "LocalShell": "adk.middlewares.filesystem",
+            "Shell": "adk.middlewares.filesystem",
+            "PlanTaskMiddleware": "adk.middlewares.plantask",
+            "ToolResultReductionMiddleware": "adk.middlewares.reduction",
+            "Skill": "adk.middlewares.skill",
+            "SkillMiddleware": "adk.middlewares.skill",
+            "SummarizationMiddleware": "adk.middlewares.summarization",
+            "Summarized": "adk.middlewares.summarization",
+            "TokenCounter": "adk.middlewares.summarization",
+            "approx_token_count": "adk.middlewares.summarization",
+            "ToolSearchMiddleware": "adk.middlewares.toolsearch",
+        },
+    )
 
 __all__ = [
     "AgentMiddleware",

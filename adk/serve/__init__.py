@@ -46,6 +46,6 @@ from compose.lowlevel import lazy_names
 if TYPE_CHECKING:
     from adk.serve._a2a_app import a2a_app
 else:  # the a2a extra is imported on first use
-    __getattr__, __dir__ = lazy_names(__name__)
+    __getattr__, __dir__ = lazy_names(__name__, {"a2a_app": "adk.serve._a2a_app"})
 
 __all__ = ["Auth", "ClientToolCall", "EventMapper", "RequestExtras", "RunTracker", "a2a_app", "create_app"]

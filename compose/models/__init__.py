@@ -15,7 +15,16 @@ if typing.TYPE_CHECKING:
     from compose.models.json_action import JSONActionChatModel, parse_json_action, render_json_action_prompt
     from compose.models.openai_model import OpenAIChatModel, translate_openai_error
 else:
-    __getattr__, __dir__ = _lazy_names(__name__)
+    __getattr__, __dir__ = _lazy_names(
+        __name__,
+        {
+            "JSONActionChatModel": "compose.models.json_action",
+            "parse_json_action": "compose.models.json_action",
+            "render_json_action_prompt": "compose.models.json_action",
+            "OpenAIChatModel": "compose.models.openai_model",
+            "translate_openai_error": "compose.models.openai_model",
+        },
+    )
 
 __all__ = [
     "ChatModel",
