@@ -9,7 +9,8 @@ external interrupt at a step boundary or, with a grace period, in the middle of 
 A run driven to its end fuses stretches of one-node steps over plain nodes (a run without callbacks, interrupts
 or per-call node options; in a streaming run, nodes that implement invoke only) into one loop, ``_fused``: same
 steps, limit and errors (node output checks included: ``Tables.fused_check``), without the per-step inbox and
-gate. The compiled tables say which nodes and routes qualify (``Tables.fused``/``fused_stream``/``route``).
+gate. The compiled tables say which nodes qualify (``fuse.fuse``) and how a branch chooses (``Tables.value_route``/
+``stream_route``, the choices routing makes).
 Every ``YIELD_EVERY`` steps a run passes through the event loop, so a loop of nodes that never await still
 honours timeouts and cancellation and shares the loop with other runs.
 """
@@ -23,14 +24,14 @@ import anyio
 import anyio.lowlevel
 
 from compose._engine.blame import named_upstream
+from compose._engine.dag import no_tasks
+from compose._engine.fuse import WrongOutput
 from compose._engine.node_exec import exec_general, node_call, node_failed, node_input, node_output
 from compose._engine.resume import RERUN_SOURCE, pause
-from compose._engine.tables import CALLING, WrongOutput
+from compose._engine.tables import CALLING
 from compose._engine.tables import NOTHING as _NOTHING
 from compose.errors import (
-    BranchError,
     GraphInterrupt,
-    GraphRunError,
     MaxStepsExceededError,
     NodeOutputTypeError,
     NodeRunError,
@@ -257,25 +258,29 @@ async def _fused(self: RunState, j: int, x: Any) -> Any:
     t = self.t
     streaming = self.streaming
     fused = t.fused_stream if streaming else t.fused
-    direct, route, keys, checks = t.direct, t.route, t.keys, t.fused_check
+    direct, keys, checks = t.direct, t.keys, t.fused_check
+    routes = t.stream_route if streaming else t.value_route
     end = t.end
     limit = self.max_steps
     steps = self.steps
     f = fused[j]
     assert f is not None
     wrap = _one if streaming else _same
+    check = steps  # the next step that reaches the limit or passes through the event loop
     try:
         while True:
-            if steps >= limit:
-                await _close(x)
-                raise MaxStepsExceededError(limit)
-            if not steps % YIELD_EVERY and steps:
-                try:
-                    await anyio.lowlevel.checkpoint()
-                except BaseException:
-                    with anyio.CancelScope(shield=True):
-                        await _close(x)
-                    raise
+            if steps >= check:
+                if steps >= limit:
+                    await _close(x)
+                    raise MaxStepsExceededError(limit)
+                if not steps % YIELD_EVERY and steps:
+                    try:
+                        await anyio.lowlevel.checkpoint()
+                    except BaseException:
+                        with anyio.CancelScope(shield=True):
+                            await _close(x)
+                        raise
+                check = min(limit, steps - steps % YIELD_EVERY + YIELD_EVERY)
             try:
                 if streaming:
                     streaming = False  # only the first node's input is a stream
@@ -299,20 +304,15 @@ async def _fused(self: RunState, j: int, x: Any) -> Any:
             steps += 1
             nxt = direct[j]
             if nxt < 0:
-                rt = route[j]
-                if rt is None:
+                route = routes[j]
+                if route is None:
                     self.pending.append((j, wrap(out)))
                     return _NOTHING
-                b = rt.branch
                 try:
-                    chosen = b.condition(out)
-                    nxt = rt.index_of.get(chosen, -1) if type(chosen) is str else -1
-                    if nxt < 0:
-                        nxt = rt.index_of[await b.settle(chosen, keys[j])]
-                except BaseException as exc:
+                    dst = route(out)
+                    nxt = dst if isinstance(dst, int) else await dst
+                except BaseException:
                     await _close(out)
-                    if isinstance(exc, Exception) and not isinstance(exc, BranchError):
-                        raise b.failed(exc, keys[j]) from exc
                     raise
             if nxt == end:
                 return wrap(out)
@@ -329,14 +329,6 @@ async def _fused(self: RunState, j: int, x: Any) -> Any:
 def _wrong(self: RunState, j: int, value: Any) -> NodeOutputTypeError:
     node = self.t.nodes[j]
     return NodeOutputTypeError([*self.path, node.key], node.declared, type(value))
-
-
-def no_tasks(self: RunState, last: Sequence[int]) -> GraphRunError:
-    """Eino's error for a run left with nothing to run and END not reached, naming the nodes that completed
-    last as Eino prints them (``[a, b]``)."""
-    if not last:
-        return GraphRunError("no tasks to execute after graph start")
-    return GraphRunError(f"no tasks to execute, last completed nodes: [{', '.join(self.t.keys[i] for i in last)}]")
 
 
 def _same(x: Any) -> Any:

@@ -1,11 +1,13 @@
 """Routing a node's output (``RunState._finish`` / ``_deliver``): its post handler, then its edges and branches
 write into the successors' inboxes, each value checked against the edge's type where the compiled tables say so
 (eino-semantics 1.2, 1.3). A streaming output is copied once per successor and per branch condition; the
-common invoke case, one branch with a synchronous condition, takes one table lookup (``Tables.value_route``).
+common invoke case, one branch with a synchronous condition, is one call of ``choose``, the branch choice the
+fused loop makes too (``Tables.value_route``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +22,7 @@ from compose.stream import close_if_stream as _close
 if TYPE_CHECKING:
     from compose._engine.run_state import RunState
 
-__all__ = ["deliver", "route"]
+__all__ = ["choose", "deliver", "route"]
 
 
 def _check_chunk(check: EdgeCheck, chunk: Any) -> Any:
@@ -54,17 +56,8 @@ async def route(self: RunState, src: int, out: Any) -> None:
     if brs and src < t.n and not self.streaming:
         vr = t.value_route[src]
         if vr is not None:  # the common case: one branch choosing with a synchronous condition
-            condition, rt = vr
-            try:
-                chosen = condition(out)
-            except (BranchError, RuntimeTypeError, NodeRunError):
-                raise  # the condition read a stream that broke: the node that produced it is named already
-            except Exception as exc:
-                raise rt.branch.failed(exc, t.keys[src]) from exc
-            dst = rt.index_of.get(chosen, -1) if type(chosen) is str else -1
-            if dst < 0:
-                dst = rt.index_of[await rt.branch.settle(chosen, t.keys[src])]
-            self._deliver(src, dst, out)
+            dst = vr(out)
+            self._deliver(src, dst if isinstance(dst, int) else await dst, out)
             return
     if not brs:
         if not succ:
@@ -119,6 +112,28 @@ async def route(self: RunState, src: int, out: Any) -> None:
             for s in {e for b, keys in zip(brs, chosen, strict=True) for k in keys for e in [b.index_of[k]]}:
                 if (src, s) in t.data_edges and (src, s) not in t.data_only:
                     report(self, src, s, False)
+
+def choose(condition: Callable[[Any], Any], rt: BranchRT, key: str, out: Any) -> int | Awaitable[int]:
+    """The one branch choice on a value (bound per node: ``Tables.value_route``): the node that node ``key``'s
+    branch ``rt`` chooses with ``condition`` for ``out``, or an awaitable of it when the result is no end node's
+    key (an awaitable, or a wrong key: ``Branch.settle`` raises ``BranchError``)."""
+    try:
+        chosen = condition(out)
+    except (BranchError, RuntimeTypeError, NodeRunError):
+        raise  # the condition read a stream that broke: the node that produced it is named already
+    except Exception as exc:
+        raise rt.branch.failed(exc, key) from exc
+    if type(chosen) is str:
+        try:
+            return rt.index_of[chosen]
+        except KeyError:
+            pass
+    return _settle(rt, chosen, key)
+
+
+async def _settle(rt: BranchRT, chosen: Any, key: str) -> int:
+    return rt.index_of[await rt.branch.settle(chosen, key)]
+
 
 def deliver(self: RunState, src: int, dst: int, value: Any) -> None:
     """Put ``value`` in ``dst``'s inbox from ``src`` (checked against the edge's type, chunk by chunk in a streaming

@@ -883,8 +883,7 @@ async def test_a_branch_condition_that_fits_needs_no_runtime_check(anyio_backend
     g.add_edge(START, "a")
     g.add_branch("a", GraphBranch(cond, {END}))
     r = g.compile()
-    (route,) = r._tables.route
-    assert route is not None and route.check is None
+    assert r._tables.value_route[0] is not None and r._tables.branches[0][0].check is None
     assert await r.invoke("") == "a"
 
 
