@@ -17,7 +17,9 @@ from compose._engine.dag import report
 from compose._engine.tables import BranchRT, EdgeCheck, branch_targets
 from compose._types import type_name
 from compose.errors import BranchError, NodeRunError, RuntimeTypeError
+from compose.stream import StreamReader
 from compose.stream import close_if_stream as _close
+from compose.stream._core import _IterReader
 
 if TYPE_CHECKING:
     from compose._engine.run_state import RunState
@@ -71,7 +73,33 @@ async def route(self: RunState, src: int, out: Any) -> None:
         return
     key = t.keys[src]
     chosen = []
-    if self.streaming:
+    if self.streaming and type(out) is _IterReader and out._n - out._i == 1:
+        # a stream of one known value (as a model node's post handler returns): every successor and condition
+        # reads a one-chunk stream of it, as a copy would be, and the stream itself goes on (nothing copied); a
+        # value branch decides on the value (its condition would see the stream concatenated: the same value)
+        value = out._items[out._i]
+        try:
+            vr = t.stream_route[src] if src < t.n else None
+            if vr is not None:
+                dst = vr(value)
+                self._deliver(src, dst if isinstance(dst, int) else await dst, out)
+                return
+            for s in succ:
+                self._deliver(src, s, _IterReader((value,)))
+            for b in brs:
+                r: StreamReader[Any] = _IterReader((value,))
+                if b.check is not None:
+                    r = r.map(partial(_check_condition_input, key, b))
+                chosen.append(await b.branch.decide_stream(r, key))
+        except BaseException:
+            await out.aclose()
+            raise
+        deliver, skipped = branch_targets(t, src, chosen)
+        for i, s in enumerate(deliver):
+            self._deliver(src, s, _IterReader((value,)) if i else out)
+        if not deliver:
+            await out.aclose()
+    elif self.streaming:
         copies = out.copy(len(succ) + len(brs) + 1)
         for s, v in zip(succ, copies, strict=False):
             self._deliver(src, s, v)

@@ -210,17 +210,13 @@ def branch_targets(tables: Tables, src: int, chosen: list[frozenset[str]]) -> tu
     (meaningful in DAG mode only).
     """
     direct = tables.succ[src]
+    brs = tables.branches[src]
+    if len(brs) == 1 and len(chosen[0]) == 1 and not tables.dag:  # the common case: one branch choosing one node
+        idx = brs[0].index_of[next(iter(chosen[0]))]
+        return [] if idx in direct else [idx], []
     ctrl = direct  # a data-only edge (a Workflow's) does not keep a branch end node from being skipped
     if tables.data_edges:
         ctrl = tuple(d for d in direct if (src, d) not in tables.data_edges)
-    brs = tables.branches[src]
-    if len(brs) == 1 and len(chosen[0]) == 1:  # the common case: one branch choosing one node
-        b = brs[0]
-        idx = b.index_of[next(iter(chosen[0]))]
-        one = [] if idx in direct else [idx]
-        if not tables.dag:
-            return one, []
-        return one, [e for e in b.ends if e != idx and e not in ctrl]
     deliver: list[int] = []
     picked: set[int] = set()
     for b, keys in zip(brs, chosen, strict=True):
