@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import anyio
 import anyio.lowlevel
 
-from compose._engine.blame import named_upstream
 from compose._engine.dag import no_tasks
 from compose._engine.fuse import WrongOutput
 from compose._engine.node_exec import exec_general, node_call, node_failed, node_input, node_output
@@ -34,7 +33,6 @@ from compose.errors import (
     GraphInterrupt,
     MaxStepsExceededError,
     NodeOutputTypeError,
-    NodeRunError,
 )
 from compose.interrupt import StopRequest
 from compose.stream import close_if_stream as _close
@@ -258,8 +256,7 @@ async def _fused(self: RunState, j: int, x: Any) -> Any:
     t = self.t
     streaming = self.streaming
     fused = t.fused_stream if streaming else t.fused
-    direct, keys, checks = t.direct, t.keys, t.fused_check
-    routes = t.stream_route if streaming else t.value_route
+    direct, checks, routes = t.direct, t.fused_check, (t.stream_route if streaming else t.value_route)
     end = t.end
     limit = self.max_steps
     steps = self.steps
@@ -286,17 +283,12 @@ async def _fused(self: RunState, j: int, x: Any) -> Any:
                     streaming = False  # only the first node's input is a stream
                     x = await concat(x)
                 out = await f(x)
-            except GraphInterrupt as sig:
-                self.last = t.alone[j]
-                self.steps = steps + 1
-                raise await pause(self, reruns=[(j, sig)]) from None
             except WrongOutput as wrong:
                 await _close(wrong.value)
                 raise _wrong(self, j, wrong.value) from None
-            except Exception as exc:
-                if named_upstream(exc, self.origin):
-                    raise  # an error item of the upstream stream read first: it names its node (as _exec_general)
-                raise NodeRunError([*self.path, keys[j]], exc) from exc
+            except BaseException as exc:
+                self.steps = steps
+                await raised(self, j, x, exc, "")
             cls = checks[j]
             if cls is not None and not isinstance(out, cls):
                 await _close(out)

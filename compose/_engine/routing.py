@@ -17,8 +17,8 @@ from compose._engine.dag import report
 from compose._engine.tables import BranchRT, EdgeCheck, branch_targets
 from compose._types import type_name
 from compose.errors import BranchError, NodeRunError, RuntimeTypeError
-from compose.stream import StreamReader
 from compose.stream import close_if_stream as _close
+from compose.stream._copy import copies_of_own
 from compose.stream._core import _IterReader
 
 if TYPE_CHECKING:
@@ -73,66 +73,39 @@ async def route(self: RunState, src: int, out: Any) -> None:
         return
     key = t.keys[src]
     chosen = []
-    if self.streaming and type(out) is _IterReader and out._n - out._i == 1:
-        # a stream of one known value (as a model node's post handler returns): every successor and condition
-        # reads a one-chunk stream of it, as a copy would be, and the stream itself goes on (nothing copied); a
-        # value branch decides on the value (its condition would see the stream concatenated: the same value)
-        value = out._items[out._i]
-        try:
-            vr = t.stream_route[src] if src < t.n else None
-            if vr is not None:
-                dst = vr(value)
-                self._deliver(src, dst if isinstance(dst, int) else await dst, out)
-                return
-            for s in succ:
-                self._deliver(src, s, _IterReader((value,)))
-            for b in brs:
-                r: StreamReader[Any] = _IterReader((value,))
-                if b.check is not None:
-                    r = r.map(partial(_check_condition_input, key, b))
-                chosen.append(await b.branch.decide_stream(r, key))
-        except BaseException:
-            await out.aclose()
-            raise
-        deliver, skipped = branch_targets(t, src, chosen)
-        for i, s in enumerate(deliver):
-            self._deliver(src, s, _IterReader((value,)) if i else out)
-        if not deliver:
-            await out.aclose()
-    elif self.streaming:
-        copies = out.copy(len(succ) + len(brs) + 1)
-        for s, v in zip(succ, copies, strict=False):
+    streaming = self.streaming
+    # a stream of one known value (as a model node's post handler returns): its copies are cursors over the
+    # value, nothing buffered, and a value branch decides on the value (its condition would see the stream
+    # concatenated: the same value)
+    one = streaming and type(out) is _IterReader and out._n - out._i == 1
+    vr = t.stream_route[src] if one and src < t.n else None
+    if vr is not None:
+        dst = vr(out._items[out._i])
+        self._deliver(src, dst if isinstance(dst, int) else await dst, out)
+        return
+    n = len(succ) + len(brs) + 1
+    copies = copies_of_own(out, n) if one else out.copy(n) if streaming else [out] * n
+    reserve = copies.pop()
+    for s, v in zip(succ, copies, strict=False):
+        self._deliver(src, s, v)
+    conds = copies[len(succ) :]
+    try:
+        for b, c in zip(brs, conds, strict=True):
+            if b.check is not None:  # a stream checked chunk by chunk, as the condition (or its concat) reads
+                c = c.map(partial(_check_condition_input, key, b)) if streaming else _check_condition_input(key, b, c)
+            chosen.append(await (b.branch.decide_stream(c, key) if streaming else b.branch.decide_value(c, key)))
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            for c in conds[len(chosen) + 1 :]:
+                await _close(c)
+            await _close(reserve)
+        raise
+    deliver, skipped = branch_targets(t, src, chosen)
+    if deliver:
+        for s, v in zip(deliver, reserve.copy(len(deliver)) if streaming else [out] * len(deliver), strict=True):
             self._deliver(src, s, v)
-        conds = copies[len(succ) : -1]
-        reserve = copies[-1]
-        for i, b in enumerate(brs):
-            if b.check is not None:  # checked chunk by chunk, as the condition (or its concat) reads
-                conds[i] = conds[i].map(partial(_check_condition_input, key, b))
-        try:
-            for i, b in enumerate(brs):
-                chosen.append(await b.branch.decide_stream(conds[i], key))
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                for c in conds[len(chosen) + 1 :]:
-                    await c.aclose()
-                await reserve.aclose()
-            raise
-        deliver, skipped = branch_targets(t, src, chosen)
-        if deliver:
-            for s, v in zip(deliver, reserve.copy(len(deliver)), strict=True):
-                self._deliver(src, s, v)
-        else:
-            await reserve.aclose()
     else:
-        for s in succ:
-            self._deliver(src, s, out)
-        for b in brs:
-            if b.check is not None:
-                _check_condition_input(key, b, out)
-            chosen.append(await b.branch.decide_value(out, key))
-        deliver, skipped = branch_targets(t, src, chosen)
-        for s in deliver:
-            self._deliver(src, s, out)
+        await _close(reserve)
     if t.dag:
         for s in skipped:
             report(self, src, s, True)
@@ -140,6 +113,7 @@ async def route(self: RunState, src: int, out: Any) -> None:
             for s in {e for b, keys in zip(brs, chosen, strict=True) for k in keys for e in [b.index_of[k]]}:
                 if (src, s) in t.data_edges and (src, s) not in t.data_only:
                     report(self, src, s, False)
+
 
 def choose(condition: Callable[[Any], Any], rt: BranchRT, key: str, out: Any) -> int | Awaitable[int]:
     """The one branch choice on a value (bound per node: ``Tables.value_route``): the node that node ``key``'s
