@@ -10,7 +10,6 @@ running when it is over, and they re-run on resume with the input they had (kept
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -18,7 +17,7 @@ import anyio
 from compose._engine.resume import RERUN_SOURCE, pause
 from compose._engine.tables import NOTHING as _NOTHING
 from compose._types import zero_value
-from compose.errors import GraphInterrupt, GraphRunError
+from compose.errors import GraphInterrupt
 from compose.interrupt import StopRequest
 from compose.merge import merge_stream_values, merge_values
 from compose.stream import close_if_stream as _close
@@ -141,7 +140,7 @@ async def run_dag(self: RunState) -> Any:
                     if running == 0:
                         if not pausing:
                             # every node left was skipped (a branch chose none of them)
-                            error = no_tasks(self, self.last)
+                            error = self.no_tasks()
                         break
                     j, out, failure = await recv.receive()
                     running -= 1
@@ -228,11 +227,3 @@ def report(self: RunState, src: int, dst: int, skipped: bool) -> None:
     if dst != t.end:
         for s in t.all_succ[dst]:
             report(self, dst, s, True)
-
-
-def no_tasks(self: RunState, last: Sequence[int]) -> GraphRunError:
-    """Eino's error for a run left with nothing to run and END not reached, naming the nodes that completed
-    last as Eino prints them (``[a, b]``)."""
-    if not last:
-        return GraphRunError("no tasks to execute after graph start")
-    return GraphRunError(f"no tasks to execute, last completed nodes: [{', '.join(self.t.keys[i] for i in last)}]")

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import anyio
 import anyio.lowlevel
 
-from compose._engine.dag import no_tasks
 from compose._engine.fuse import WrongOutput
 from compose._engine.node_exec import exec_general, node_call, node_failed, node_input, node_output
 from compose._engine.resume import RERUN_SOURCE, pause
@@ -98,7 +97,7 @@ async def pregel_step(self: RunState, fuse: bool = False, split: bool = False) -
         j = nxt  # x is its input: no inbox made for it
     else:
         if not inbox:
-            raise no_tasks(self, self.last)
+            raise self.no_tasks()
         # As Eino computes the next tasks: read every ready inbox (fan-in merges may fail here), then END wins,
         # then interrupts before nodes, then the step limit.
         if len(inbox) != 1:

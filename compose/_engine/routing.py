@@ -61,15 +61,11 @@ async def route(self: RunState, src: int, out: Any) -> None:
             dst = vr(out)
             self._deliver(src, dst if isinstance(dst, int) else await dst, out)
             return
-    if not brs:
-        if not succ:
-            await _close(out)
-        elif len(succ) == 1:
+    if not brs and len(succ) < 2:
+        if succ:
             self._deliver(src, succ[0], out)
         else:
-            copies = out.copy(len(succ)) if self.streaming else [out] * len(succ)
-            for s, v in zip(succ, copies, strict=True):
-                self._deliver(src, s, v)
+            await _close(out)
         return
     key = t.keys[src]
     chosen = []

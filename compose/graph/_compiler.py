@@ -301,13 +301,10 @@ def build_tables(
             and (si, succ[si][0]) not in checks
         )
         direct.append(succ[si][0] if trivial else -1)
-    value_route: list[Chooser | None] = []
-    stream_route: list[Chooser | None] = []
-    for si in range(n):
-        node_brs = branches[si]
-        one = node_brs[0] if len(node_brs) == 1 and not succ[si] and not dag else None
-        value_route.append(_value_route(one, si, checks, keys[si]))
-        stream_route.append(value_route[-1] if one is not None and type(one.branch) is GraphBranch else None)
+    ones = [bs[0] if len(bs) == 1 and not succ[si] and not dag else None for si, bs in enumerate(branches[:n])]
+    value_route = [_value_route(one, si, checks, keys[si]) for si, one in enumerate(ones)]
+    # a value branch chooses alike in a streaming run (its condition sees the stream concatenated)
+    stream_route = [value_route[si] if one and type(one.branch) is GraphBranch else None for si, one in enumerate(ones)]
     return fuse(Tables(
         name=name,
         keys=(*keys, END, START),
