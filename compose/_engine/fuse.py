@@ -1,5 +1,5 @@
 """The fused fast path, an optional pass over compiled tables (``compose.graph._compiler`` calls it): which nodes
-``pregel._fused`` may call back to back (a DAG's none). Its branches choose as routing does (``routing.choose``)."""
+``pregel._fused`` may call back to back. Its branches choose as routing does (``routing.choose``)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,6 @@ class WrongOutput(Exception):
 
 def fuse(t: Tables) -> Tables:
     """``t`` with ``Tables.fused``, ``fused_stream`` and ``fused_check`` filled."""
-    if t.dag:
-        return t
     fused = [None if node.index in t.interrupt_after else _call(node) for node in t.nodes]
     return dataclasses.replace(
         t,

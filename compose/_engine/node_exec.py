@@ -69,9 +69,7 @@ async def node_output(self: RunState, node: NodeRT, out: Any) -> Any:
         blame = self.blames.get(node.index)
         if blame is None:
             blame = OutputStream((*self.path, node.key), self.origin, cls, node.declared, key, node.stream_model)
-            if not self.blames:
-                self.blames = {}
-            self.blames[node.index] = blame
+            self.blames = {**self.blames, node.index: blame}
         return blame.wrap(out)
     if cls is not None and not isinstance(out, cls):
         await _close(out)

@@ -159,14 +159,11 @@ async def pregel_step(self: RunState, fuse: bool = False, split: bool = False) -
         try:
             pending.append((j, await out))
         except GraphInterrupt as exc:
-            self.last = t.alone[j]
-            self.steps += 1
-            raise await pause(self, reruns=[(j, exc)]) from None
+            await raised(self, j, None, exc, "")
     self.steps += 1
-    if t.interrupt_after and j in t.interrupt_after:
-        self.last = t.alone[j]
-        raise await pause(self, after=[j])
     self.last = t.alone[j]
+    if t.interrupt_after and j in t.interrupt_after:
+        raise await pause(self, after=[j])
     return _NOTHING
 
 
