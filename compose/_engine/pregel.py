@@ -17,7 +17,7 @@ honours timeouts and cancellation and shares the loop with other runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
@@ -258,7 +258,7 @@ async def _fused(self: RunState, j: int, x: Any) -> Any:
     steps = self.steps
     f = fused[j]
     assert f is not None
-    wrap = _one if streaming else _same
+    wrap: Callable[[Any], Any] = _one if streaming else lambda v: v
     check = steps  # the next step that reaches the limit or passes through the event loop
     try:
         while True:
@@ -279,16 +279,15 @@ async def _fused(self: RunState, j: int, x: Any) -> Any:
                     streaming = False  # only the first node's input is a stream
                     x = await concat(x)
                 out = await f(x)
+                cls = checks[j]
+                if cls is not None and not isinstance(out, cls):
+                    raise WrongOutput(out)
             except WrongOutput as wrong:
                 await _close(wrong.value)
-                raise _wrong(self, j, wrong.value) from None
+                raise NodeOutputTypeError([*self.path, t.keys[j]], t.nodes[j].declared, type(wrong.value)) from None
             except BaseException as exc:
                 self.steps = steps
                 await raised(self, j, x, exc, "")
-            cls = checks[j]
-            if cls is not None and not isinstance(out, cls):
-                await _close(out)
-                raise _wrong(self, j, out)
             steps += 1
             nxt = direct[j]
             if nxt < 0:
@@ -312,15 +311,6 @@ async def _fused(self: RunState, j: int, x: Any) -> Any:
     finally:
         self.steps = steps
         self.last = t.alone[j]
-
-
-def _wrong(self: RunState, j: int, value: Any) -> NodeOutputTypeError:
-    node = self.t.nodes[j]
-    return NodeOutputTypeError([*self.path, node.key], node.declared, type(value))
-
-
-def _same(x: Any) -> Any:
-    return x
 
 
 async def _gate(self: RunState, batch: list[tuple[int, Any]]) -> None:

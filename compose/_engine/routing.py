@@ -121,12 +121,10 @@ def choose(condition: Callable[[Any], Any], rt: BranchRT, key: str, out: Any) ->
         raise  # the condition read a stream that broke: the node that produced it is named already
     except Exception as exc:
         raise rt.branch.failed(exc, key) from exc
-    if type(chosen) is str:
-        try:
-            return rt.index_of[chosen]
-        except KeyError:
-            pass
-    return _settle(rt, chosen, key)
+    try:
+        return rt.index_of[chosen] if type(chosen) is str else _settle(rt, chosen, key)
+    except KeyError:
+        return _settle(rt, chosen, key)
 
 
 async def _settle(rt: BranchRT, chosen: Any, key: str) -> int:
@@ -143,10 +141,6 @@ def deliver(self: RunState, src: int, dst: int, value: Any) -> None:
             value = value.map(partial(_check_chunk, check))
         else:
             _check_chunk(check, value)
-    box = self.inbox.get(dst)
-    if box is None:
-        self.inbox[dst] = {src: value}
-    else:
-        box[src] = value
+    self.inbox.setdefault(dst, {})[src] = value
     if t.dag and not ((src, dst) in t.data_edges and (src, dst) not in t.data_only):
         report(self, src, dst, False)  # a data edge to a branch end node: the branch's choice reports

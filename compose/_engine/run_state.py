@@ -160,9 +160,8 @@ class RunState:
     def no_tasks(self) -> GraphRunError:
         """Eino's error for a run left with nothing to run and END not reached, naming the nodes that completed
         last as Eino prints them (``[a, b]``)."""
-        if not self.last:
-            return GraphRunError("no tasks to execute after graph start")
-        return GraphRunError(f"no tasks to execute, last completed nodes: [{', '.join(self.last_nodes)}]")
+        tail = f", last completed nodes: [{', '.join(self.last_nodes)}]" if self.last else " after graph start"
+        return GraphRunError(f"no tasks to execute{tail}")
 
     # ------------------------------------------------------------------ hooks
     # bound by the driver (``scheduler.GraphRun``) to the run functions; a watched run wraps them
