@@ -13,8 +13,8 @@ __all__ = ["WrongOutput", "fuse"]
 
 
 class WrongOutput(Exception):
-    """Raised by a fused call wrapping a node's output into its ``output_key`` when the value fails the node's
-    output check; the fused loop turns it into a ``NodeOutputTypeError`` naming the node on the run's path."""
+    """A fused node's output that fails its check (``Tables.fused_check``, or inside a call that applies an output
+    key); the fused loop turns it into a ``NodeOutputTypeError`` naming the node on the run's path."""
 
     def __init__(self, value: Any) -> None:
         super().__init__()
@@ -23,16 +23,12 @@ class WrongOutput(Exception):
 
 def fuse(t: Tables) -> Tables:
     """``t`` with ``Tables.fused``, ``fused_stream`` and ``fused_check`` filled."""
-    fused = [None if node.index in t.interrupt_after else _call(node) for node in t.nodes]
-    return dataclasses.replace(
-        t,
-        fused=tuple(fused),
-        fused_stream=tuple(
-            f if node.paradigms is not None and node.paradigms.implemented == {"invoke"} else None
-            for f, node in zip(fused, t.nodes, strict=True)
-        ),
-        fused_check=tuple(None if node.output_key is not None else node.out_check for node in t.nodes),
-    )
+    fused = tuple(None if node.index in t.interrupt_after else _call(node) for node in t.nodes)
+    # a streaming run fuses the nodes that implement invoke only (their transform: concatenate, invoke, one chunk)
+    only = [node.paradigms is not None and node.paradigms.implemented == {"invoke"} for node in t.nodes]
+    checks = tuple(None if node.output_key is not None else node.out_check for node in t.nodes)
+    stream = tuple(f if ok else None for f, ok in zip(fused, only, strict=True))
+    return dataclasses.replace(t, fused=fused, fused_stream=stream, fused_check=checks)
 
 
 def _call(node: NodeRT) -> Callable[[Any], Any] | None:
