@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from compose._engine.pregel import no_tasks
 from compose._engine.resume import RERUN_SOURCE, pause
 from compose._engine.tables import NOTHING as _NOTHING
 from compose._types import zero_value
@@ -141,7 +140,7 @@ async def run_dag(self: RunState) -> Any:
                     if running == 0:
                         if not pausing:
                             # every node left was skipped (a branch chose none of them)
-                            error = no_tasks(self, self.last)
+                            error = self.no_tasks()
                         break
                     j, out, failure = await recv.receive()
                     running -= 1

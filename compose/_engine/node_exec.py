@@ -66,9 +66,11 @@ async def node_output(self: RunState, node: NodeRT, out: Any) -> Any:
     if self.streaming and not node.value_call:
         if not node.blamed:  # a sub-graph's or a passthrough's stream: its errors are named upstream
             return out if key is None else out.map(partial(_wrap_key, key))
-        return OutputStream((*self.path, node.key), self.origin, cls, node.declared, key, node.stream_model).wrap(
-            out
-        )
+        blame = self.blames.get(node.index)
+        if blame is None:
+            blame = OutputStream((*self.path, node.key), self.origin, cls, node.declared, key, node.stream_model)
+            self.blames = {**self.blames, node.index: blame}
+        return blame.wrap(out)
     if cls is not None and not isinstance(out, cls):
         await _close(out)
         raise NodeOutputTypeError([*self.path, node.key], node.declared, type(out))

@@ -9,31 +9,29 @@ external interrupt at a step boundary or, with a grace period, in the middle of 
 A run driven to its end fuses stretches of one-node steps over plain nodes (a run without callbacks, interrupts
 or per-call node options; in a streaming run, nodes that implement invoke only) into one loop, ``_fused``: same
 steps, limit and errors (node output checks included: ``Tables.fused_check``), without the per-step inbox and
-gate. The compiled tables say which nodes and routes qualify (``Tables.fused``/``fused_stream``/``route``).
+gate. The compiled tables say which nodes qualify (``fuse.fuse``) and how a branch chooses (``Tables.value_route``/
+``stream_route``, the choices routing makes).
 Every ``YIELD_EVERY`` steps a run passes through the event loop, so a loop of nodes that never await still
 honours timeouts and cancellation and shares the loop with other runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 import anyio.lowlevel
 
-from compose._engine.blame import named_upstream
+from compose._engine.fuse import WrongOutput
 from compose._engine.node_exec import exec_general, node_call, node_failed, node_input, node_output
 from compose._engine.resume import RERUN_SOURCE, pause
-from compose._engine.tables import CALLING, WrongOutput
+from compose._engine.tables import CALLING
 from compose._engine.tables import NOTHING as _NOTHING
 from compose.errors import (
-    BranchError,
     GraphInterrupt,
-    GraphRunError,
     MaxStepsExceededError,
     NodeOutputTypeError,
-    NodeRunError,
 )
 from compose.interrupt import StopRequest
 from compose.stream import close_if_stream as _close
@@ -99,7 +97,7 @@ async def pregel_step(self: RunState, fuse: bool = False, split: bool = False) -
         j = nxt  # x is its input: no inbox made for it
     else:
         if not inbox:
-            raise no_tasks(self, self.last)
+            raise self.no_tasks()
         # As Eino computes the next tasks: read every ready inbox (fan-in merges may fail here), then END wins,
         # then interrupts before nodes, then the step limit.
         if len(inbox) != 1:
@@ -161,14 +159,11 @@ async def pregel_step(self: RunState, fuse: bool = False, split: bool = False) -
         try:
             pending.append((j, await out))
         except GraphInterrupt as exc:
-            self.last = t.alone[j]
-            self.steps += 1
-            raise await pause(self, reruns=[(j, exc)]) from None
+            await raised(self, j, None, exc, "")
     self.steps += 1
-    if t.interrupt_after and j in t.interrupt_after:
-        self.last = t.alone[j]
-        raise await pause(self, after=[j])
     self.last = t.alone[j]
+    if t.interrupt_after and j in t.interrupt_after:
+        raise await pause(self, after=[j])
     return _NOTHING
 
 
@@ -257,62 +252,54 @@ async def _fused(self: RunState, j: int, x: Any) -> Any:
     t = self.t
     streaming = self.streaming
     fused = t.fused_stream if streaming else t.fused
-    direct, route, keys, checks = t.direct, t.route, t.keys, t.fused_check
+    direct, checks, routes = t.direct, t.fused_check, (t.stream_route if streaming else t.value_route)
     end = t.end
     limit = self.max_steps
     steps = self.steps
     f = fused[j]
     assert f is not None
-    wrap = _one if streaming else _same
+    wrap: Callable[[Any], Any] = _one if streaming else lambda v: v
+    check = steps  # the next step that reaches the limit or passes through the event loop
     try:
         while True:
-            if steps >= limit:
-                await _close(x)
-                raise MaxStepsExceededError(limit)
-            if not steps % YIELD_EVERY and steps:
-                try:
-                    await anyio.lowlevel.checkpoint()
-                except BaseException:
-                    with anyio.CancelScope(shield=True):
-                        await _close(x)
-                    raise
+            if steps >= check:
+                if steps >= limit:
+                    await _close(x)
+                    raise MaxStepsExceededError(limit)
+                if not steps % YIELD_EVERY and steps:
+                    try:
+                        await anyio.lowlevel.checkpoint()
+                    except BaseException:
+                        with anyio.CancelScope(shield=True):
+                            await _close(x)
+                        raise
+                check = min(limit, steps - steps % YIELD_EVERY + YIELD_EVERY)
             try:
                 if streaming:
                     streaming = False  # only the first node's input is a stream
                     x = await concat(x)
                 out = await f(x)
-            except GraphInterrupt as sig:
-                self.last = t.alone[j]
-                self.steps = steps + 1
-                raise await pause(self, reruns=[(j, sig)]) from None
+                cls = checks[j]
+                if cls is not None and not isinstance(out, cls):
+                    raise WrongOutput(out)
             except WrongOutput as wrong:
                 await _close(wrong.value)
-                raise _wrong(self, j, wrong.value) from None
-            except Exception as exc:
-                if named_upstream(exc, self.origin):
-                    raise  # an error item of the upstream stream read first: it names its node (as _exec_general)
-                raise NodeRunError([*self.path, keys[j]], exc) from exc
-            cls = checks[j]
-            if cls is not None and not isinstance(out, cls):
-                await _close(out)
-                raise _wrong(self, j, out)
+                raise NodeOutputTypeError([*self.path, t.keys[j]], t.nodes[j].declared, type(wrong.value)) from None
+            except BaseException as exc:
+                self.steps = steps
+                await raised(self, j, x, exc, "")
             steps += 1
             nxt = direct[j]
             if nxt < 0:
-                rt = route[j]
-                if rt is None:
+                route = routes[j]
+                if route is None:
                     self.pending.append((j, wrap(out)))
                     return _NOTHING
-                b = rt.branch
                 try:
-                    chosen = b.condition(out)
-                    nxt = rt.index_of.get(chosen, -1) if type(chosen) is str else -1
-                    if nxt < 0:
-                        nxt = rt.index_of[await b.settle(chosen, keys[j])]
-                except BaseException as exc:
+                    dst = route(out)
+                    nxt = dst if isinstance(dst, int) else await dst
+                except BaseException:
                     await _close(out)
-                    if isinstance(exc, Exception) and not isinstance(exc, BranchError):
-                        raise b.failed(exc, keys[j]) from exc
                     raise
             if nxt == end:
                 return wrap(out)
@@ -324,23 +311,6 @@ async def _fused(self: RunState, j: int, x: Any) -> Any:
     finally:
         self.steps = steps
         self.last = t.alone[j]
-
-
-def _wrong(self: RunState, j: int, value: Any) -> NodeOutputTypeError:
-    node = self.t.nodes[j]
-    return NodeOutputTypeError([*self.path, node.key], node.declared, type(value))
-
-
-def no_tasks(self: RunState, last: Sequence[int]) -> GraphRunError:
-    """Eino's error for a run left with nothing to run and END not reached, naming the nodes that completed
-    last as Eino prints them (``[a, b]``)."""
-    if not last:
-        return GraphRunError("no tasks to execute after graph start")
-    return GraphRunError(f"no tasks to execute, last completed nodes: [{', '.join(self.t.keys[i] for i in last)}]")
-
-
-def _same(x: Any) -> Any:
-    return x
 
 
 async def _gate(self: RunState, batch: list[tuple[int, Any]]) -> None:

@@ -14,7 +14,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any
 
-from compose._engine.blame import named_upstream
+from compose._engine.blame import OutputStream, named_upstream
 from compose._engine.names import NOTHING as _NOTHING
 from compose._engine.options import _DEFAULT_OPTIONS, CallOptions
 from compose._engine.tables import NodeRT, Tables
@@ -45,6 +45,7 @@ class RunState:
 
     __slots__ = (
         "address",
+        "blames",
         "called",
         "calling",
         "calling_j",
@@ -120,6 +121,8 @@ class RunState:
         # a run holds no empty containers of its own for them (an empty deque is 600 bytes, a dict 64)
         self.resume_for: dict[int, tuple[RerunRecord, Mapping[str, Any]]] = _NONE_FOR
         self.skip_before = self.rerun_restored = False
+        # a streaming run's output checks, one per node that emitted (``node_exec.node_output``)
+        self.blames: dict[int, OutputStream] = _NONE_FOR
         if tables.dag:
             self.ready: deque[int] = deque()
             self.reported: dict[int, set[int]] = {}
@@ -153,6 +156,12 @@ class RunState:
     def last_nodes(self) -> list[str]:
         """The nodes of the last superstep run."""
         return [self.t.keys[j] for j in self.last]
+
+    def no_tasks(self) -> GraphRunError:
+        """Eino's error for a run left with nothing to run and END not reached, naming the nodes that completed
+        last as Eino prints them (``[a, b]``)."""
+        tail = f", last completed nodes: [{', '.join(self.last_nodes)}]" if self.last else " after graph start"
+        return GraphRunError(f"no tasks to execute{tail}")
 
     # ------------------------------------------------------------------ hooks
     # bound by the driver (``scheduler.GraphRun``) to the run functions; a watched run wraps them

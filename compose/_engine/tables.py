@@ -8,7 +8,7 @@ protocol the engine calls on it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,16 +27,17 @@ __all__ = [
     "START",
     "Branch",
     "BranchRT",
+    "Chooser",
     "EdgeCheck",
     "NodeRT",
     "RunMapping",
     "SubGraph",
     "Tables",
-    "WrongOutput",
     "branch_targets",
 ]
 
 NodePath = tuple[str, ...]
+Chooser = Callable[[Any], "int | Awaitable[int]"]  # a branch choice bound to its node (``routing.choose``)
 
 
 class Branch(Protocol):
@@ -72,15 +73,6 @@ class RunMapping(Protocol):
     def invoke(self, value: Any, path: NodePath) -> Any: ...
 
     def stream(self, reader: StreamReader[Any], path: NodePath) -> StreamReader[Any]: ...
-
-
-class WrongOutput(Exception):
-    """Raised by a fused call wrapping a node's output into its ``output_key`` when the value fails the node's
-    output check; the fused loop turns it into a ``NodeOutputTypeError`` naming the node on the run's path."""
-
-    def __init__(self, value: Any) -> None:
-        super().__init__()
-        self.value = value
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,18 +169,18 @@ class Tables:
     direct: tuple[int, ...] = ()
     # per node (len n + 2): ``(j,)``, a step's ``last`` nodes when node j ran alone (shared: no list per step)
     alone: tuple[tuple[int], ...] = ()
-    # per node (len n, Pregel only): the callable a fused invoke run awaits for it (its plain single-argument
-    # invoke, when no interrupt follows it), else None; and its one synchronous single-choice value branch when
-    # that branch is all its routing (no edges, no post handler, no runtime checks), else None
+    # per node (len n, Pregel only; filled by ``fuse.fuse``): the callable a fused invoke run awaits for it, the
+    # same for a streaming run (nodes that implement invoke only), and the output check the fused loop makes
+    # after the call (None: unchecked, or checked inside the call, as a node with an output key is)
     fused: tuple[Callable[[Any], Any] | None, ...] = ()
-    fused_stream: tuple[Callable[[Any], Any] | None, ...] = ()  # the same, for nodes that implement invoke only
-    # per node: the output check the fused loop makes after its fused call (None: unchecked, or checked inside
-    # the call, as a node with an output key is)
+    fused_stream: tuple[Callable[[Any], Any] | None, ...] = ()
     fused_check: tuple[ClassInfo | None, ...] = ()
-    route: tuple[BranchRT | None, ...] = ()
     # per node (Pregel only): a node whose one branch (and nothing else) chooses with a synchronous condition on
-    # a whole value, as (that condition, the branch): an invoke run's routing calls it directly (``_finish``)
-    value_route: tuple[tuple[Callable[[Any], Any], BranchRT] | None, ...] = ()
+    # a whole value, as that choice (``routing.choose``): an invoke run's routing and the fused loop call it;
+    # stream_route: the same where the choice holds in a streaming run too (a value branch's condition, which
+    # sees a stream's concatenation)
+    value_route: tuple[Chooser | None, ...] = ()
+    stream_route: tuple[Chooser | None, ...] = ()
     # Workflow field mapping (eino-semantics 1.13): a transform per (source, successor) applied, when the node's
     # input is taken, to the value (stream) that came along that edge or branch; a build per node applied to the
     # merged result;
@@ -218,17 +210,13 @@ def branch_targets(tables: Tables, src: int, chosen: list[frozenset[str]]) -> tu
     (meaningful in DAG mode only).
     """
     direct = tables.succ[src]
+    brs = tables.branches[src]
+    if len(brs) == 1 and len(chosen[0]) == 1 and not tables.dag:  # the common case: one branch choosing one node
+        idx = brs[0].index_of[next(iter(chosen[0]))]
+        return [] if idx in direct else [idx], []
     ctrl = direct  # a data-only edge (a Workflow's) does not keep a branch end node from being skipped
     if tables.data_edges:
         ctrl = tuple(d for d in direct if (src, d) not in tables.data_edges)
-    brs = tables.branches[src]
-    if len(brs) == 1 and len(chosen[0]) == 1:  # the common case: one branch choosing one node
-        b = brs[0]
-        idx = b.index_of[next(iter(chosen[0]))]
-        one = [] if idx in direct else [idx]
-        if not tables.dag:
-            return one, []
-        return one, [e for e in b.ends if e != idx and e not in ctrl]
     deliver: list[int] = []
     picked: set[int] = set()
     for b, keys in zip(brs, chosen, strict=True):

@@ -6,10 +6,13 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from compose._engine.fuse import fuse
 from compose._engine.names import END, START, FanInMergeConfig
-from compose._engine.tables import BranchRT, EdgeCheck, NodeRT, Tables, WrongOutput
+from compose._engine.routing import choose
+from compose._engine.tables import BranchRT, Chooser, EdgeCheck, NodeRT, Tables
 from compose._types import ClassInfo, instance_check
 from compose.callbacks import RunInfo
 from compose.checkpoint._snapshot import fingerprint
@@ -298,31 +301,11 @@ def build_tables(
             and (si, succ[si][0]) not in checks
         )
         direct.append(succ[si][0] if trivial else -1)
-    fused: list[Callable[[Any], Any] | None] = []
-    fused_stream: list[Callable[[Any], Any] | None] = []
-    fused_check: list[ClassInfo | None] = []
-    route: list[BranchRT | None] = []
-    value_route: list[tuple[Callable[[Any], Any], BranchRT] | None] = []
-    for si, node_rt in enumerate(nodes):
-        call = None if dag or node_rt.index in interrupt_after_idx else _fused_call(defs[keys[si]], node_rt)
-        fused.append(call)
-        p = node_rt.paradigms
-        fused_stream.append(call if p is not None and p.implemented == {"invoke"} else None)
-        fused_check.append(None if node_rt.output_key is not None else node_rt.out_check)
-        node_brs = branches[si]
-        one = node_brs[0] if len(node_brs) == 1 and not succ[si] and not dag else None
-        simple = (
-            one is not None
-            and type(one.branch) is GraphBranch
-            and not one.branch._is_async
-            and one.check is None
-            and node_rt.post is None
-            and node_rt.stream_post is None
-            and not any((si, e) in checks for e in one.ends)
-        )
-        route.append(one if simple else None)
-        value_route.append(_value_route(one, si, checks))
-    return Tables(
+    ones = [bs[0] if len(bs) == 1 and not succ[si] and not dag else None for si, bs in enumerate(branches[:n])]
+    value_route = [_value_route(one, si, checks, keys[si]) for si, one in enumerate(ones)]
+    # a value branch chooses alike in a streaming run (its condition sees the stream concatenated)
+    stream_route = [value_route[si] if one and type(one.branch) is GraphBranch else None for si, one in enumerate(ones)]
+    return fuse(Tables(
         name=name,
         keys=(*keys, END, START),
         nodes=tuple(nodes),
@@ -353,11 +336,8 @@ def build_tables(
         ),
         direct=tuple(direct),
         alone=tuple((j,) for j in range(len(keys))),
-        fused=tuple(fused),
-        fused_stream=tuple(fused_stream),
-        fused_check=tuple(fused_check),
-        route=tuple(route),
         value_route=tuple(value_route),
+        stream_route=tuple(stream_route),
         edge_maps={(index[a], index[b]): fn for (a, b), fn in graph._edge_maps.items()},
         builds={index[k]: fn for k, fn in graph._input_builds.items()},
         data_only=frozenset(
@@ -366,7 +346,7 @@ def build_tables(
             if not any(b in br.end_nodes for br in graph._branches.get(a, []))
         ),
         data_edges=frozenset((index[a], index[b]) for a, b in graph._data_only),
-    )
+    ))
 
 
 _TAKES_OPTIONS = frozenset(
@@ -385,45 +365,17 @@ def output_check(d: Any) -> ClassInfo | None:
 
 
 def _value_route(
-    one: BranchRT | None, si: int, checks: Mapping[tuple[int, int], EdgeCheck]
-) -> tuple[Callable[[Any], Any], BranchRT] | None:
+    one: BranchRT | None, si: int, checks: Mapping[tuple[int, int], EdgeCheck], key: str
+) -> Chooser | None:
     """``Tables.value_route`` of node ``si``, whose only branch (if it has no other successor) is ``one``."""
     if one is None or one.check is not None or any((si, e) in checks for e in one.ends):
         return None
     b = one.branch
     if type(b) is GraphBranch and not b._is_async:
-        return b.condition, one
+        return partial(choose, b.condition, one, key)
     if type(b) is StreamGraphBranch and b.value_condition is not None and not is_async_callable(b.value_condition):
-        return b.value_condition, one
+        return partial(choose, b.value_condition, one, key)
     return None
-
-
-def _fused_call(d: Any, node: NodeRT) -> Callable[[Any], Any] | None:
-    """What a fused invoke run awaits for ``node``: its invoke with a value and no options (the output key
-    applied); None when the node needs the general path (handlers, an input key, a sub-graph)."""
-    handled = d.pre_handler or d.post_handler or d.stream_pre_handler or d.stream_post_handler or d.input_key
-    p = node.paradigms
-    if handled or node.sub is not None or p is None:
-        return None
-    invoke = p.invoke1 or p.invoke
-    key = node.output_key
-    if key is None:
-        return invoke
-    cls = node.out_check
-    if cls is None:
-
-        async def keyed(x: Any) -> Any:
-            return {key: await invoke(x)}
-
-        return keyed
-
-    async def keyed_checked(x: Any) -> Any:
-        out = await invoke(x)
-        if not isinstance(out, cls):
-            raise WrongOutput(out)
-        return {key: out}
-
-    return keyed_checked
 
 
 def _model_identity(d: Any) -> tuple[str, str]:

@@ -255,6 +255,26 @@ async def test_a_stream_branch_with_a_value_condition(anyio_backend: Any) -> Non
         GraphBranch(on_value, {"b"}, value_condition=on_value)
 
 
+async def test_branches_on_a_stream_of_one_known_value(anyio_backend: Any) -> None:
+    """A streaming run whose node emits one known value (it implements invoke only): a value branch decides on
+    that value, a stream branch still reads a stream, a direct edge beside them gets its own."""
+    seen: list[Any] = []
+
+    async def on_stream(reader: StreamReader[str]) -> set[str]:
+        seen.append(isinstance(reader, StreamReader))
+        return {"c"} if (await concat(reader)).endswith("a") else set()
+
+    g = Graph[str, dict[str, str]]()
+    for k in "abcd":
+        g.add_lambda_node(k, appender(k), output_key=k if k != "a" else None)
+        g.add_edge(*((START, "a") if k == "a" else (k, END)))
+    g.add_edge("a", "d")
+    g.add_branch("a", GraphBranch(lambda v: seen.append(v) or "b", {"b", "c"}))
+    g.add_branch("a", StreamGraphMultiBranch(on_stream, {"c"}))
+    assert await concat(await g.compile().stream("x")) == {"b": "xab", "c": "xac", "d": "xad"}
+    assert seen == ["xa", True]
+
+
 async def test_sync_condition_results_that_need_more_than_a_lookup(anyio_backend: Any) -> None:
     """A sync condition may return an awaitable (awaited) or a non-key (a BranchError naming the node), in a
     stretch of the run the scheduler fuses into one loop as well as when driven step by step."""
@@ -883,8 +903,7 @@ async def test_a_branch_condition_that_fits_needs_no_runtime_check(anyio_backend
     g.add_edge(START, "a")
     g.add_branch("a", GraphBranch(cond, {END}))
     r = g.compile()
-    (route,) = r._tables.route
-    assert route is not None and route.check is None
+    assert r._tables.value_route[0] is not None and r._tables.branches[0][0].check is None
     assert await r.invoke("") == "a"
 
 
