@@ -350,12 +350,10 @@ async def cancel_when_blocked(run: AgentRun, handles: list[CancelHandle]) -> Non
     handles.append(run.cancel())
 
 
-async def test_immediate_cancel_while_the_consumer_reads_a_model_stream(no_task_leaks: None) -> None:
-    model = Gated([fast_call(), "the final answer, streamed"], gates=[1], gate_chunk=2)
-    tools = Tools()
-    r = runner(agent(model, tools), streaming=True)
-    run = r.query("go", checkpoint_id="c", cancellable=True)
-    got: list[str] = []
+async def cut_in_the_answer(run: Any, model: Gated, got: list[str]) -> BaseException | None:
+    """Consume ``run``; while the consumer reads the second model call's stream, cancel the run immediately (from
+    another task, once the reader is blocked): the read raises ``StreamCancelledError``, the cancel answers
+    "cancelled". The chunks read go to ``got``; returns the error of the run's last event."""
     handles: list[CancelHandle] = []
     error: BaseException | None = None
     async with run:
@@ -375,6 +373,16 @@ async def test_immediate_cancel_while_the_consumer_reads_a_model_stream(no_task_
                         async for chunk in stream:
                             got.append(chunk.content)
     assert await handles[0].wait() == "cancelled"
+    return error
+
+
+async def test_immediate_cancel_while_the_consumer_reads_a_model_stream(no_task_leaks: None) -> None:
+    model = Gated([fast_call(), "the final answer, streamed"], gates=[1], gate_chunk=2)
+    tools = Tools()
+    r = runner(agent(model, tools), streaming=True)
+    run = r.query("go", checkpoint_id="c", cancellable=True)
+    got: list[str] = []
+    error = await cut_in_the_answer(run, model, got)
     assert isinstance(error, AgentCancelledError)
     assert "".join(got) == "the "  # two chunks of two characters, then the cut
     assert model.cut_off == 1
@@ -395,25 +403,7 @@ async def test_a_session_run_cut_off_in_its_answer_stream_keeps_its_turn_pending
         agent(model, tools), enable_streaming=True, checkpoint_store=InMemoryCheckPointStore(), session_store=sessions
     )
     run = r.query("go", session_id="s1", checkpoint_id="c", cancellable=True)
-    handles: list[CancelHandle] = []
-    error: BaseException | None = None
-    async with run:
-        async for event in run:
-            if event.error is not None:
-                error = event.error
-                continue
-            assert event.message is not None
-            stream = event.message.message_stream
-            if model.calls < 2 or stream is None:
-                await event.message.get_message()
-                continue
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(cancel_when_blocked, run, handles)  # type: ignore[arg-type]
-                with pytest.raises(StreamCancelledError):
-                    async with stream:
-                        async for _ in stream:
-                            pass
-    assert await handles[0].wait() == "cancelled"
+    error = await cut_in_the_answer(run, model, [])
     assert isinstance(error, AgentCancelledError) and error.checkpoint_id == "c"
     pending = await sessions.pending("c")
     assert pending is not None and [m.role for m in pending.messages] == ["user", "assistant", "tool"]
