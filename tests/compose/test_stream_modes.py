@@ -107,26 +107,9 @@ async def test_custom_parts_from_get_stream_writer(anyio_backend: Any) -> None:
     assert (await r.invoke("q")).content == "hello world"  # a plain run: the writer is a no-op
 
 
-async def test_values_after_each_step(anyio_backend: Any) -> None:
-    g = Graph[str, str](state=Log)
-    for key in ("a", "b", "c"):
-
-        async def node(x: str, key: str = key) -> str:
-            async with process_state(Log) as st:
-                st.seen.append(key)
-            return x + key
-
-        g.add_lambda_node(key, node)
-    for s, e in [(START, "a"), ("a", "b"), ("b", "c"), ("c", END)]:
-        g.add_edge(s, e)
-    values = await parts(g.compile(), ">", "values")
-    assert [p.data.seen for p in values] == [["a"], ["a", "b"], ["a", "b", "c"]]  # once per step
-
-
-@pytest.mark.parametrize("mode", ["any_predecessor", "all_predecessor"])
-async def test_values_come_after_each_steps_post_handlers_as_the_history_holds_them(
-    anyio_backend: Any, mode: str
-) -> None:
+def logging_chain(*, with_post_handlers: bool = False) -> Graph[str, str]:
+    """START -> a -> b -> c -> END, each node logging its key in the ``Log`` state (and, with post handlers,
+    ``post <key>`` after it)."""
     g = Graph[str, str](state=Log)
     for key in ("a", "b", "c"):
 
@@ -139,9 +122,23 @@ async def test_values_come_after_each_steps_post_handlers_as_the_history_holds_t
             st.seen.append(f"post {key}")
             return out
 
-        g.add_lambda_node(key, node, post_handler=post)
+        g.add_lambda_node(key, node, post_handler=post if with_post_handlers else None)
     for s, e in [(START, "a"), ("a", "b"), ("b", "c"), ("c", END)]:
         g.add_edge(s, e)
+    return g
+
+
+async def test_values_after_each_step(anyio_backend: Any) -> None:
+    g = logging_chain()
+    values = await parts(g.compile(), ">", "values")
+    assert [p.data.seen for p in values] == [["a"], ["a", "b"], ["a", "b", "c"]]  # once per step
+
+
+@pytest.mark.parametrize("mode", ["any_predecessor", "all_predecessor"])
+async def test_values_come_after_each_steps_post_handlers_as_the_history_holds_them(
+    anyio_backend: Any, mode: str
+) -> None:
+    g = logging_chain(with_post_handlers=True)
     r = g.compile(trigger_mode=mode, checkpoint_store=InMemoryCheckPointStore(), keep_history=True)
     got = await parts(r, ">", ["values", "debug"], checkpoint_id="k")
     values = [p.data.seen for p in got if p.mode == "values"]
@@ -154,17 +151,7 @@ async def test_values_come_after_each_steps_post_handlers_as_the_history_holds_t
 
 @pytest.mark.parametrize("mode", ["any_predecessor", "all_predecessor"])
 async def test_values_and_snapshots_number_on_across_a_pause_and_its_resume(anyio_backend: Any, mode: str) -> None:
-    g = Graph[str, str](state=Log)
-    for key in ("a", "b", "c"):
-
-        async def node(x: str, key: str = key) -> str:
-            async with process_state(Log) as st:
-                st.seen.append(key)
-            return x + key
-
-        g.add_lambda_node(key, node)
-    for s, e in [(START, "a"), ("a", "b"), ("b", "c"), ("c", END)]:
-        g.add_edge(s, e)
+    g = logging_chain()
     r = g.compile(trigger_mode=mode, checkpoint_store=InMemoryCheckPointStore(), interrupt_before=["b"])
     got: list[StreamPart] = []
     with pytest.raises(GraphInterrupt):
