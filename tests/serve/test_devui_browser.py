@@ -230,6 +230,7 @@ def test_a_refused_approval_keeps_its_card_and_the_thread_goes_on(
         expect(booked.locator(".status")).to_have_text("rejected")
     expect(page.locator(".msg.assistant").last).to_contain_text(FINAL)
     expect(page.locator(".approval")).to_have_count(0)
+    expect(page.locator("#events [data-type=RUN_FINISHED]")).to_have_count(2)  # the resume's end has arrived
     assert event_types(page)[-1] == "RUN_FINISHED"
     # and the thread takes the next message
     send(page, "谢谢")
@@ -257,6 +258,7 @@ def test_reject_with_the_keyboard_ends_with_the_rejection(page: Page, live: Live
         "The call to tool 'book_tea_tasting' was rejected by the user and was not executed"
     )
     expect(page.locator(".msg.assistant").last).to_contain_text(FINAL)
+    expect(page.locator("#events [data-type=RUN_FINISHED]")).to_have_count(2)  # the resume's end has arrived
     assert event_types(page)[-1] == "RUN_FINISHED"
     assert "booking" not in page.evaluate("devui.state")
     shot(page, artifacts, "rejected")
